@@ -1,0 +1,480 @@
+package kernel
+
+import (
+	"fmt"
+	"maps"
+	"net/netip"
+	"slices"
+	"strings"
+	"sync"
+)
+
+// Fake is a stateful in-memory kernel. It returns the errors the kernel returns (wrapped
+// ErrExist / ErrNotFound), counts every operation, and prints its whole state with Dump.
+// It is safe for concurrent use.
+type Fake struct {
+	mu    sync.Mutex
+	vs    map[VSKey]*fakeVS
+	links map[string]map[netip.Addr]struct{}
+	sets  map[string]*fakeSet
+	rules map[Family]string
+	flows map[fakeFlow]struct{}
+	stats ConntrackStats
+	ops   map[string]int
+	// KnownSchedulers lists the scheduler modules the fake kernel can load; nil means the
+	// full in-tree list.
+	KnownSchedulers []string
+}
+
+type fakeVS struct {
+	vs  VirtualServer
+	rss map[netip.AddrPort]RealServer
+}
+
+type fakeSet struct {
+	set     Set
+	entries map[SetEntry]struct{}
+}
+
+type fakeFlow struct{ origDst, replySrc netip.AddrPort }
+
+// InTreeSchedulers are the IPVS schedulers Linux ships (net/netfilter/ipvs/Kconfig).
+var InTreeSchedulers = []string{"rr", "wrr", "lc", "wlc", "lblc", "lblcr", "dh", "sh", "sed", "nq", "mh", "fo", "ovf", "twos"}
+
+// NewFake returns an empty fake kernel.
+func NewFake() *Fake {
+	return &Fake{
+		vs:    map[VSKey]*fakeVS{},
+		links: map[string]map[netip.Addr]struct{}{},
+		sets:  map[string]*fakeSet{},
+		rules: map[Family]string{},
+		flows: map[fakeFlow]struct{}{},
+		ops:   map[string]int{},
+	}
+}
+
+// Kernel returns the fake as a Kernel bundle.
+func (f *Fake) Kernel() Kernel {
+	return Kernel{IPVS: f, Addresses: f, IPSets: f, Iptables: f, Conntrack: f}
+}
+
+func (f *Fake) count(op string) { f.ops[op]++ }
+
+// Ops returns a copy of the operation counters, keyed by method name. Read-only methods
+// (List*, Save, Stats) are counted too.
+func (f *Fake) Ops() map[string]int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return maps.Clone(f.ops)
+}
+
+// ResetOps zeroes the operation counters.
+func (f *Fake) ResetOps() {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	clear(f.ops)
+}
+
+// ListVirtualServers implements IPVS. Like the kernel, it reports the HASHED flag.
+func (f *Fake) ListVirtualServers() ([]VirtualServer, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.count("ListVirtualServers")
+	out := make([]VirtualServer, 0, len(f.vs))
+	for _, v := range f.vs {
+		vs := v.vs
+		vs.Flags |= FlagHashed
+		out = append(out, vs)
+	}
+	return out, nil
+}
+
+// AddVirtualServer implements IPVS.
+func (f *Fake) AddVirtualServer(vs VirtualServer) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.count("AddVirtualServer")
+	if err := f.checkVS(vs); err != nil {
+		return err
+	}
+	if _, ok := f.vs[vs.VSKey]; ok {
+		return fmt.Errorf("virtual server %s: %w", vs.VSKey, ErrExist)
+	}
+	vs.Flags &= OwnFlags
+	f.vs[vs.VSKey] = &fakeVS{vs: vs, rss: map[netip.AddrPort]RealServer{}}
+	return nil
+}
+
+func (f *Fake) checkVS(vs VirtualServer) error {
+	known := f.KnownSchedulers
+	if known == nil {
+		known = InTreeSchedulers
+	}
+	if !slices.Contains(known, vs.Scheduler) {
+		// The kernel answers ENOENT when it cannot load ip_vs_<sched>.
+		return fmt.Errorf("virtual server %s: scheduler %q: %w", vs.VSKey, vs.Scheduler, ErrNotFound)
+	}
+	if !vs.Address.IsValid() || vs.Port == 0 {
+		return fmt.Errorf("virtual server %s: invalid argument", vs.VSKey)
+	}
+	return nil
+}
+
+// UpdateVirtualServer implements IPVS.
+func (f *Fake) UpdateVirtualServer(vs VirtualServer) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.count("UpdateVirtualServer")
+	if err := f.checkVS(vs); err != nil {
+		return err
+	}
+	v, ok := f.vs[vs.VSKey]
+	if !ok {
+		return fmt.Errorf("virtual server %s: %w", vs.VSKey, ErrNotFound)
+	}
+	vs.Flags &= OwnFlags
+	v.vs = vs
+	return nil
+}
+
+// DeleteVirtualServer implements IPVS.
+func (f *Fake) DeleteVirtualServer(key VSKey) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.count("DeleteVirtualServer")
+	if _, ok := f.vs[key]; !ok {
+		return fmt.Errorf("virtual server %s: %w", key, ErrNotFound)
+	}
+	delete(f.vs, key)
+	return nil
+}
+
+// ListRealServers implements IPVS.
+func (f *Fake) ListRealServers(key VSKey) ([]RealServer, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.count("ListRealServers")
+	v, ok := f.vs[key]
+	if !ok {
+		return nil, fmt.Errorf("virtual server %s: %w", key, ErrNotFound)
+	}
+	return slices.Collect(maps.Values(v.rss)), nil
+}
+
+func (f *Fake) realServerOp(op string, key VSKey, rs RealServer, fn func(v *fakeVS, exists bool) error) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.count(op)
+	v, ok := f.vs[key]
+	if !ok {
+		return fmt.Errorf("virtual server %s: %w", key, ErrNotFound)
+	}
+	if FamilyOf(rs.Address) != FamilyOf(key.Address) {
+		return fmt.Errorf("real server %s on %s: address family not supported", rs.AddrPort(), key)
+	}
+	_, exists := v.rss[rs.AddrPort()]
+	return fn(v, exists)
+}
+
+// AddRealServer implements IPVS.
+func (f *Fake) AddRealServer(key VSKey, rs RealServer) error {
+	return f.realServerOp("AddRealServer", key, rs, func(v *fakeVS, exists bool) error {
+		if exists {
+			return fmt.Errorf("real server %s on %s: %w", rs.AddrPort(), key, ErrExist)
+		}
+		v.rss[rs.AddrPort()] = RealServer{Address: rs.Address, Port: rs.Port, Weight: rs.Weight}
+		return nil
+	})
+}
+
+// UpdateRealServer implements IPVS.
+func (f *Fake) UpdateRealServer(key VSKey, rs RealServer) error {
+	return f.realServerOp("UpdateRealServer", key, rs, func(v *fakeVS, exists bool) error {
+		if !exists {
+			return fmt.Errorf("real server %s on %s: %w", rs.AddrPort(), key, ErrNotFound)
+		}
+		cur := v.rss[rs.AddrPort()]
+		cur.Weight = rs.Weight
+		v.rss[rs.AddrPort()] = cur
+		return nil
+	})
+}
+
+// DeleteRealServer implements IPVS.
+func (f *Fake) DeleteRealServer(key VSKey, rs RealServer) error {
+	return f.realServerOp("DeleteRealServer", key, rs, func(v *fakeVS, exists bool) error {
+		if !exists {
+			return fmt.Errorf("real server %s on %s: %w", rs.AddrPort(), key, ErrNotFound)
+		}
+		delete(v.rss, rs.AddrPort())
+		return nil
+	})
+}
+
+// SetConnections sets the connection counters the fake reports for a destination, so
+// tests can exercise graceful termination.
+func (f *Fake) SetConnections(key VSKey, dest netip.AddrPort, active, inactive int) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if v, ok := f.vs[key]; ok {
+		if rs, ok := v.rss[dest]; ok {
+			rs.ActiveConns, rs.InactiveConns = active, inactive
+			v.rss[dest] = rs
+		}
+	}
+}
+
+// EnsureDummy implements Addresses.
+func (f *Fake) EnsureDummy(dev string) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.count("EnsureDummy")
+	if _, ok := f.links[dev]; !ok {
+		f.links[dev] = map[netip.Addr]struct{}{}
+	}
+	return nil
+}
+
+// DeleteLink removes a device and its addresses, as `ip link del` would.
+func (f *Fake) DeleteLink(dev string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	delete(f.links, dev)
+}
+
+// ListAddresses implements Addresses.
+func (f *Fake) ListAddresses(dev string) ([]netip.Addr, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.count("ListAddresses")
+	l, ok := f.links[dev]
+	if !ok {
+		return nil, fmt.Errorf("link %s: %w", dev, ErrNotFound)
+	}
+	return slices.Collect(maps.Keys(l)), nil
+}
+
+// BindAddress implements Addresses.
+func (f *Fake) BindAddress(dev string, addr netip.Addr) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.count("BindAddress")
+	l, ok := f.links[dev]
+	if !ok {
+		return fmt.Errorf("link %s: %w", dev, ErrNotFound)
+	}
+	if _, ok := l[addr]; ok {
+		return fmt.Errorf("address %s on %s: %w", addr, dev, ErrExist)
+	}
+	l[addr] = struct{}{}
+	return nil
+}
+
+// UnbindAddress implements Addresses.
+func (f *Fake) UnbindAddress(dev string, addr netip.Addr) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.count("UnbindAddress")
+	l, ok := f.links[dev]
+	if !ok {
+		return fmt.Errorf("link %s: %w", dev, ErrNotFound)
+	}
+	if _, ok := l[addr]; !ok {
+		return fmt.Errorf("address %s on %s: %w", addr, dev, ErrNotFound)
+	}
+	delete(l, addr)
+	return nil
+}
+
+// EnsureSet implements IPSets.
+func (f *Fake) EnsureSet(s Set) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.count("EnsureSet")
+	if cur, ok := f.sets[s.Name]; ok {
+		if cur.set.Type != s.Type || (s.Type != BitmapPort && cur.set.Family != s.Family) {
+			// ipset refuses to re-create a set with another type (kubernetes#77265).
+			return fmt.Errorf("set %s exists as %s: %w", s.Name, cur.set.Type, ErrExist)
+		}
+		return nil
+	}
+	f.sets[s.Name] = &fakeSet{set: s, entries: map[SetEntry]struct{}{}}
+	return nil
+}
+
+// FlushSet removes every member of a set, as `ipset flush` would.
+func (f *Fake) FlushSet(name string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if s, ok := f.sets[name]; ok {
+		clear(s.entries)
+	}
+}
+
+// ListEntries implements IPSets.
+func (f *Fake) ListEntries(name string) ([]SetEntry, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.count("ListEntries")
+	s, ok := f.sets[name]
+	if !ok {
+		return nil, fmt.Errorf("set %s: %w", name, ErrNotFound)
+	}
+	return slices.Collect(maps.Keys(s.entries)), nil
+}
+
+func checkEntry(s Set, e SetEntry) error {
+	switch s.Type {
+	case BitmapPort:
+		if e.IP.IsValid() {
+			return fmt.Errorf("set %s: entry %s: syntax error", s.Name, e)
+		}
+		return nil
+	case HashIP:
+		if e.Protocol != 0 {
+			return fmt.Errorf("set %s: entry %s: syntax error", s.Name, e)
+		}
+	}
+	if !e.IP.IsValid() || FamilyOf(e.IP) != s.Family {
+		return fmt.Errorf("set %s: entry %s: address family mismatch", s.Name, e)
+	}
+	if e.IP2.IsValid() && FamilyOf(e.IP2) != s.Family || e.Net.IsValid() && FamilyOf(e.Net.Addr()) != s.Family {
+		return fmt.Errorf("set %s: entry %s: address family mismatch", s.Name, e)
+	}
+	return nil
+}
+
+// AddEntry implements IPSets.
+func (f *Fake) AddEntry(name string, e SetEntry) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.count("AddEntry")
+	s, ok := f.sets[name]
+	if !ok {
+		return fmt.Errorf("set %s: %w", name, ErrNotFound)
+	}
+	if err := checkEntry(s.set, e); err != nil {
+		return err
+	}
+	if _, ok := s.entries[e]; ok {
+		return fmt.Errorf("set %s: entry %s: %w", name, e, ErrExist)
+	}
+	if s.set.MaxElem > 0 && uint32(len(s.entries)) >= s.set.MaxElem {
+		return fmt.Errorf("set %s: hash is full", name)
+	}
+	s.entries[e] = struct{}{}
+	return nil
+}
+
+// DelEntry implements IPSets.
+func (f *Fake) DelEntry(name string, e SetEntry) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.count("DelEntry")
+	s, ok := f.sets[name]
+	if !ok {
+		return fmt.Errorf("set %s: %w", name, ErrNotFound)
+	}
+	if _, ok := s.entries[e]; !ok {
+		return fmt.Errorf("set %s: entry %s: %w", name, e, ErrNotFound)
+	}
+	delete(s.entries, e)
+	return nil
+}
+
+// Restore implements Iptables.
+func (f *Fake) Restore(fam Family, rules string) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.count("Restore")
+	f.rules[fam] = rules
+	return nil
+}
+
+// Save implements Iptables.
+func (f *Fake) Save(fam Family) (string, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.count("Save")
+	return f.rules[fam], nil
+}
+
+// AddFlow records a conntrack flow, so tests can check what ClearUDP removes.
+func (f *Fake) AddFlow(origDst, replySrc netip.AddrPort) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.flows[fakeFlow{origDst, replySrc}] = struct{}{}
+}
+
+// Flows returns the recorded flows as "origDst>replySrc" strings, sorted.
+func (f *Fake) Flows() []string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	var out []string
+	for fl := range f.flows {
+		out = append(out, fl.origDst.String()+">"+fl.replySrc.String())
+	}
+	slices.Sort(out)
+	return out
+}
+
+// ClearUDP implements Conntrack.
+func (f *Fake) ClearUDP(vip, endpoint netip.AddrPort) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.count("ClearUDP")
+	for fl := range f.flows {
+		if fl.origDst == vip && (!endpoint.IsValid() || fl.replySrc == endpoint) {
+			delete(f.flows, fl)
+		}
+	}
+	return nil
+}
+
+// SetStats sets what Stats returns.
+func (f *Fake) SetStats(s ConntrackStats) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.stats = s
+}
+
+// Stats implements Conntrack.
+func (f *Fake) Stats() (ConntrackStats, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.count("Stats")
+	return f.stats, nil
+}
+
+// Dump prints the whole fake kernel deterministically: the IPVS table as `ipvsadm -Ln`,
+// the addresses of every link, the sets as `ipset save`, and the iptables rules.
+func (f *Fake) Dump() string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	var b strings.Builder
+	vss := make([]VirtualServer, 0, len(f.vs))
+	rss := map[VSKey][]RealServer{}
+	for k, v := range f.vs {
+		vss = append(vss, v.vs)
+		rss[k] = slices.Collect(maps.Values(v.rss))
+	}
+	b.WriteString(FormatIPVS(vss, rss))
+	for _, dev := range slices.Sorted(maps.Keys(f.links)) {
+		b.WriteString("\n# addresses on " + dev + "\n")
+		b.WriteString(FormatAddresses(dev, slices.Collect(maps.Keys(f.links[dev]))))
+	}
+	b.WriteString("\n# ipset save\n")
+	var sets []Set
+	members := map[string][]SetEntry{}
+	for _, name := range slices.Sorted(maps.Keys(f.sets)) {
+		sets = append(sets, f.sets[name].set)
+		members[name] = slices.Collect(maps.Keys(f.sets[name].entries))
+	}
+	b.WriteString(FormatSets(sets, members))
+	for _, fam := range []Family{IPv4, IPv6} {
+		if r := f.rules[fam]; r != "" {
+			b.WriteString("\n# " + fam.String() + " iptables-save\n" + r)
+		}
+	}
+	return b.String()
+}

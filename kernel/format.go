@@ -1,0 +1,137 @@
+package kernel
+
+import (
+	"cmp"
+	"fmt"
+	"net/netip"
+	"slices"
+	"strings"
+)
+
+// IPVSHeader is the banner ipvsadm prints first: the IPVS version the Debian and upstream
+// kernels report and the default connection-table size (CONFIG_IP_VS_TAB_BITS=12).
+const IPVSHeader = "IP Virtual Server version 1.2.1 (size=4096)\n" +
+	"Prot LocalAddress:Port Scheduler Flags\n" +
+	"  -> RemoteAddress:Port           Forward Weight ActiveConn InActConn\n"
+
+// CompareVSKeys orders virtual servers as `ipvsadm -Ln` sorts them: protocol, address, port.
+func CompareVSKeys(a, b VSKey) int {
+	if c := cmp.Compare(a.Protocol, b.Protocol); c != 0 {
+		return c
+	}
+	if c := a.Address.Compare(b.Address); c != 0 {
+		return c
+	}
+	return cmp.Compare(a.Port, b.Port)
+}
+
+// CompareRealServers orders destinations by address, then port, as ipvsadm does.
+func CompareRealServers(a, b RealServer) int {
+	if c := a.Address.Compare(b.Address); c != 0 {
+		return c
+	}
+	return cmp.Compare(a.Port, b.Port)
+}
+
+// schedFlagNames gives ipvsadm's names for the scheduler flag bits.
+func schedFlagNames(sched string, flags uint32) []string {
+	prefix := "flag-"
+	names := [3]string{"1", "2", "3"}
+	if sched == "sh" || sched == "mh" {
+		prefix = sched + "-"
+		names = [3]string{"fallback", "port", "3"}
+	}
+	var out []string
+	for i, bit := range []uint32{FlagSched1, FlagSched2, FlagSched3} {
+		if flags&bit != 0 {
+			out = append(out, prefix+names[i])
+		}
+	}
+	return out
+}
+
+// FormatVirtualServer prints the service line of `ipvsadm -Ln`, without the newline.
+func FormatVirtualServer(vs VirtualServer) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s  %s %s", vs.Protocol, netip.AddrPortFrom(vs.Address, vs.Port), vs.Scheduler)
+	if f := schedFlagNames(vs.Scheduler, vs.Flags); len(f) > 0 {
+		fmt.Fprintf(&b, " (%s)", strings.Join(f, ","))
+	}
+	if vs.Flags&FlagPersistent != 0 {
+		fmt.Fprintf(&b, " persistent %d", vs.Timeout)
+	}
+	return b.String()
+}
+
+// FormatRealServer prints a destination line of `ipvsadm -Ln`, without the newline.
+func FormatRealServer(rs RealServer) string {
+	return fmt.Sprintf("  -> %-28s %-7s %-6d %-10d %-10d", rs.AddrPort(), "Masq", rs.Weight,
+		rs.ActiveConns, rs.InactiveConns)
+}
+
+// FormatIPVS prints a table in `ipvsadm -Ln` format, sorted the way ipvsadm sorts it.
+func FormatIPVS(vss []VirtualServer, rss map[VSKey][]RealServer) string {
+	var b strings.Builder
+	b.WriteString(IPVSHeader)
+	vss = slices.Clone(vss)
+	slices.SortFunc(vss, func(a, b VirtualServer) int { return CompareVSKeys(a.VSKey, b.VSKey) })
+	for _, vs := range vss {
+		b.WriteString(FormatVirtualServer(vs))
+		b.WriteByte('\n')
+		dests := slices.Clone(rss[vs.VSKey])
+		slices.SortFunc(dests, CompareRealServers)
+		for _, rs := range dests {
+			b.WriteString(FormatRealServer(rs))
+			b.WriteByte('\n')
+		}
+	}
+	return b.String()
+}
+
+// FormatAddresses prints the addresses of a device, one "inet A/32" or "inet6 A/128" a
+// line, sorted, as `ip -br addr` would list them.
+func FormatAddresses(dev string, addrs []netip.Addr) string {
+	addrs = slices.Clone(addrs)
+	slices.SortFunc(addrs, netip.Addr.Compare)
+	var b strings.Builder
+	for _, a := range addrs {
+		kind, bits := "inet", 32
+		if FamilyOf(a) == IPv6 {
+			kind, bits = "inet6", 128
+		}
+		fmt.Fprintf(&b, "%s %s/%d scope global %s\n", kind, a, bits, dev)
+	}
+	return b.String()
+}
+
+// FormatSetCreate prints the `ipset save` create line of a set.
+func FormatSetCreate(s Set) string {
+	if s.Type == BitmapPort {
+		return fmt.Sprintf("create %s %s range 0-65535", s.Name, s.Type)
+	}
+	fam := "inet"
+	if s.Family == IPv6 {
+		fam = "inet6"
+	}
+	return fmt.Sprintf("create %s %s family %s hashsize %d maxelem %d", s.Name, s.Type, fam, s.HashSize, s.MaxElem)
+}
+
+// FormatSets prints sets and members in `ipset save` format: sets in the given order,
+// members sorted by their text.
+func FormatSets(sets []Set, members map[string][]SetEntry) string {
+	var b strings.Builder
+	for _, s := range sets {
+		b.WriteString(FormatSetCreate(s))
+		b.WriteByte('\n')
+		lines := make([]string, 0, len(members[s.Name]))
+		for _, e := range members[s.Name] {
+			lines = append(lines, "add "+s.Name+" "+e.String())
+		}
+		slices.Sort(lines)
+		for _, l := range lines {
+			b.WriteString(l)
+			b.WriteByte('\n')
+		}
+	}
+	return b.String()
+}

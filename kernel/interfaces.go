@@ -1,0 +1,92 @@
+package kernel
+
+import (
+	"errors"
+	"net/netip"
+)
+
+// Sentinel errors. Every implementation (real, fake, faulty) wraps these so callers can
+// test with errors.Is; "already exists" on add and "not found" on delete are success for
+// the idempotent helpers in this package.
+var (
+	ErrExist    = errors.New("already exists")
+	ErrNotFound = errors.New("not found")
+	// ErrInjected marks a failure made up by the Faulty wrapper.
+	ErrInjected = errors.New("injected fault")
+)
+
+// IPVS programs virtual and real servers. Implementations are safe for concurrent use.
+type IPVS interface {
+	// ListVirtualServers dumps every virtual server on the host (one netlink dump).
+	ListVirtualServers() ([]VirtualServer, error)
+	AddVirtualServer(vs VirtualServer) error
+	UpdateVirtualServer(vs VirtualServer) error
+	DeleteVirtualServer(key VSKey) error
+	// ListRealServers dumps the destinations of one virtual server, with connection counts.
+	ListRealServers(key VSKey) ([]RealServer, error)
+	AddRealServer(key VSKey, rs RealServer) error
+	// UpdateRealServer changes the weight of an existing destination.
+	UpdateRealServer(key VSKey, rs RealServer) error
+	DeleteRealServer(key VSKey, rs RealServer) error
+}
+
+// Addresses manages the dummy interface that holds the service VIPs.
+// Implementations are safe for concurrent use.
+type Addresses interface {
+	// EnsureDummy creates the dummy device (left down, as kube-proxy does) if it is missing.
+	EnsureDummy(dev string) error
+	// ListAddresses returns the addresses on dev.
+	ListAddresses(dev string) ([]netip.Addr, error)
+	// BindAddress adds addr as /32 or /128 to dev.
+	BindAddress(dev string, addr netip.Addr) error
+	UnbindAddress(dev string, addr netip.Addr) error
+}
+
+// IPSets manages ipsets and their members. Implementations are safe for concurrent use.
+type IPSets interface {
+	// EnsureSet creates the set if it is missing; an existing set of the same type is kept.
+	EnsureSet(set Set) error
+	ListEntries(set string) ([]SetEntry, error)
+	AddEntry(set string, e SetEntry) error
+	DelEntry(set string, e SetEntry) error
+}
+
+// Iptables applies the rendered rules of our own chains. Implementations are safe for
+// concurrent use.
+type Iptables interface {
+	// Restore makes our chains in the family's tables equal rules, an iptables-save style
+	// text holding only our chains, and ensures the jump rules from built-in chains that
+	// the text lists (lines "-A INPUT ..."). Other chains are left alone.
+	Restore(f Family, rules string) error
+	// Save returns our chains as the kernel has them now, in the form Restore takes, so a
+	// caller can detect drift by comparing text.
+	Save(f Family) (string, error)
+}
+
+// Conntrack reads table statistics and deletes stale UDP flows. It never dumps the whole
+// table into memory (kubernetes/kubernetes#129982).
+type Conntrack interface {
+	// ClearUDP deletes UDP flows whose original destination is vip:port and, when
+	// endpoint is valid, whose reply source is that endpoint.
+	ClearUDP(vip netip.AddrPort, endpoint netip.AddrPort) error
+	// Stats returns the table's global and per-CPU counters.
+	Stats() (ConntrackStats, error)
+}
+
+// ConntrackStats is a snapshot of the conntrack table's pressure counters.
+type ConntrackStats struct {
+	Entries      uint64
+	Max          uint64
+	Drop         uint64
+	EarlyDrop    uint64
+	InsertFailed uint64
+}
+
+// Kernel bundles the backends the sync loop drives.
+type Kernel struct {
+	IPVS      IPVS
+	Addresses Addresses
+	IPSets    IPSets
+	Iptables  Iptables
+	Conntrack Conntrack
+}

@@ -1,0 +1,66 @@
+package kernel
+
+import (
+	"net/netip"
+	"strconv"
+)
+
+// SetType is an ipset type, spelled as `ipset create` takes it.
+type SetType string
+
+// The set types kube-proxy's IPVS mode uses.
+const (
+	HashIP        SetType = "hash:ip"
+	HashIPPort    SetType = "hash:ip,port"
+	HashIPPortIP  SetType = "hash:ip,port,ip"
+	HashIPPortNet SetType = "hash:ip,port,net"
+	BitmapPort    SetType = "bitmap:port"
+)
+
+// Set describes an ipset to create.
+type Set struct {
+	Name   string
+	Type   SetType
+	Family Family
+	// MaxElem and HashSize apply to hash types. Both must hold at least 262,144 entries:
+	// kube-proxy's fixed 65,536 silently drops entries at scale (ipvs-pitfalls §6 #7).
+	MaxElem  uint32
+	HashSize uint32
+	// Comment is used only in iptables rule comments, as kube-proxy does.
+	Comment string
+}
+
+// SetEntry is one member of a set. Which fields matter depends on the set type:
+// hash:ip uses IP; bitmap:port uses Port; hash:ip,port uses IP, Protocol and Port;
+// hash:ip,port,ip adds IP2; hash:ip,port,net adds Net. SetEntry is comparable.
+type SetEntry struct {
+	IP       netip.Addr
+	Protocol Protocol
+	Port     uint16
+	IP2      netip.Addr
+	Net      netip.Prefix
+}
+
+// String prints the entry as `ipset save` does ("10.0.0.1,tcp:80", "30080", ...).
+func (e SetEntry) String() string {
+	if !e.IP.IsValid() {
+		return strconv.Itoa(int(e.Port))
+	}
+	if e.Protocol == 0 {
+		return e.IP.String()
+	}
+	s := e.IP.String() + "," + e.Protocol.Lower() + ":" + strconv.Itoa(int(e.Port))
+	switch {
+	case e.IP2.IsValid():
+		s += "," + e.IP2.String()
+	case e.Net.IsValid():
+		s += "," + e.Net.String()
+	}
+	return s
+}
+
+// Member is an entry of a named set; it is the unit the sync layer adds and deletes.
+type Member struct {
+	Set   string
+	Entry SetEntry
+}

@@ -1,0 +1,134 @@
+// Package kernel is the seam between ipvs-proxier and the Linux kernel: IPVS virtual and
+// real servers, addresses on the dummy interface, ipset entries, iptables rule sets and
+// conntrack. It knows nothing about Kubernetes; every type here is a plain kernel object.
+package kernel
+
+import (
+	"fmt"
+	"net/netip"
+)
+
+// Protocol is an IPVS / ipset transport protocol.
+type Protocol uint8
+
+// Protocols IPVS can balance. The numbers are the IANA protocol numbers the kernel uses.
+const (
+	TCP  Protocol = 6
+	UDP  Protocol = 17
+	SCTP Protocol = 132
+)
+
+// String returns the protocol as ipvsadm prints it (TCP, UDP, SCTP).
+func (p Protocol) String() string {
+	switch p {
+	case TCP:
+		return "TCP"
+	case UDP:
+		return "UDP"
+	case SCTP:
+		return "SCTP"
+	}
+	return fmt.Sprintf("proto-%d", uint8(p))
+}
+
+// Lower returns the protocol as ipset and iptables spell it (tcp, udp, sctp).
+func (p Protocol) Lower() string {
+	switch p {
+	case TCP:
+		return "tcp"
+	case UDP:
+		return "udp"
+	case SCTP:
+		return "sctp"
+	}
+	return fmt.Sprintf("proto-%d", uint8(p))
+}
+
+// Family is an IP address family.
+type Family uint8
+
+// The two families; the zero value is invalid.
+const (
+	IPv4 Family = 4
+	IPv6 Family = 6
+)
+
+// FamilyOf returns the family of a valid address.
+func FamilyOf(a netip.Addr) Family {
+	if a.Is4() || a.Is4In6() {
+		return IPv4
+	}
+	return IPv6
+}
+
+// String returns "IPv4" or "IPv6".
+func (f Family) String() string {
+	if f == IPv6 {
+		return "IPv6"
+	}
+	return "IPv4"
+}
+
+// IPVS service flags (include/uapi/linux/ip_vs.h).
+const (
+	// FlagPersistent is IP_VS_SVC_F_PERSISTENT: session affinity with a timeout.
+	FlagPersistent uint32 = 0x1
+	// FlagHashed is IP_VS_SVC_F_HASHED. The kernel sets it on every service it reports;
+	// it must never take part in comparisons (kubernetes/kubernetes#53801).
+	FlagHashed uint32 = 0x2
+	// FlagSched1 is IP_VS_SVC_F_SCHED1: sh-fallback / mh-fallback.
+	FlagSched1 uint32 = 0x8
+	// FlagSched2 is IP_VS_SVC_F_SCHED2: sh-port / mh-port.
+	FlagSched2 uint32 = 0x10
+	// FlagSched3 is IP_VS_SVC_F_SCHED3 (unused by the in-tree schedulers).
+	FlagSched3 uint32 = 0x20
+)
+
+// OwnFlags is the set of flags ipvs-proxier sets and compares; all other bits are the
+// kernel's business.
+const OwnFlags = FlagPersistent | FlagSched1 | FlagSched2 | FlagSched3
+
+// VSKey identifies an IPVS virtual server: protocol, address and port.
+type VSKey struct {
+	Protocol Protocol
+	Address  netip.Addr
+	Port     uint16
+}
+
+// String prints the key as "TCP 10.0.0.1:80" or "TCP [fd00::1]:80".
+func (k VSKey) String() string {
+	return k.Protocol.String() + " " + netip.AddrPortFrom(k.Address, k.Port).String()
+}
+
+// VirtualServer is an IPVS service: the address, port and protocol clients connect to.
+type VirtualServer struct {
+	VSKey
+	Scheduler string
+	// Flags holds only the bits in OwnFlags.
+	Flags uint32
+	// Timeout is the persistence timeout in seconds; used only with FlagPersistent.
+	Timeout uint32
+}
+
+// Equal reports whether two virtual servers have the same key and settings.
+func (v VirtualServer) Equal(o VirtualServer) bool {
+	return v.VSKey == o.VSKey && v.Scheduler == o.Scheduler &&
+		v.Flags&OwnFlags == o.Flags&OwnFlags && v.Timeout == o.Timeout
+}
+
+// RealServer is an IPVS destination behind a virtual server. Forwarding is always
+// masquerading (NAT).
+type RealServer struct {
+	Address netip.Addr
+	Port    uint16
+	Weight  int
+	// ActiveConns and InactiveConns are read from the kernel; ignored on writes.
+	ActiveConns   int
+	InactiveConns int
+}
+
+// AddrPort returns the destination's address and port.
+func (r RealServer) AddrPort() netip.AddrPort { return netip.AddrPortFrom(r.Address, r.Port) }
+
+// Connections is the number of IPVS connection entries still using the destination.
+func (r RealServer) Connections() int { return r.ActiveConns + r.InactiveConns }

@@ -1,0 +1,120 @@
+// Package proxier translates Kubernetes Services and EndpointSlices into the kernel state
+// a node needs: IPVS virtual and real servers, addresses on the dummy interface, ipset
+// members and iptables rules. It is pure: objects in, a plain value out. It never touches
+// the kernel.
+package proxier
+
+import (
+	"fmt"
+	"net/netip"
+	"slices"
+
+	"github.com/ipvs-proxier/ipvs-proxier/kernel"
+)
+
+// Defaults shared with kube-proxy, so an operator's habits carry over.
+const (
+	// DefaultDummyDevice is the interface that holds every VIP.
+	DefaultDummyDevice = "kube-ipvs0"
+	// DefaultScheduler is kube-proxy's default IPVS scheduler.
+	DefaultScheduler = "rr"
+	// DefaultMasqueradeBit is the fwmark bit KUBE-MARK-MASQ sets (0x4000).
+	DefaultMasqueradeBit = 14
+	// DefaultAffinityTimeout is the API default of sessionAffinityConfig.clientIP.timeoutSeconds.
+	DefaultAffinityTimeout = 10800
+	// DefaultMaxEndpoints caps the real servers of one virtual server. IPVS has no hard
+	// limit, but a runaway slice set should not stall the sync of every other service.
+	DefaultMaxEndpoints = 10000
+)
+
+// Annotations that tune one Service.
+const (
+	// AnnotationScheduler overrides --scheduler for one Service.
+	AnnotationScheduler = "ipvs-proxier.io/scheduler"
+	// AnnotationSchedulerFlags sets sh/mh flags: sh-fallback, sh-port, mh-fallback, mh-port.
+	AnnotationSchedulerFlags = "ipvs-proxier.io/scheduler-flags"
+)
+
+// Schedulers lists every IPVS scheduler the Linux kernel ships (net/netfilter/ipvs).
+var Schedulers = kernel.InTreeSchedulers
+
+// ValidateScheduler reports whether name is a kernel IPVS scheduler.
+func ValidateScheduler(name string) error {
+	if !slices.Contains(Schedulers, name) {
+		return fmt.Errorf("unknown IPVS scheduler %q (valid: %v)", name, Schedulers)
+	}
+	return nil
+}
+
+// Config is everything besides the API objects that decides the desired state.
+type Config struct {
+	// NodeName is this node's name; endpoints with this nodeName are local.
+	NodeName string
+	// Zone is this node's topology.kubernetes.io/zone label, for topology hints.
+	Zone string
+	// NodeIPs are the node's addresses that NodePorts may listen on (before
+	// NodePortAddresses filtering). They are never bound to the dummy interface.
+	NodeIPs []netip.Addr
+	// NodePortAddresses restricts NodePorts to node IPs in these prefixes; empty means all.
+	NodePortAddresses []netip.Prefix
+	// Families are the IP families this node serves.
+	Families []kernel.Family
+	// Scheduler is the default scheduler; it must pass ValidateScheduler.
+	Scheduler string
+	// MasqueradeAll SNATs all ClusterIP traffic.
+	MasqueradeAll bool
+	// ClusterCIDRs are the pod ranges: traffic from them counts as in-cluster.
+	ClusterCIDRs []netip.Prefix
+	// ServiceProxyName: Services labelled service.kubernetes.io/service-proxy-name are
+	// served only if the label equals this.
+	ServiceProxyName string
+	// DummyDevice is the interface VIPs are bound to.
+	DummyDevice string
+	// MasqueradeBit is the fwmark bit used to request SNAT.
+	MasqueradeBit int
+	// MaxEndpoints caps the real servers of one virtual server.
+	MaxEndpoints int
+}
+
+// WithDefaults fills unset fields with the defaults.
+func (c Config) WithDefaults() Config {
+	if c.Scheduler == "" {
+		c.Scheduler = DefaultScheduler
+	}
+	if c.DummyDevice == "" {
+		c.DummyDevice = DefaultDummyDevice
+	}
+	if c.MasqueradeBit == 0 {
+		c.MasqueradeBit = DefaultMasqueradeBit
+	}
+	if c.MaxEndpoints == 0 {
+		c.MaxEndpoints = DefaultMaxEndpoints
+	}
+	if len(c.Families) == 0 {
+		c.Families = []kernel.Family{kernel.IPv4, kernel.IPv6}
+	}
+	return c
+}
+
+// servesFamily reports whether the node serves f.
+func (c *Config) servesFamily(f kernel.Family) bool { return slices.Contains(c.Families, f) }
+
+// nodePortIPs returns the node IPs of family f that NodePorts listen on.
+func (c *Config) nodePortIPs(f kernel.Family) []netip.Addr {
+	var out []netip.Addr
+	for _, ip := range c.NodeIPs {
+		if kernel.FamilyOf(ip) != f || ip.IsLoopback() || ip.IsLinkLocalUnicast() {
+			continue
+		}
+		if len(c.NodePortAddresses) > 0 && !slices.ContainsFunc(c.NodePortAddresses, func(p netip.Prefix) bool { return p.Contains(ip) }) {
+			continue
+		}
+		out = append(out, ip)
+	}
+	return out
+}
+
+// inClusterCIDR reports whether a is in one of the pod ranges.
+func (c *Config) inClusterCIDR(a netip.Addr) bool {
+	return slices.ContainsFunc(c.ClusterCIDRs, func(p netip.Prefix) bool { return p.Contains(a) })
+}

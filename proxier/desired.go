@@ -1,0 +1,220 @@
+package proxier
+
+import (
+	"maps"
+	"net/netip"
+	"slices"
+	"strings"
+
+	"github.com/ipvs-proxier/ipvs-proxier/kernel"
+)
+
+// Desired is the node's whole desired state: the union of every ServiceState, with
+// reference counts so that an object two Services share (an address, a set member, a
+// virtual server) lives while any of them wants it. Updating one Service costs time in
+// proportion to that Service's objects, never to the number of Services.
+//
+// When two Services claim the same virtual server (bad input), the one with the smaller
+// namespace/name wins, deterministically.
+type Desired struct {
+	services   map[ServiceKey]*ServiceState
+	vs         map[kernel.VSKey]map[ServiceKey]*VirtualServerState
+	addrs      map[netip.Addr]int
+	members    map[kernel.Member]int
+	outFilters map[OutFilter]int
+}
+
+// NewDesired returns an empty desired state.
+func NewDesired() *Desired {
+	return &Desired{
+		services:   map[ServiceKey]*ServiceState{},
+		vs:         map[kernel.VSKey]map[ServiceKey]*VirtualServerState{},
+		addrs:      map[netip.Addr]int{},
+		members:    map[kernel.Member]int{},
+		outFilters: map[OutFilter]int{},
+	}
+}
+
+// Delta collects the objects whose desired state may have changed.
+type Delta struct {
+	VirtualServers map[kernel.VSKey]struct{}
+	Addresses      map[netip.Addr]struct{}
+	Members        map[kernel.Member]struct{}
+	RulesChanged   bool
+}
+
+// NewDelta returns an empty delta.
+func NewDelta() *Delta {
+	return &Delta{VirtualServers: map[kernel.VSKey]struct{}{}, Addresses: map[netip.Addr]struct{}{}, Members: map[kernel.Member]struct{}{}}
+}
+
+// Empty reports whether nothing changed.
+func (d *Delta) Empty() bool {
+	return len(d.VirtualServers) == 0 && len(d.Addresses) == 0 && len(d.Members) == 0 && !d.RulesChanged
+}
+
+// Service returns the current state of one Service, or nil.
+func (d *Desired) Service(k ServiceKey) *ServiceState { return d.services[k] }
+
+// Services returns every Service key with a state, sorted.
+func (d *Desired) Services() []ServiceKey {
+	return slices.SortedFunc(maps.Keys(d.services), func(a, b ServiceKey) int { return strings.Compare(a.String(), b.String()) })
+}
+
+// Set replaces the state of st.Key with st (an empty st removes the Service) and records
+// in delta (if not nil) every object whose desire may have changed. It reports whether
+// the Service's kernel state changed at all.
+func (d *Desired) Set(st *ServiceState, delta *Delta) bool {
+	old := d.services[st.Key]
+	if old.Equal(st) {
+		if !st.Empty() {
+			d.services[st.Key] = st // keep the newest problems and counters
+		}
+		return false
+	}
+	if delta == nil {
+		delta = NewDelta()
+	}
+	if old != nil {
+		d.remove(old, delta)
+	}
+	if st.Empty() {
+		delete(d.services, st.Key)
+	} else {
+		d.services[st.Key] = st
+		d.add(st, delta)
+	}
+	return true
+}
+
+func (d *Desired) add(st *ServiceState, delta *Delta) {
+	for i := range st.VirtualServers {
+		vs := &st.VirtualServers[i]
+		if d.vs[vs.VSKey] == nil {
+			d.vs[vs.VSKey] = map[ServiceKey]*VirtualServerState{}
+		}
+		d.vs[vs.VSKey][st.Key] = vs
+		delta.VirtualServers[vs.VSKey] = struct{}{}
+	}
+	for _, a := range st.Bind {
+		if d.addrs[a]++; d.addrs[a] == 1 {
+			delta.Addresses[a] = struct{}{}
+		}
+	}
+	for _, m := range st.Members {
+		if d.members[m]++; d.members[m] == 1 {
+			delta.Members[m] = struct{}{}
+		}
+	}
+	for _, o := range st.OutFilters {
+		if d.outFilters[o]++; d.outFilters[o] == 1 {
+			delta.RulesChanged = true
+		}
+	}
+}
+
+func (d *Desired) remove(st *ServiceState, delta *Delta) {
+	for _, vs := range st.VirtualServers {
+		delete(d.vs[vs.VSKey], st.Key)
+		if len(d.vs[vs.VSKey]) == 0 {
+			delete(d.vs, vs.VSKey)
+		}
+		delta.VirtualServers[vs.VSKey] = struct{}{}
+	}
+	for _, a := range st.Bind {
+		if d.addrs[a]--; d.addrs[a] <= 0 {
+			delete(d.addrs, a)
+			delta.Addresses[a] = struct{}{}
+		}
+	}
+	for _, m := range st.Members {
+		if d.members[m]--; d.members[m] <= 0 {
+			delete(d.members, m)
+			delta.Members[m] = struct{}{}
+		}
+	}
+	for _, o := range st.OutFilters {
+		if d.outFilters[o]--; d.outFilters[o] <= 0 {
+			delete(d.outFilters, o)
+			delta.RulesChanged = true
+		}
+	}
+}
+
+// VirtualServer returns the desired virtual server for key and its owner, if any.
+func (d *Desired) VirtualServer(key kernel.VSKey) (*VirtualServerState, ServiceKey, bool) {
+	owners := d.vs[key]
+	if len(owners) == 0 {
+		return nil, ServiceKey{}, false
+	}
+	var best ServiceKey
+	first := true
+	for k := range owners {
+		if first || k.String() < best.String() {
+			best, first = k, false
+		}
+	}
+	return owners[best], best, true
+}
+
+// VirtualServerOwners returns how many Services claim key.
+func (d *Desired) VirtualServerOwners(key kernel.VSKey) int { return len(d.vs[key]) }
+
+// VirtualServerKeys returns every desired virtual server key.
+func (d *Desired) VirtualServerKeys() []kernel.VSKey { return slices.Collect(maps.Keys(d.vs)) }
+
+// HasAddress reports whether addr should be bound.
+func (d *Desired) HasAddress(a netip.Addr) bool { return d.addrs[a] > 0 }
+
+// Addresses returns every address to bind.
+func (d *Desired) Addresses() []netip.Addr { return slices.Collect(maps.Keys(d.addrs)) }
+
+// HasMember reports whether m should be in its set.
+func (d *Desired) HasMember(m kernel.Member) bool { return d.members[m] > 0 }
+
+// Members returns every desired set member.
+func (d *Desired) Members() []kernel.Member { return slices.Collect(maps.Keys(d.members)) }
+
+// OutFilters returns the KUBE-IPVS-OUT-FILTER rules, sorted.
+func (d *Desired) OutFilters() []OutFilter {
+	return slices.SortedFunc(maps.Keys(d.outFilters), func(a, b OutFilter) int { return kernel.CompareVSKeys(a.VSKey, b.VSKey) })
+}
+
+// HealthChecks returns the healthCheckNodePorts by Service.
+func (d *Desired) HealthChecks() map[ServiceKey]HealthCheck {
+	out := map[ServiceKey]HealthCheck{}
+	for k, st := range d.services {
+		if st.HealthCheck != nil {
+			out[k] = *st.HealthCheck
+		}
+	}
+	return out
+}
+
+// Plan is the whole desired state rendered for an operator, in the order `ipvs-proxier
+// plan` prints it: the IPVS table as `ipvsadm -Ln`, the dummy interface's addresses,
+// the sets as `ipset save`, and the rules as iptables-restore input.
+func (d *Desired) Plan(cfg *Config) string {
+	var b strings.Builder
+	var vss []kernel.VirtualServer
+	rss := map[kernel.VSKey][]kernel.RealServer{}
+	for key := range d.vs {
+		st, _, _ := d.VirtualServer(key)
+		vss = append(vss, st.VirtualServer)
+		rss[key] = st.RealServers
+	}
+	b.WriteString(kernel.FormatIPVS(vss, rss))
+	b.WriteString("\n# addresses on " + cfg.DummyDevice + "\n")
+	b.WriteString(kernel.FormatAddresses(cfg.DummyDevice, d.Addresses()))
+	b.WriteString("\n# ipset save\n")
+	members := map[string][]kernel.SetEntry{}
+	for m := range d.members {
+		members[m.Set] = append(members[m.Set], m.Entry)
+	}
+	b.WriteString(kernel.FormatSets(Sets(cfg.Families), members))
+	for _, f := range cfg.Families {
+		b.WriteString("\n# " + f.String() + " iptables-save\n")
+		b.WriteString(RenderRules(cfg, f, d.OutFilters()))
+	}
+	return b.String()
+}

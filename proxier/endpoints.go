@@ -1,0 +1,182 @@
+package proxier
+
+import (
+	"fmt"
+	"net/netip"
+	"slices"
+
+	v1 "k8s.io/api/core/v1"
+	discovery "k8s.io/api/discovery/v1"
+
+	"github.com/ipvs-proxier/ipvs-proxier/kernel"
+)
+
+// endpoint is one backend of one service port, with the conditions that pick it.
+type endpoint struct {
+	addr        netip.AddrPort
+	ready       bool
+	serving     bool
+	terminating bool
+	local       bool
+	zoneHints   []string
+	nodeHints   []string
+}
+
+// portKey selects the endpoints of one service port: slice ports match by name and protocol.
+type portKey struct {
+	name  string
+	proto v1.Protocol
+	fam   kernel.Family
+}
+
+// collectEndpoints gathers, per service port, the endpoints of the slices. Slices of the
+// wrong address type for an endpoint, unparseable addresses and port 0 are reported and
+// skipped. For duplicate addresses a non-terminating entry wins, as in kube-proxy.
+func collectEndpoints(cfg *Config, slices_ []*discovery.EndpointSlice, probs *[]Problem) map[portKey][]endpoint {
+	out := map[portKey][]endpoint{}
+	seen := map[portKey]map[netip.AddrPort]int{}
+	for _, sl := range slices_ {
+		if sl == nil {
+			continue
+		}
+		var fam kernel.Family
+		switch sl.AddressType {
+		case discovery.AddressTypeIPv4:
+			fam = kernel.IPv4
+		case discovery.AddressTypeIPv6:
+			fam = kernel.IPv6
+		default:
+			continue // FQDN slices carry no IPs to program
+		}
+		badFamily := 0
+		for _, p := range sl.Ports {
+			if p.Port == nil || *p.Port <= 0 || *p.Port > 65535 {
+				continue
+			}
+			key := portKey{proto: v1.ProtocolTCP, fam: fam}
+			if p.Name != nil {
+				key.name = *p.Name
+			}
+			if p.Protocol != nil {
+				key.proto = *p.Protocol
+			}
+			if seen[key] == nil {
+				seen[key] = map[netip.AddrPort]int{}
+			}
+			for _, e := range sl.Endpoints {
+				if len(e.Addresses) == 0 {
+					continue
+				}
+				a, err := netip.ParseAddr(e.Addresses[0])
+				if err != nil || kernel.FamilyOf(a) != fam || a.Zone() != "" {
+					badFamily++
+					continue
+				}
+				ep := endpoint{
+					addr:        netip.AddrPortFrom(a.Unmap(), uint16(*p.Port)),
+					ready:       e.Conditions.Ready == nil || *e.Conditions.Ready,
+					serving:     e.Conditions.Serving == nil || *e.Conditions.Serving,
+					terminating: e.Conditions.Terminating != nil && *e.Conditions.Terminating,
+					local:       e.NodeName != nil && *e.NodeName == cfg.NodeName && cfg.NodeName != "",
+				}
+				if e.Hints != nil {
+					for _, z := range e.Hints.ForZones {
+						ep.zoneHints = append(ep.zoneHints, z.Name)
+					}
+					for _, n := range e.Hints.ForNodes {
+						ep.nodeHints = append(ep.nodeHints, n.Name)
+					}
+				}
+				if i, dup := seen[key][ep.addr]; dup {
+					if out[key][i].terminating && !ep.terminating {
+						out[key][i] = ep
+					}
+					continue
+				}
+				seen[key][ep.addr] = len(out[key])
+				out[key] = append(out[key], ep)
+			}
+		}
+		if badFamily > 0 {
+			*probs = append(*probs, Problem{Kind: "EndpointSlice", Namespace: sl.Namespace, Name: sl.Name,
+				Reason: "InvalidEndpointAddress",
+				Message: fmt.Sprintf("%d endpoint address(es) are not valid %s addresses; skipped", badFamily, sl.AddressType)})
+		}
+	}
+	return out
+}
+
+// categorize returns the endpoints for cluster-wide and for node-local traffic, following
+// kube-proxy's CategorizeEndpoints (pkg/proxy/topology.go): ready endpoints, else serving
+// and terminating ones; topology hints narrow the cluster set when every ready endpoint
+// carries them and one names this node or zone.
+func categorize(cfg *Config, eps []endpoint) (cluster, local []endpoint) {
+	var ready, readyLocal []endpoint
+	for _, e := range eps {
+		if e.ready {
+			ready = append(ready, e)
+			if e.local {
+				readyLocal = append(readyLocal, e)
+			}
+		}
+	}
+	cluster = filterByHints(cfg, ready)
+	if len(ready) == 0 {
+		for _, e := range eps {
+			if e.serving && e.terminating {
+				cluster = append(cluster, e)
+			}
+		}
+	}
+	local = readyLocal
+	if len(local) == 0 {
+		for _, e := range eps {
+			if e.local && e.serving && e.terminating {
+				local = append(local, e)
+			}
+		}
+	}
+	return cluster, local
+}
+
+// filterByHints applies PreferSameNode, then PreferSameZone hints.
+func filterByHints(cfg *Config, ready []endpoint) []endpoint {
+	if len(ready) == 0 {
+		return ready
+	}
+	pick := func(hints func(endpoint) []string, want string) []endpoint {
+		if want == "" {
+			return nil
+		}
+		var out []endpoint
+		for _, e := range ready {
+			h := hints(e)
+			if len(h) == 0 {
+				return nil // one endpoint without hints: hints are not in use
+			}
+			if slices.Contains(h, want) {
+				out = append(out, e)
+			}
+		}
+		return out
+	}
+	if out := pick(func(e endpoint) []string { return e.nodeHints }, cfg.NodeName); len(out) > 0 {
+		return out
+	}
+	if out := pick(func(e endpoint) []string { return e.zoneHints }, cfg.Zone); len(out) > 0 {
+		return out
+	}
+	return ready
+}
+
+// realServers turns endpoints into weight-1 real servers, capped at max.
+func realServers(eps []endpoint, max int) []kernel.RealServer {
+	if len(eps) > max {
+		eps = eps[:max]
+	}
+	out := make([]kernel.RealServer, 0, len(eps))
+	for _, e := range eps {
+		out = append(out, kernel.RealServer{Address: e.addr.Addr(), Port: e.addr.Port(), Weight: 1})
+	}
+	return out
+}

@@ -1,0 +1,102 @@
+package proxier
+
+import (
+	"strings"
+
+	"github.com/ipvs-proxier/ipvs-proxier/kernel"
+)
+
+// ipset names. The first group is kube-proxy's, with its types and entry formats, so
+// `ipset list` reads the same to an operator (pkg/proxy/ipvs/ipset.go in Kubernetes).
+const (
+	setLoopBack            = "KUBE-LOOP-BACK"
+	setClusterIP           = "KUBE-CLUSTER-IP"
+	setExternalIP          = "KUBE-EXTERNAL-IP"
+	setExternalIPLocal     = "KUBE-EXTERNAL-IP-LOCAL"
+	setLoadBalancer        = "KUBE-LOAD-BALANCER"
+	setLoadBalancerLocal   = "KUBE-LOAD-BALANCER-LOCAL"
+	setLoadBalancerFW      = "KUBE-LOAD-BALANCER-FW"
+	setLoadBalancerSrcCIDR = "KUBE-LOAD-BALANCER-SOURCE-CIDR"
+	setLoadBalancerSrcIP   = "KUBE-LOAD-BALANCER-SOURCE-IP"
+	setNodePortTCP         = "KUBE-NODE-PORT-TCP"
+	setNodePortLocalTCP    = "KUBE-NODE-PORT-LOCAL-TCP"
+	setNodePortUDP         = "KUBE-NODE-PORT-UDP"
+	setNodePortLocalUDP    = "KUBE-NODE-PORT-LOCAL-UDP"
+	setNodePortSCTP        = "KUBE-NODE-PORT-SCTP-HASH"
+	setNodePortLocalSCTP   = "KUBE-NODE-PORT-LOCAL-SCTP-HASH"
+	setHealthCheckNodePort = "KUBE-HEALTH-CHECK-NODE-PORT"
+	setIPVSIPs             = "KUBE-IPVS-IPS"
+)
+
+// ipset names of our own, for the two rules kube-proxy lacks.
+const (
+	// setNoEndpoints holds VIP,proto:port of virtual servers with no usable real server;
+	// new connections to them are rejected at once (kubernetes#78994).
+	setNoEndpoints = "KUBE-NO-ENDPOINTS"
+	// setExternalNoLocal holds external VIP,proto:port of ETP=Local services with no local
+	// endpoint; traffic from outside the cluster to them is dropped (kubernetes#93456).
+	setExternalNoLocal = "KUBE-EXTERNAL-NO-LOCAL-EP"
+)
+
+// Set capacity: at least 262,144 entries; kube-proxy's 65,536 overflows at scale.
+const (
+	setMaxElem  = 262144
+	setHashSize = 65536
+)
+
+type setDef struct {
+	name    string
+	typ     kernel.SetType
+	comment string
+}
+
+// setDefs lists every set in kube-proxy's order, then ours.
+var setDefs = []setDef{
+	{setLoopBack, kernel.HashIPPortIP, "Kubernetes endpoints dst ip:port, source ip for solving hairpin purpose"},
+	{setClusterIP, kernel.HashIPPort, "Kubernetes service cluster ip + port for masquerade purpose"},
+	{setExternalIP, kernel.HashIPPort, "Kubernetes service external ip + port for masquerade and filter purpose"},
+	{setExternalIPLocal, kernel.HashIPPort, "Kubernetes service external ip + port with externalTrafficPolicy=local"},
+	{setLoadBalancer, kernel.HashIPPort, "Kubernetes service lb portal"},
+	{setLoadBalancerLocal, kernel.HashIPPort, "Kubernetes service load balancer ip + port with externalTrafficPolicy=local"},
+	{setLoadBalancerFW, kernel.HashIPPort, "Kubernetes service load balancer ip + port for load balancer with sourceRange"},
+	{setLoadBalancerSrcCIDR, kernel.HashIPPortNet, "Kubernetes service load balancer ip + port + source cidr for packet filter purpose"},
+	{setLoadBalancerSrcIP, kernel.HashIPPortIP, "Kubernetes service load balancer ip + port + source IP for packet filter purpose"},
+	{setNodePortTCP, kernel.BitmapPort, "Kubernetes nodeport TCP port for masquerade purpose"},
+	{setNodePortLocalTCP, kernel.BitmapPort, "Kubernetes nodeport TCP port with externalTrafficPolicy=local"},
+	{setNodePortUDP, kernel.BitmapPort, "Kubernetes nodeport UDP port for masquerade purpose"},
+	{setNodePortLocalUDP, kernel.BitmapPort, "Kubernetes nodeport UDP port with externalTrafficPolicy=local"},
+	{setNodePortSCTP, kernel.HashIPPort, "Kubernetes nodeport SCTP port for masquerade purpose with type 'hash ip:port'"},
+	{setNodePortLocalSCTP, kernel.HashIPPort, "Kubernetes nodeport SCTP port with externalTrafficPolicy=local with type 'hash ip:port'"},
+	{setHealthCheckNodePort, kernel.BitmapPort, "Kubernetes health check node port"},
+	{setIPVSIPs, kernel.HashIP, "Addresses on the ipvs interface"},
+	{setNoEndpoints, kernel.HashIPPort, "ipvs-proxier service ip + port with no endpoints, rejected"},
+	{setExternalNoLocal, kernel.HashIPPort, "ipvs-proxier external ip + port with externalTrafficPolicy=local and no local endpoint"},
+}
+
+// SetName returns the family's name for a base (IPv4) set name: IPv6 sets use
+// kube-proxy's "KUBE-6-" prefix, cut to ipset's 31-character limit.
+func SetName(base string, f kernel.Family) string {
+	if f != kernel.IPv6 {
+		return base
+	}
+	n := "KUBE-6-" + strings.TrimPrefix(base, "KUBE-")
+	if len(n) > 31 {
+		n = n[:31]
+	}
+	return n
+}
+
+// Sets returns every set the node needs for the given families, in a fixed order.
+func Sets(families []kernel.Family) []kernel.Set {
+	var out []kernel.Set
+	for _, f := range families {
+		for _, d := range setDefs {
+			s := kernel.Set{Name: SetName(d.name, f), Type: d.typ, Family: f, Comment: d.comment}
+			if d.typ != kernel.BitmapPort {
+				s.MaxElem, s.HashSize = setMaxElem, setHashSize
+			}
+			out = append(out, s)
+		}
+	}
+	return out
+}

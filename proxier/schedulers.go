@@ -1,0 +1,70 @@
+package proxier
+
+import (
+	"fmt"
+	"strings"
+
+	v1 "k8s.io/api/core/v1"
+
+	"github.com/ipvs-proxier/ipvs-proxier/kernel"
+)
+
+// schedulerFor picks the scheduler and scheduler flags of a Service: the annotation if it
+// is valid, else the default (with a Problem naming the bad annotation). mh gets the
+// port flag by default, as kube-proxy sets it (pkg/proxy/ipvs/proxier.go).
+func schedulerFor(cfg *Config, svc *v1.Service, probs *[]Problem) (string, uint32) {
+	sched := cfg.Scheduler
+	if a, ok := svc.Annotations[AnnotationScheduler]; ok {
+		if err := ValidateScheduler(a); err != nil {
+			*probs = append(*probs, serviceProblem(svc, "InvalidScheduler",
+				fmt.Sprintf("annotation %s: %v; using %q", AnnotationScheduler, err, sched)))
+		} else {
+			sched = a
+		}
+	}
+	a, ok := svc.Annotations[AnnotationSchedulerFlags]
+	if !ok {
+		if sched == "mh" {
+			return sched, kernel.FlagSched2
+		}
+		return sched, 0
+	}
+	flags, err := parseSchedulerFlags(sched, a)
+	if err != nil {
+		*probs = append(*probs, serviceProblem(svc, "InvalidSchedulerFlags",
+			fmt.Sprintf("annotation %s: %v; ignored", AnnotationSchedulerFlags, err)))
+		if sched == "mh" {
+			return sched, kernel.FlagSched2
+		}
+		return sched, 0
+	}
+	return sched, flags
+}
+
+// parseSchedulerFlags reads "sh-fallback,sh-port" style flags, as ipvsadm -b takes them.
+func parseSchedulerFlags(sched, s string) (uint32, error) {
+	var flags uint32
+	for _, f := range strings.Split(s, ",") {
+		f = strings.TrimSpace(f)
+		if f == "" {
+			continue
+		}
+		prefix, name, _ := strings.Cut(f, "-")
+		if prefix != sched || (sched != "sh" && sched != "mh") {
+			return 0, fmt.Errorf("flag %q does not apply to scheduler %q", f, sched)
+		}
+		switch name {
+		case "fallback":
+			flags |= kernel.FlagSched1
+		case "port":
+			flags |= kernel.FlagSched2
+		default:
+			return 0, fmt.Errorf("unknown flag %q", f)
+		}
+	}
+	return flags, nil
+}
+
+func serviceProblem(svc *v1.Service, reason, msg string) Problem {
+	return Problem{Kind: "Service", Namespace: svc.Namespace, Name: svc.Name, Reason: reason, Message: msg}
+}

@@ -1,0 +1,139 @@
+package proxier
+
+import (
+	"fmt"
+	"net/netip"
+	"slices"
+	"strings"
+
+	"github.com/ipvs-proxier/ipvs-proxier/kernel"
+)
+
+// ServiceKey names a Service: namespace/name.
+type ServiceKey struct{ Namespace, Name string }
+
+// String returns "namespace/name".
+func (k ServiceKey) String() string { return k.Namespace + "/" + k.Name }
+
+// VirtualServerState is one desired virtual server with its real servers, sorted.
+type VirtualServerState struct {
+	kernel.VirtualServer
+	RealServers []kernel.RealServer
+}
+
+// HealthCheck is a healthCheckNodePort to serve for an ETP=Local LoadBalancer.
+type HealthCheck struct {
+	Port uint16
+	// LocalEndpoints counts distinct local ready endpoint IPs (terminating ones excluded).
+	LocalEndpoints int
+}
+
+// OutFilter is one KUBE-IPVS-OUT-FILTER rule: the node itself may not reach an LB VIP
+// whose source ranges exclude it (kubernetes#119656).
+type OutFilter struct{ kernel.VSKey }
+
+// ServiceState is the desired kernel state of one Service. All slices are sorted, so two
+// states can be compared with Equal.
+type ServiceState struct {
+	Key            ServiceKey
+	VirtualServers []VirtualServerState
+	// Bind are the addresses to put on the dummy interface.
+	Bind []netip.Addr
+	// Members are the ipset entries the Service contributes.
+	Members []kernel.Member
+	// OutFilters are per-LB iptables rules.
+	OutFilters  []OutFilter
+	HealthCheck *HealthCheck
+	// UDPFrontends are the Service's UDP frontends (VIP:port), for stale conntrack
+	// cleanup when its endpoints change or it goes away.
+	UDPFrontends []netip.AddrPort
+	// NoLocalEndpoints counts ports with a Local policy and no local endpoint, for the
+	// internal and external policy respectively (kube-proxy's no_local_endpoints metric).
+	NoLocalInternal, NoLocalExternal int
+	// Problems lists what in the input could not be honoured.
+	Problems []Problem
+}
+
+// Problem is bad input found while translating: what object is at fault and why.
+type Problem struct {
+	Kind      string // "Service" or "EndpointSlice"
+	Namespace string
+	Name      string
+	Reason    string // an Event reason, CamelCase
+	Message   string
+}
+
+// String prints the problem for logs.
+func (p Problem) String() string {
+	return fmt.Sprintf("%s %s/%s: %s: %s", p.Kind, p.Namespace, p.Name, p.Reason, p.Message)
+}
+
+// Empty reports whether the state programs nothing.
+func (s *ServiceState) Empty() bool {
+	return s == nil || len(s.VirtualServers) == 0 && len(s.Bind) == 0 && len(s.Members) == 0 && s.HealthCheck == nil
+}
+
+// Equal reports whether two states program the same kernel objects. Problems and the
+// metric counters are not compared.
+func (s *ServiceState) Equal(o *ServiceState) bool {
+	if s.Empty() || o.Empty() {
+		return s.Empty() == o.Empty()
+	}
+	return slices.EqualFunc(s.VirtualServers, o.VirtualServers, func(a, b VirtualServerState) bool {
+		return a.VirtualServer.Equal(b.VirtualServer) && slices.Equal(a.RealServers, b.RealServers)
+	}) && slices.Equal(s.Bind, o.Bind) && slices.Equal(s.Members, o.Members) &&
+		slices.Equal(s.OutFilters, o.OutFilters) && slices.Equal(s.UDPFrontends, o.UDPFrontends) &&
+		(s.HealthCheck == nil) == (o.HealthCheck == nil) && (s.HealthCheck == nil || *s.HealthCheck == *o.HealthCheck)
+}
+
+// String prints the state in ipvsadm-like form, for tests and debugging.
+func (s *ServiceState) String() string {
+	if s == nil {
+		return "<nil>"
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "service %s\n", s.Key)
+	for _, vs := range s.VirtualServers {
+		b.WriteString(kernel.FormatVirtualServer(vs.VirtualServer) + "\n")
+		for _, rs := range vs.RealServers {
+			b.WriteString(kernel.FormatRealServer(rs) + "\n")
+		}
+	}
+	for _, a := range s.Bind {
+		fmt.Fprintf(&b, "bind %s\n", a)
+	}
+	for _, m := range s.Members {
+		fmt.Fprintf(&b, "add %s %s\n", m.Set, m.Entry)
+	}
+	for _, o := range s.OutFilters {
+		fmt.Fprintf(&b, "out-filter %s\n", o.VSKey)
+	}
+	if s.HealthCheck != nil {
+		fmt.Fprintf(&b, "health-check-node-port %d local-endpoints %d\n", s.HealthCheck.Port, s.HealthCheck.LocalEndpoints)
+	}
+	return b.String()
+}
+
+// normalize sorts and de-duplicates every list so Equal and String are order-free.
+func (s *ServiceState) normalize() {
+	slices.SortFunc(s.VirtualServers, func(a, b VirtualServerState) int { return kernel.CompareVSKeys(a.VSKey, b.VSKey) })
+	s.VirtualServers = slices.CompactFunc(s.VirtualServers, func(a, b VirtualServerState) bool { return a.VSKey == b.VSKey })
+	for i := range s.VirtualServers {
+		slices.SortFunc(s.VirtualServers[i].RealServers, kernel.CompareRealServers)
+	}
+	slices.SortFunc(s.Bind, netip.Addr.Compare)
+	s.Bind = slices.Compact(s.Bind)
+	slices.SortFunc(s.Members, compareMembers)
+	s.Members = slices.Compact(s.Members)
+	slices.SortFunc(s.OutFilters, func(a, b OutFilter) int { return kernel.CompareVSKeys(a.VSKey, b.VSKey) })
+	s.OutFilters = slices.Compact(s.OutFilters)
+	slices.SortFunc(s.UDPFrontends, netip.AddrPort.Compare)
+	s.UDPFrontends = slices.Compact(s.UDPFrontends)
+}
+
+func compareMembers(a, b kernel.Member) int {
+	if c := strings.Compare(a.Set, b.Set); c != 0 {
+		return c
+	}
+	return strings.Compare(a.Entry.String(), b.Entry.String())
+}

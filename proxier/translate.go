@@ -1,0 +1,367 @@
+package proxier
+
+import (
+	"fmt"
+	"net/netip"
+	"slices"
+	"strings"
+
+	v1 "k8s.io/api/core/v1"
+	discovery "k8s.io/api/discovery/v1"
+
+	"github.com/ipvs-proxier/ipvs-proxier/kernel"
+)
+
+// Labels kube-proxy filters on.
+const (
+	// LabelServiceProxyName marks a Service as served by another proxy.
+	LabelServiceProxyName = "service.kubernetes.io/service-proxy-name"
+	// LabelHeadless marks the EndpointSlices of a headless Service.
+	LabelHeadless = "service.kubernetes.io/headless"
+)
+
+// Skip reports why a Service produces no kernel state, or "" if it is served.
+func Skip(cfg *Config, svc *v1.Service) string {
+	if name, ok := svc.Labels[LabelServiceProxyName]; ok && name != cfg.ServiceProxyName {
+		return "served by proxy " + name
+	}
+	if svc.Spec.Type == v1.ServiceTypeExternalName {
+		return "ExternalName"
+	}
+	if svc.Spec.ClusterIP == v1.ClusterIPNone || svc.Spec.ClusterIP == "" && len(svc.Spec.ClusterIPs) == 0 {
+		return "headless"
+	}
+	return ""
+}
+
+// Translate computes the desired kernel state of one Service from the Service and its
+// EndpointSlices. A nil Service (deleted) or a skipped one yields an empty state. It
+// never panics on malformed input: bad parts are skipped and listed in Problems.
+func Translate(cfg *Config, key ServiceKey, svc *v1.Service, epSlices []*discovery.EndpointSlice) *ServiceState {
+	st := &ServiceState{Key: key}
+	if svc == nil || Skip(cfg, svc) != "" {
+		return st
+	}
+	t := translator{cfg: cfg, svc: svc, st: st}
+	t.run(epSlices)
+	st.normalize()
+	return st
+}
+
+type translator struct {
+	cfg   *Config
+	svc   *v1.Service
+	st    *ServiceState
+	sched string
+	flags uint32
+	tmo   uint32
+}
+
+func (t *translator) problem(reason, format string, args ...any) {
+	t.st.Problems = append(t.st.Problems, serviceProblem(t.svc, reason, fmt.Sprintf(format, args...)))
+}
+
+func (t *translator) run(epSlices []*discovery.EndpointSlice) {
+	svc := t.svc
+	t.sched, t.flags = schedulerFor(t.cfg, svc, &t.st.Problems)
+	if svc.Spec.SessionAffinity == v1.ServiceAffinityClientIP {
+		t.flags |= kernel.FlagPersistent
+		t.tmo = DefaultAffinityTimeout
+		if c := svc.Spec.SessionAffinityConfig; c != nil && c.ClientIP != nil && c.ClientIP.TimeoutSeconds != nil {
+			if s := *c.ClientIP.TimeoutSeconds; s > 0 && s <= 86400 {
+				t.tmo = uint32(s)
+			} else {
+				t.problem("InvalidSessionAffinity", "timeoutSeconds %d out of range 1-86400; using %d", s, DefaultAffinityTimeout)
+			}
+		}
+	}
+	clusterIPs := t.clusterIPs()
+	eps := collectEndpoints(t.cfg, epSlices, &t.st.Problems)
+	type seenKey struct {
+		port  int32
+		proto v1.Protocol
+	}
+	seen := map[seenKey]bool{}
+	for _, sp := range svc.Spec.Ports {
+		proto, ok := kernelProtocol(sp.Protocol)
+		if !ok {
+			t.problem("UnsupportedProtocol", "port %q: protocol %q is not TCP, UDP or SCTP; skipped", sp.Name, sp.Protocol)
+			continue
+		}
+		if sp.Port <= 0 || sp.Port > 65535 || sp.NodePort < 0 || sp.NodePort > 65535 {
+			t.problem("InvalidPort", "port %q: port %d / nodePort %d out of range; skipped", sp.Name, sp.Port, sp.NodePort)
+			continue
+		}
+		k := seenKey{sp.Port, sp.Protocol}
+		if seen[k] {
+			t.problem("DuplicatePort", "port %d/%s listed twice; the second is skipped", sp.Port, sp.Protocol)
+			continue
+		}
+		seen[k] = true
+		for _, cip := range clusterIPs {
+			f := kernel.FamilyOf(cip)
+			protoName := sp.Protocol
+			if protoName == "" {
+				protoName = v1.ProtocolTCP
+			}
+			list := eps[portKey{name: sp.Name, proto: protoName, fam: f}]
+			t.addPort(sp, proto, cip, list)
+		}
+	}
+	t.addHealthCheck(eps)
+}
+
+// clusterIPs returns the parsed ClusterIPs of families the node serves.
+func (t *translator) clusterIPs() []netip.Addr {
+	ips := t.svc.Spec.ClusterIPs
+	if len(ips) == 0 {
+		ips = []string{t.svc.Spec.ClusterIP}
+	}
+	var out []netip.Addr
+	for _, s := range ips {
+		a, err := netip.ParseAddr(s)
+		if err != nil || a.Zone() != "" {
+			t.problem("InvalidClusterIP", "clusterIP %q is not an IP address; skipped", s)
+			continue
+		}
+		a = a.Unmap()
+		if t.cfg.servesFamily(kernel.FamilyOf(a)) && !slices.Contains(out, a) {
+			out = append(out, a)
+		}
+	}
+	return out
+}
+
+func kernelProtocol(p v1.Protocol) (kernel.Protocol, bool) {
+	switch p {
+	case v1.ProtocolTCP, "":
+		return kernel.TCP, true
+	case v1.ProtocolUDP:
+		return kernel.UDP, true
+	case v1.ProtocolSCTP:
+		return kernel.SCTP, true
+	}
+	return 0, false
+}
+
+// externallyAccessible mirrors kube-proxy's ExternallyAccessible: NodePort, LoadBalancer,
+// or any external IP.
+func externallyAccessible(svc *v1.Service) bool {
+	return svc.Spec.Type == v1.ServiceTypeNodePort || svc.Spec.Type == v1.ServiceTypeLoadBalancer || len(svc.Spec.ExternalIPs) > 0
+}
+
+// addPort adds everything one service port needs in one family.
+func (t *translator) addPort(sp v1.ServicePort, proto kernel.Protocol, cip netip.Addr, eps []endpoint) {
+	cfg, svc, st, f := t.cfg, t.svc, t.st, kernel.FamilyOf(cip)
+	port := uint16(sp.Port)
+	slices.SortFunc(eps, func(a, b endpoint) int { return a.addr.Compare(b.addr) })
+	if len(eps) > cfg.MaxEndpoints {
+		t.problem("TooManyEndpoints", "port %q has %d endpoints; only the first %d are programmed", sp.Name, len(eps), cfg.MaxEndpoints)
+	}
+	cluster, local := categorize(cfg, eps)
+	clusterRS, localRS := realServers(cluster, cfg.MaxEndpoints), realServers(local, cfg.MaxEndpoints)
+	member := func(set string, e kernel.SetEntry) {
+		st.Members = append(st.Members, kernel.Member{Set: SetName(set, f), Entry: e})
+	}
+	ipPort := func(a netip.Addr) kernel.SetEntry { return kernel.SetEntry{IP: a, Protocol: proto, Port: port} }
+
+	// Internal traffic: ClusterIP. ITP=Local uses local endpoints only, and with none the
+	// port is rejected like one with no endpoints (kube-proxy's IPVS mode instead falls
+	// back to remote endpoints when the Service is external; see README).
+	internal := clusterRS
+	if svc.Spec.InternalTrafficPolicy != nil && *svc.Spec.InternalTrafficPolicy == v1.ServiceInternalTrafficPolicyLocal {
+		internal = localRS
+		if len(local) == 0 && len(eps) > 0 {
+			st.NoLocalInternal++
+		}
+	}
+	// External traffic: NodePort, external IPs, LB IPs. ETP=Local uses local endpoints; with
+	// none, the virtual servers keep the cluster endpoints for in-cluster clients
+	// (kubernetes#93456) and traffic from outside the cluster is dropped by iptables.
+	externalLocal := svc.Spec.ExternalTrafficPolicy == v1.ServiceExternalTrafficPolicyLocal && externallyAccessible(svc)
+	external, noLocal := clusterRS, false
+	if externalLocal {
+		if len(local) > 0 {
+			external = localRS
+		} else if len(eps) > 0 {
+			noLocal = true
+			st.NoLocalExternal++
+		}
+	}
+
+	addVS := func(addr netip.Addr, p uint16, rss []kernel.RealServer, ext bool) {
+		vs := kernel.VirtualServer{VSKey: kernel.VSKey{Protocol: proto, Address: addr, Port: p},
+			Scheduler: t.sched, Flags: t.flags, Timeout: t.tmo}
+		st.VirtualServers = append(st.VirtualServers, VirtualServerState{VirtualServer: vs, RealServers: slices.Clone(rss)})
+		e := kernel.SetEntry{IP: addr, Protocol: proto, Port: p}
+		switch {
+		case len(rss) == 0:
+			member(setNoEndpoints, e)
+		case ext && noLocal:
+			member(setExternalNoLocal, e)
+		}
+		if proto == kernel.UDP {
+			st.UDPFrontends = append(st.UDPFrontends, netip.AddrPortFrom(addr, p))
+		}
+	}
+	bind := func(a netip.Addr) {
+		st.Bind = append(st.Bind, a)
+		member(setIPVSIPs, kernel.SetEntry{IP: a})
+	}
+
+	addVS(cip, port, internal, false)
+	bind(cip)
+	member(setClusterIP, ipPort(cip))
+
+	for _, s := range svc.Spec.ExternalIPs {
+		a, ok := t.parseFamilyIP(s, f, "InvalidExternalIP")
+		if !ok {
+			continue
+		}
+		addVS(a, port, external, true)
+		if !slices.Contains(cfg.NodeIPs, a) {
+			bind(a)
+		}
+		if externalLocal {
+			member(setExternalIPLocal, ipPort(a))
+		} else {
+			member(setExternalIP, ipPort(a))
+		}
+	}
+
+	if svc.Spec.Type == v1.ServiceTypeLoadBalancer {
+		t.addLoadBalancer(f, proto, port, external, externalLocal, addVS, bind, member)
+	}
+
+	if sp.NodePort > 0 && (svc.Spec.Type == v1.ServiceTypeNodePort || svc.Spec.Type == v1.ServiceTypeLoadBalancer) {
+		np := uint16(sp.NodePort)
+		ips := cfg.nodePortIPs(f)
+		for _, ip := range ips {
+			addVS(ip, np, external, true)
+		}
+		switch proto {
+		case kernel.SCTP:
+			for _, ip := range ips {
+				e := kernel.SetEntry{IP: ip, Protocol: proto, Port: np}
+				member(setNodePortSCTP, e)
+				if externalLocal {
+					member(setNodePortLocalSCTP, e)
+				}
+			}
+		default:
+			set, localSet := setNodePortTCP, setNodePortLocalTCP
+			if proto == kernel.UDP {
+				set, localSet = setNodePortUDP, setNodePortLocalUDP
+			}
+			member(set, kernel.SetEntry{Port: np})
+			if externalLocal {
+				member(localSet, kernel.SetEntry{Port: np})
+			}
+		}
+	}
+
+	// Hairpin: every local endpoint, whatever its condition (as kube-proxy).
+	for _, e := range eps {
+		if e.local {
+			member(setLoopBack, kernel.SetEntry{IP: e.addr.Addr(), Protocol: proto, Port: e.addr.Port(), IP2: e.addr.Addr()})
+		}
+	}
+}
+
+// addLoadBalancer adds the VIP-mode ingress IPs of family f and their firewall entries.
+func (t *translator) addLoadBalancer(f kernel.Family, proto kernel.Protocol, port uint16, external []kernel.RealServer,
+	externalLocal bool, addVS func(netip.Addr, uint16, []kernel.RealServer, bool), bind func(netip.Addr),
+	member func(string, kernel.SetEntry)) {
+	cfg, svc := t.cfg, t.svc
+	ranges := t.sourceRanges(f)
+	for _, ing := range svc.Status.LoadBalancer.Ingress {
+		if ing.IP == "" || ing.IPMode != nil && *ing.IPMode != v1.LoadBalancerIPModeVIP {
+			continue // hostname-only or ipMode Proxy: the LB delivers to the pods itself
+		}
+		a, ok := t.parseFamilyIP(ing.IP, f, "InvalidLoadBalancerIP")
+		if !ok {
+			continue
+		}
+		addVS(a, port, external, true)
+		if !slices.Contains(cfg.NodeIPs, a) {
+			bind(a)
+		}
+		e := kernel.SetEntry{IP: a, Protocol: proto, Port: port}
+		member(setLoadBalancer, e)
+		if externalLocal {
+			member(setLoadBalancerLocal, e)
+		}
+		if len(ranges) == 0 {
+			continue
+		}
+		member(setLoadBalancerFW, e)
+		nodeInside := false
+		for _, r := range ranges {
+			member(setLoadBalancerSrcCIDR, kernel.SetEntry{IP: a, Protocol: proto, Port: port, Net: r})
+			nodeInside = nodeInside || slices.ContainsFunc(cfg.NodeIPs, r.Contains)
+		}
+		if nodeInside {
+			// The node's own traffic to the VIP has the VIP as source.
+			member(setLoadBalancerSrcIP, kernel.SetEntry{IP: a, Protocol: proto, Port: port, IP2: a})
+		} else {
+			t.st.OutFilters = append(t.st.OutFilters, OutFilter{kernel.VSKey{Protocol: proto, Address: a, Port: port}})
+		}
+	}
+}
+
+// sourceRanges parses loadBalancerSourceRanges of family f. A zero-length prefix allows
+// everyone, so the whole list is then treated as empty, as kube-proxy does.
+func (t *translator) sourceRanges(f kernel.Family) []netip.Prefix {
+	var out []netip.Prefix
+	for _, s := range t.svc.Spec.LoadBalancerSourceRanges {
+		p, err := netip.ParsePrefix(strings.TrimSpace(s))
+		if err != nil {
+			t.problem("InvalidSourceRange", "loadBalancerSourceRanges %q is not a CIDR; skipped", s)
+			continue
+		}
+		p = p.Masked()
+		if p.Bits() == 0 {
+			return nil
+		}
+		if kernel.FamilyOf(p.Addr()) == f {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// parseFamilyIP parses s and reports whether it is an address of family f. Unparseable
+// addresses are Problems; other families are silently left to that family's pass.
+func (t *translator) parseFamilyIP(s string, f kernel.Family, reason string) (netip.Addr, bool) {
+	a, err := netip.ParseAddr(strings.TrimSpace(s))
+	if err != nil || a.Zone() != "" {
+		if f == t.cfg.Families[0] { // report once, not once per family
+			t.problem(reason, "%q is not an IP address; skipped", s)
+		}
+		return netip.Addr{}, false
+	}
+	a = a.Unmap()
+	return a, kernel.FamilyOf(a) == f
+}
+
+// addHealthCheck adds the healthCheckNodePort of an ETP=Local LoadBalancer.
+func (t *translator) addHealthCheck(eps map[portKey][]endpoint) {
+	svc := t.svc
+	if svc.Spec.Type != v1.ServiceTypeLoadBalancer || svc.Spec.ExternalTrafficPolicy != v1.ServiceExternalTrafficPolicyLocal ||
+		svc.Spec.HealthCheckNodePort <= 0 || svc.Spec.HealthCheckNodePort > 65535 {
+		return
+	}
+	local := map[netip.Addr]bool{}
+	for _, list := range eps {
+		for _, e := range list {
+			if e.local && e.ready {
+				local[e.addr.Addr()] = true
+			}
+		}
+	}
+	port := uint16(svc.Spec.HealthCheckNodePort)
+	t.st.HealthCheck = &HealthCheck{Port: port, LocalEndpoints: len(local)}
+	for _, f := range t.cfg.Families {
+		t.st.Members = append(t.st.Members, kernel.Member{Set: SetName(setHealthCheckNodePort, f), Entry: kernel.SetEntry{Port: port}})
+	}
+}
