@@ -99,7 +99,7 @@ func collectEndpoints(cfg *Config, slices_ []*discovery.EndpointSlice, probs *[]
 		}
 		if badFamily > 0 {
 			*probs = append(*probs, Problem{Kind: "EndpointSlice", Namespace: sl.Namespace, Name: sl.Name,
-				Reason: "InvalidEndpointAddress",
+				Reason:  "InvalidEndpointAddress",
 				Message: fmt.Sprintf("%d endpoint address(es) are not valid %s addresses; skipped", badFamily, sl.AddressType)})
 		}
 	}

@@ -1,0 +1,323 @@
+package sync
+
+import (
+	"errors"
+	"net/netip"
+
+	"go.uber.org/zap"
+
+	"github.com/ipvs-proxier/ipvs-proxier/kernel"
+	"github.com/ipvs-proxier/ipvs-proxier/proxier"
+)
+
+// apply makes the kernel objects named in delta match the desired state. It compares
+// with what we believe is programmed (refreshed by every full sync), so an unchanged
+// object costs nothing. Every failure is returned; the caller's next sync is then full.
+func (s *Syncer) apply(delta *proxier.Delta) error {
+	var errs []error
+	for key := range delta.VirtualServers {
+		errs = append(errs, s.syncVirtualServer(key))
+	}
+	for a := range delta.Addresses {
+		errs = append(errs, s.syncAddress(a))
+	}
+	for m := range delta.Members {
+		errs = append(errs, s.syncMember(m))
+	}
+	if delta.RulesChanged {
+		errs = append(errs, s.syncRules(false))
+	}
+	return errors.Join(errs...)
+}
+
+func ignore(err, sentinel error) error {
+	if errors.Is(err, sentinel) {
+		return nil
+	}
+	return err
+}
+
+// syncVirtualServer creates, updates or deletes one virtual server and its real servers.
+func (s *Syncer) syncVirtualServer(key kernel.VSKey) error {
+	want, _, ok := s.desired.VirtualServer(key)
+	have := s.vs[key]
+	if !ok {
+		if have == nil {
+			return nil
+		}
+		if err := ignore(s.k.IPVS.DeleteVirtualServer(key), kernel.ErrNotFound); err != nil {
+			return err
+		}
+		delete(s.vs, key)
+		for dk := range s.drain {
+			if dk.vs == key {
+				delete(s.drain, dk)
+			}
+		}
+		if key.Protocol == kernel.UDP {
+			s.clearUDP(netip.AddrPortFrom(key.Address, key.Port), netip.AddrPort{})
+		}
+		return nil
+	}
+	if have == nil {
+		err := s.k.IPVS.AddVirtualServer(want.VirtualServer)
+		switch {
+		case err == nil:
+			have = &programmedVS{vs: want.VirtualServer, rss: map[netip.AddrPort]kernel.RealServer{}}
+		case errors.Is(err, kernel.ErrExist):
+			// Someone made it behind our back: adopt it, then correct it.
+			rss, lerr := s.k.IPVS.ListRealServers(key)
+			if lerr != nil {
+				return lerr
+			}
+			have = &programmedVS{rss: map[netip.AddrPort]kernel.RealServer{}}
+			for _, rs := range rss {
+				have.rss[rs.AddrPort()] = rs
+			}
+		default:
+			return err
+		}
+		s.vs[key] = have
+	}
+	if !have.vs.Equal(want.VirtualServer) {
+		if err := s.k.IPVS.UpdateVirtualServer(want.VirtualServer); err != nil {
+			return err
+		}
+		have.vs = want.VirtualServer
+	}
+	return s.syncRealServers(key, have, want.RealServers)
+}
+
+// syncRealServers adds, re-weights and removes the real servers of one virtual server.
+func (s *Syncer) syncRealServers(key kernel.VSKey, have *programmedVS, want []kernel.RealServer) error {
+	var errs []error
+	wanted := make(map[netip.AddrPort]struct{}, len(want))
+	for _, rs := range want {
+		ap := rs.AddrPort()
+		wanted[ap] = struct{}{}
+		cur, ok := have.rss[ap]
+		switch {
+		case !ok:
+			err := s.k.IPVS.AddRealServer(key, rs)
+			if errors.Is(err, kernel.ErrExist) {
+				err = s.k.IPVS.UpdateRealServer(key, rs)
+			}
+			if err != nil {
+				errs = append(errs, err)
+				continue
+			}
+		case cur.Weight != rs.Weight:
+			// A draining server that is wanted again is restored in place, keeping its
+			// connections (kube-proxy deletes and re-adds it, ipvs-pitfalls §6 #15).
+			if err := s.k.IPVS.UpdateRealServer(key, rs); err != nil {
+				errs = append(errs, err)
+				continue
+			}
+		default:
+			continue
+		}
+		delete(s.drain, drainKey{key, ap})
+		have.rss[ap] = rs
+	}
+	var gone []kernel.RealServer
+	for ap, cur := range have.rss {
+		if _, ok := wanted[ap]; !ok {
+			gone = append(gone, cur)
+		}
+	}
+	if len(gone) > 0 {
+		errs = append(errs, s.removeRealServers(key, have, gone))
+	}
+	return errors.Join(errs...)
+}
+
+// removeRealServers takes real servers out of service. UDP ones go at once, with their
+// conntrack flows (kubernetes#71514); TCP and SCTP ones with live connections drop to
+// weight 0 and drain, bounded by GracefulTimeout (kubernetes#57841).
+func (s *Syncer) removeRealServers(key kernel.VSKey, have *programmedVS, gone []kernel.RealServer) error {
+	var errs []error
+	vip := netip.AddrPortFrom(key.Address, key.Port)
+	if key.Protocol == kernel.UDP {
+		for _, rs := range gone {
+			if err := ignore(s.k.IPVS.DeleteRealServer(key, rs), kernel.ErrNotFound); err != nil {
+				errs = append(errs, err)
+				continue
+			}
+			delete(have.rss, rs.AddrPort())
+			s.clearUDP(vip, rs.AddrPort())
+		}
+		return errors.Join(errs...)
+	}
+	var fresh []kernel.RealServer
+	for _, rs := range gone {
+		if _, draining := s.drain[drainKey{key, rs.AddrPort()}]; !draining {
+			fresh = append(fresh, rs)
+		}
+	}
+	if len(fresh) == 0 {
+		return nil
+	}
+	conns, err := s.connections(key)
+	if err != nil {
+		return err
+	}
+	now := s.opts.Now()
+	for _, rs := range fresh {
+		ap := rs.AddrPort()
+		if conns[ap] == 0 {
+			if err := ignore(s.k.IPVS.DeleteRealServer(key, rs), kernel.ErrNotFound); err != nil {
+				errs = append(errs, err)
+				continue
+			}
+			delete(have.rss, ap)
+			continue
+		}
+		rs.Weight = 0
+		if err := s.k.IPVS.UpdateRealServer(key, rs); err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		have.rss[ap] = rs
+		s.drain[drainKey{key, ap}] = now.Add(s.opts.GracefulTimeout)
+	}
+	return errors.Join(errs...)
+}
+
+// connections lists the connection counts of a virtual server's real servers.
+func (s *Syncer) connections(key kernel.VSKey) (map[netip.AddrPort]int, error) {
+	rss, err := s.k.IPVS.ListRealServers(key)
+	if err != nil {
+		return nil, err
+	}
+	out := make(map[netip.AddrPort]int, len(rss))
+	for _, rs := range rss {
+		out[rs.AddrPort()] = rs.Connections()
+	}
+	return out, nil
+}
+
+// reapDrained deletes draining real servers whose connections are gone or whose
+// GracefulTimeout passed.
+func (s *Syncer) reapDrained() error {
+	if len(s.drain) == 0 {
+		return nil
+	}
+	byVS := map[kernel.VSKey][]netip.AddrPort{}
+	for dk := range s.drain {
+		byVS[dk.vs] = append(byVS[dk.vs], dk.dest)
+	}
+	now := s.opts.Now()
+	var errs []error
+	for key, dests := range byVS {
+		have := s.vs[key]
+		if have == nil {
+			for _, d := range dests {
+				delete(s.drain, drainKey{key, d})
+			}
+			continue
+		}
+		conns, err := s.connections(key)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		for _, d := range dests {
+			dk := drainKey{key, d}
+			if conns[d] > 0 && now.Before(s.drain[dk]) {
+				continue
+			}
+			rs := have.rss[d]
+			if err := ignore(s.k.IPVS.DeleteRealServer(key, rs), kernel.ErrNotFound); err != nil {
+				errs = append(errs, err)
+				continue
+			}
+			delete(have.rss, d)
+			delete(s.drain, dk)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// clearUDP deletes stale UDP conntrack flows; a failure is logged, not retried, since
+// the flows expire on their own.
+func (s *Syncer) clearUDP(vip, endpoint netip.AddrPort) {
+	if s.k.Conntrack == nil {
+		return
+	}
+	if err := s.k.Conntrack.ClearUDP(vip, endpoint); err != nil {
+		s.log.Warn("Cannot clear stale UDP conntrack flows", zap.Stringer("vip", vip), zap.Stringer("endpoint", endpoint), zap.Error(err))
+	}
+}
+
+// syncAddress binds or unbinds one address on the dummy interface.
+func (s *Syncer) syncAddress(a netip.Addr) error {
+	want := s.desired.HasAddress(a)
+	_, have := s.addrs[a]
+	switch {
+	case want && !have:
+		if err := ignore(s.k.Addresses.BindAddress(s.cfg.DummyDevice, a), kernel.ErrExist); err != nil {
+			return err
+		}
+		s.addrs[a] = struct{}{}
+	case !want && have:
+		if err := ignore(s.k.Addresses.UnbindAddress(s.cfg.DummyDevice, a), kernel.ErrNotFound); err != nil {
+			return err
+		}
+		delete(s.addrs, a)
+	}
+	return nil
+}
+
+// syncMember adds or deletes one ipset member.
+func (s *Syncer) syncMember(m kernel.Member) error {
+	want := s.desired.HasMember(m)
+	_, have := s.members[m]
+	switch {
+	case want && !have:
+		if err := ignore(s.k.IPSets.AddEntry(m.Set, m.Entry), kernel.ErrExist); err != nil {
+			return err
+		}
+		s.members[m] = struct{}{}
+	case !want && have:
+		if err := ignore(s.k.IPSets.DelEntry(m.Set, m.Entry), kernel.ErrNotFound); err != nil {
+			return err
+		}
+		delete(s.members, m)
+	}
+	return nil
+}
+
+// syncRules restores our iptables chains when the rendered text changed, or, with
+// checkDrift, when the kernel's copy no longer matches what we last applied.
+func (s *Syncer) syncRules(checkDrift bool) error {
+	var errs []error
+	for _, f := range s.cfg.Families {
+		text := proxier.RenderRules(&s.cfg, f, s.desired.OutFilters())
+		if text == s.rules[f] && checkDrift {
+			cur, err := s.k.Iptables.Save(f)
+			if err != nil {
+				errs = append(errs, err)
+				continue
+			}
+			if cur == s.saved[f] {
+				continue
+			}
+			s.log.Info("iptables rules drifted; restoring", zap.Stringer("family", f))
+		} else if text == s.rules[f] {
+			continue
+		}
+		if err := s.k.Iptables.Restore(f, text); err != nil {
+			delete(s.rules, f)
+			errs = append(errs, err)
+			continue
+		}
+		s.rules[f] = text
+		saved, err := s.k.Iptables.Save(f)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		s.saved[f] = saved
+	}
+	return errors.Join(errs...)
+}

@@ -1,0 +1,37 @@
+// Package sync keeps the kernel in step with the Services and EndpointSlices the
+// informers see. Informer handlers only record which Services changed; one rate-bounded
+// runner drives every kernel write, recomputing only the changed Services (partial sync)
+// or, every syncPeriod and after any error, everything against a kernel dump (full sync).
+package sync
+
+import (
+	v1 "k8s.io/api/core/v1"
+	discovery "k8s.io/api/discovery/v1"
+
+	"github.com/ipvs-proxier/ipvs-proxier/proxier"
+)
+
+// Source is where the syncer reads objects from: informer caches in the daemon, a static
+// set of objects in tests and `plan`. Implementations are safe for concurrent use.
+type Source interface {
+	// HasSynced reports whether every informer has done its initial list.
+	HasSynced() bool
+	// Service returns the Service, or nil if it does not exist.
+	Service(key proxier.ServiceKey) *v1.Service
+	// Slices returns the EndpointSlices labelled with the Service's name.
+	Slices(key proxier.ServiceKey) []*discovery.EndpointSlice
+	// ServiceKeys returns every Service, and every Service name slices point at.
+	ServiceKeys() []proxier.ServiceKey
+	// Node returns this node's Node object, or nil.
+	Node() *v1.Node
+}
+
+// SliceServiceKey returns the Service an EndpointSlice belongs to, from its
+// kubernetes.io/service-name label.
+func SliceServiceKey(s *discovery.EndpointSlice) (proxier.ServiceKey, bool) {
+	name, ok := s.Labels[discovery.LabelServiceName]
+	if !ok || name == "" {
+		return proxier.ServiceKey{}, false
+	}
+	return proxier.ServiceKey{Namespace: s.Namespace, Name: name}, true
+}

@@ -1,0 +1,232 @@
+package sync
+
+import (
+	"errors"
+	"net/netip"
+	"slices"
+	gosync "sync"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	"go.uber.org/zap"
+
+	"github.com/ipvs-proxier/ipvs-proxier/kernel"
+	"github.com/ipvs-proxier/ipvs-proxier/proxier"
+)
+
+// Options configure a Syncer.
+type Options struct {
+	// Config is the translation config. NodeIPs and Zone, when empty, are filled from
+	// LocalAddresses and the Node object at each full sync.
+	Config proxier.Config
+	// SyncPeriod is the longest time between two full syncs.
+	SyncPeriod time.Duration
+	// GracefulTimeout bounds how long a removed TCP/SCTP real server drains at weight 0.
+	GracefulTimeout time.Duration
+	// ExcludeCIDRs: virtual servers there are never pruned (--ipvs-exclude-cidrs).
+	ExcludeCIDRs []netip.Prefix
+	// NodePortMin and NodePortMax bound the ports of NodePort virtual servers we own on
+	// node IPs; others on node IPs belong to someone else.
+	NodePortMin, NodePortMax uint16
+	// LocalAddresses lists the node's own addresses (all interfaces but the dummy).
+	LocalAddresses func() ([]netip.Addr, error)
+	Logger         *zap.Logger
+	Events         EventSink
+	// Now is the clock; nil means time.Now.
+	Now func() time.Time
+}
+
+// programmedVS is what we believe the kernel holds for one virtual server.
+type programmedVS struct {
+	vs  kernel.VirtualServer
+	rss map[netip.AddrPort]kernel.RealServer
+}
+
+type drainKey struct {
+	vs   kernel.VSKey
+	dest netip.AddrPort
+}
+
+// Syncer computes desired state from a Source and applies it to a Kernel. Sync is its
+// one entry point; it is safe to call from several goroutines (calls serialize), but
+// the daemon calls it only from its Runner.
+type Syncer struct {
+	opts     Options
+	k        kernel.Kernel
+	src      Source
+	tracker  *Tracker
+	log      *zap.Logger
+	problems *problemReporter
+
+	mu       gosync.Mutex
+	cfg      proxier.Config
+	desired  *proxier.Desired
+	vs       map[kernel.VSKey]*programmedVS
+	addrs    map[netip.Addr]struct{}
+	members  map[kernel.Member]struct{}
+	rules    map[kernel.Family]string
+	saved    map[kernel.Family]string
+	drain    map[drainKey]time.Time
+	needFull bool
+	lastFull time.Time
+	status   Status
+}
+
+// Status describes the last sync, for health checks and metrics.
+type Status struct {
+	LastSync     time.Time
+	LastSuccess  time.Time
+	LastError    string
+	LastFull     bool
+	LastDuration time.Duration
+	Syncs        int
+}
+
+// NewSyncer returns a syncer. The tracker must be the one the informer handlers feed.
+func NewSyncer(opts Options, k kernel.Kernel, src Source, tracker *Tracker) *Syncer {
+	if opts.Logger == nil {
+		opts.Logger = zap.NewNop()
+	}
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	if opts.SyncPeriod == 0 {
+		opts.SyncPeriod = 30 * time.Second
+	}
+	if opts.NodePortMin == 0 && opts.NodePortMax == 0 {
+		opts.NodePortMin, opts.NodePortMax = 30000, 32767
+	}
+	opts.Config = opts.Config.WithDefaults()
+	return &Syncer{
+		opts: opts, k: k, src: src, tracker: tracker, log: opts.Logger,
+		problems: newProblemReporter(opts.Logger, opts.Events),
+		cfg:      opts.Config, desired: proxier.NewDesired(),
+		vs: map[kernel.VSKey]*programmedVS{}, addrs: map[netip.Addr]struct{}{}, members: map[kernel.Member]struct{}{},
+		rules: map[kernel.Family]string{}, saved: map[kernel.Family]string{}, drain: map[drainKey]time.Time{},
+		needFull: true,
+	}
+}
+
+// ErrNotSynced is returned by Sync while the informers have not synced; nothing is
+// programmed or pruned until they have.
+var ErrNotSynced = errors.New("informers not synced yet")
+
+// Sync brings the kernel in step: a partial sync of the Services the tracker recorded,
+// or a full one (kernel dump, diff, repair, prune) on the first call, after any error,
+// after a Node change, and once per SyncPeriod. An error forces the next sync to be full.
+func (s *Syncer) Sync() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if !s.src.HasSynced() {
+		return ErrNotSynced
+	}
+	start := s.opts.Now()
+	keys, all := s.tracker.Drain()
+	full := s.needFull || all || start.Sub(s.lastFull) >= s.opts.SyncPeriod
+	var err error
+	if full {
+		err = s.syncFull()
+	} else {
+		err = s.syncPartial(keys)
+	}
+	err = errors.Join(err, s.reapDrained())
+	end := s.opts.Now()
+	s.status.LastSync, s.status.LastFull, s.status.LastDuration = end, full, end.Sub(start)
+	s.status.Syncs++
+	if err != nil {
+		s.needFull = true
+		s.status.LastError = err.Error()
+		s.log.Warn("Sync failed; retrying with a full sync", zap.Bool("full", full), zap.Error(err))
+		return err
+	}
+	if full {
+		s.needFull, s.lastFull = false, start
+	}
+	s.status.LastSuccess, s.status.LastError = end, ""
+	s.log.Debug("Synced", zap.Bool("full", full), zap.Int("services", len(keys)), zap.Duration("took", end.Sub(start)))
+	return nil
+}
+
+// Status returns the state of the last sync.
+func (s *Syncer) Status() Status {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.status
+}
+
+// Draining returns how many real servers are draining at weight 0.
+func (s *Syncer) Draining() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.drain)
+}
+
+// Desired returns the desired state. The caller must not modify it, and must not use it
+// while a sync may run.
+func (s *Syncer) Desired() *proxier.Desired {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.desired
+}
+
+// Config returns the translation config in force (with node fields filled in).
+func (s *Syncer) Config() proxier.Config {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.cfg
+}
+
+func (s *Syncer) syncPartial(keys map[proxier.ServiceKey]struct{}) error {
+	delta := proxier.NewDelta()
+	for k := range keys {
+		s.updateService(k, delta)
+	}
+	return s.apply(delta)
+}
+
+// updateService recomputes one Service into the desired state.
+func (s *Syncer) updateService(k proxier.ServiceKey, delta *proxier.Delta) {
+	st := proxier.Translate(&s.cfg, k, s.src.Service(k), s.src.Slices(k))
+	s.problems.report(k, st.Problems)
+	s.desired.Set(st, delta)
+}
+
+// nodeConfig fills the node-derived fields of the config.
+func (s *Syncer) nodeConfig() proxier.Config {
+	cfg := s.opts.Config
+	cfg.NodeIPs = slices.Clone(cfg.NodeIPs)
+	node := s.src.Node()
+	if cfg.Zone == "" && node != nil {
+		cfg.Zone = node.Labels[v1.LabelTopologyZone]
+	}
+	if len(cfg.NodeIPs) > 0 {
+		return cfg
+	}
+	if s.opts.LocalAddresses != nil {
+		if addrs, err := s.opts.LocalAddresses(); err == nil {
+			cfg.NodeIPs = addrs
+			return cfg
+		} else {
+			s.log.Warn("Cannot list node addresses; using the Node object's", zap.Error(err))
+		}
+	}
+	cfg.NodeIPs = NodeAddresses(node)
+	return cfg
+}
+
+// NodeAddresses returns the InternalIP and ExternalIP addresses of a Node.
+func NodeAddresses(node *v1.Node) []netip.Addr {
+	if node == nil {
+		return nil
+	}
+	var out []netip.Addr
+	for _, a := range node.Status.Addresses {
+		if a.Type != v1.NodeInternalIP && a.Type != v1.NodeExternalIP {
+			continue
+		}
+		if ip, err := netip.ParseAddr(a.Address); err == nil && !slices.Contains(out, ip.Unmap()) {
+			out = append(out, ip.Unmap())
+		}
+	}
+	return out
+}
