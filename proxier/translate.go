@@ -108,7 +108,7 @@ func (t *translator) run(epSlices []*discovery.EndpointSlice) {
 			t.addPort(sp, proto, cip, list)
 		}
 	}
-	t.addHealthCheck(eps)
+	t.addHealthCheck(eps, clusterIPs)
 }
 
 // clusterIPs returns the parsed ClusterIPs of families the node serves.
@@ -345,7 +345,7 @@ func (t *translator) parseFamilyIP(s string, f kernel.Family, reason string) (ne
 }
 
 // addHealthCheck adds the healthCheckNodePort of an ETP=Local LoadBalancer.
-func (t *translator) addHealthCheck(eps map[portKey][]endpoint) {
+func (t *translator) addHealthCheck(eps map[portKey][]endpoint, clusterIPs []netip.Addr) {
 	svc := t.svc
 	if svc.Spec.Type != v1.ServiceTypeLoadBalancer || svc.Spec.ExternalTrafficPolicy != v1.ServiceExternalTrafficPolicyLocal ||
 		svc.Spec.HealthCheckNodePort <= 0 || svc.Spec.HealthCheckNodePort > 65535 {
@@ -361,7 +361,7 @@ func (t *translator) addHealthCheck(eps map[portKey][]endpoint) {
 	}
 	port := uint16(svc.Spec.HealthCheckNodePort)
 	t.st.HealthCheck = &HealthCheck{Port: port, LocalEndpoints: len(local)}
-	for _, f := range t.cfg.Families {
-		t.st.Members = append(t.st.Members, kernel.Member{Set: SetName(setHealthCheckNodePort, f), Entry: kernel.SetEntry{Port: port}})
+	for _, ip := range clusterIPs {
+		t.st.Members = append(t.st.Members, kernel.Member{Set: SetName(setHealthCheckNodePort, kernel.FamilyOf(ip)), Entry: kernel.SetEntry{Port: port}})
 	}
 }

@@ -16,13 +16,30 @@ import (
 func (s *Syncer) apply(delta *proxier.Delta) error {
 	var errs []error
 	for key := range delta.VirtualServers {
-		errs = append(errs, s.syncVirtualServer(key))
+		if err := s.syncVirtualServer(key); err != nil {
+			errs = append(errs, err)
+			s.retry.VirtualServers[key] = struct{}{}
+			if _, _, wanted := s.desired.VirtualServer(key); wanted {
+				// Forget what we believed: the retry re-adds it, and "exists" makes it
+				// re-read the kernel's real servers.
+				delete(s.vs, key)
+			}
+		}
 	}
 	for a := range delta.Addresses {
-		errs = append(errs, s.syncAddress(a))
+		if err := s.syncAddress(a); err != nil {
+			errs = append(errs, err)
+			s.retry.Addresses[a] = struct{}{}
+		}
 	}
 	for m := range delta.Members {
-		errs = append(errs, s.syncMember(m))
+		if _, pending := s.pendingSets[m.Set]; pending {
+			continue // diffed once the set is listed
+		}
+		if err := s.syncMember(m); err != nil {
+			errs = append(errs, err)
+			s.retry.Members[m] = struct{}{}
+		}
 	}
 	if delta.RulesChanged {
 		errs = append(errs, s.syncRules(false))
@@ -293,10 +310,20 @@ func (s *Syncer) syncRules(checkDrift bool) error {
 	var errs []error
 	for _, f := range s.cfg.Families {
 		text := proxier.RenderRules(&s.cfg, f, s.desired.OutFilters())
+		if _, known := s.rules[f]; !known && checkDrift {
+			// First look after a start: adopt rules that already read as ours. When the
+			// backend's saved form differs from ours, the restore below is one atomic
+			// iptables-restore transaction, so traffic never sees a gap.
+			if cur, err := s.k.Iptables.Save(f); err == nil && cur == text {
+				s.rules[f], s.saved[f] = text, cur
+				continue
+			}
+		}
 		if text == s.rules[f] && checkDrift {
 			cur, err := s.k.Iptables.Save(f)
 			if err != nil {
 				errs = append(errs, err)
+				s.needFull = true
 				continue
 			}
 			if cur == s.saved[f] {
@@ -309,12 +336,15 @@ func (s *Syncer) syncRules(checkDrift bool) error {
 		if err := s.k.Iptables.Restore(f, text); err != nil {
 			delete(s.rules, f)
 			errs = append(errs, err)
+			s.retry.RulesChanged = true
 			continue
 		}
 		s.rules[f] = text
 		saved, err := s.k.Iptables.Save(f)
 		if err != nil {
 			errs = append(errs, err)
+			delete(s.rules, f)
+			s.retry.RulesChanged = true
 			continue
 		}
 		s.saved[f] = saved

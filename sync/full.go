@@ -15,6 +15,9 @@ import (
 // traffic, and it prunes only what we own: addresses on the dummy interface, members
 // of our sets, and virtual servers on our addresses outside --ipvs-exclude-cidrs.
 func (s *Syncer) syncFull() error {
+	start := s.opts.Now()
+	s.needFull = true
+	s.retry, s.pendingSets = proxier.NewDelta(), map[string]struct{}{}
 	s.cfg = s.nodeConfig()
 	s.desired = proxier.NewDesired()
 	for _, k := range s.src.ServiceKeys() {
@@ -26,7 +29,10 @@ func (s *Syncer) syncFull() error {
 	var errs []error
 	sets := proxier.Sets(s.cfg.Families)
 	for _, set := range sets {
-		errs = append(errs, s.k.IPSets.EnsureSet(set))
+		if err := s.k.IPSets.EnsureSet(set); err != nil {
+			errs = append(errs, err)
+			s.pendingSets[set.Name] = struct{}{}
+		}
 	}
 	addrs, err := s.k.Addresses.ListAddresses(s.cfg.DummyDevice)
 	if err != nil {
@@ -59,7 +65,9 @@ func (s *Syncer) syncFull() error {
 		rss, err := s.k.IPVS.ListRealServers(key)
 		if err != nil {
 			errs = append(errs, err)
-			continue
+			if wanted {
+				continue // left out of the cache: re-added, which adopts and corrects it
+			}
 		}
 		vs.Flags &= kernel.OwnFlags
 		p := &programmedVS{vs: vs, rss: make(map[netip.AddrPort]kernel.RealServer, len(rss))}
@@ -79,12 +87,46 @@ func (s *Syncer) syncFull() error {
 		}
 	}
 
+	// The dumps that decide ownership worked: from here on, failures are retried one
+	// object at a time.
+	s.needFull, s.lastFull = false, start
+
 	s.members = map[kernel.Member]struct{}{}
 	for _, set := range sets {
+		s.pendingSets[set.Name] = struct{}{}
+	}
+	errs = append(errs, s.relistPendingSets(delta), s.apply(delta), s.syncRules(true))
+	return errors.Join(errs...)
+}
+
+// relistPendingSets (re)creates and lists the pending sets, replaces their cached
+// members, and adds every listed and desired member of them to delta. A set that
+// fails stays pending; its members are not diffed until it is listed.
+func (s *Syncer) relistPendingSets(delta *proxier.Delta) error {
+	if len(s.pendingSets) == 0 {
+		return nil
+	}
+	var errs []error
+	listed := map[string]bool{}
+	for _, set := range proxier.Sets(s.cfg.Families) {
+		if _, ok := s.pendingSets[set.Name]; !ok {
+			continue
+		}
+		if err := s.k.IPSets.EnsureSet(set); err != nil {
+			errs = append(errs, err)
+			continue
+		}
 		entries, err := s.k.IPSets.ListEntries(set.Name)
 		if err != nil {
 			errs = append(errs, err)
 			continue
+		}
+		delete(s.pendingSets, set.Name)
+		listed[set.Name] = true
+		for m := range s.members {
+			if m.Set == set.Name {
+				delete(s.members, m)
+			}
 		}
 		for _, e := range entries {
 			m := kernel.Member{Set: set.Name, Entry: e}
@@ -93,10 +135,10 @@ func (s *Syncer) syncFull() error {
 		}
 	}
 	for _, m := range s.desired.Members() {
-		delta.Members[m] = struct{}{}
+		if listed[m.Set] {
+			delta.Members[m] = struct{}{}
+		}
 	}
-
-	errs = append(errs, s.apply(delta), s.syncRules(true))
 	return errors.Join(errs...)
 }
 

@@ -7,8 +7,8 @@ import (
 	gosync "sync"
 	"time"
 
-	v1 "k8s.io/api/core/v1"
 	"go.uber.org/zap"
+	v1 "k8s.io/api/core/v1"
 
 	"github.com/ipvs-proxier/ipvs-proxier/kernel"
 	"github.com/ipvs-proxier/ipvs-proxier/proxier"
@@ -69,6 +69,10 @@ type Syncer struct {
 	drain    map[drainKey]time.Time
 	needFull bool
 	lastFull time.Time
+	// retry holds the objects whose last write failed; the next sync redoes them.
+	retry *proxier.Delta
+	// pendingSets are sets whose creation or listing failed; the next sync lists them.
+	pendingSets map[string]struct{}
 	status   Status
 }
 
@@ -103,7 +107,7 @@ func NewSyncer(opts Options, k kernel.Kernel, src Source, tracker *Tracker) *Syn
 		cfg:      opts.Config, desired: proxier.NewDesired(),
 		vs: map[kernel.VSKey]*programmedVS{}, addrs: map[netip.Addr]struct{}{}, members: map[kernel.Member]struct{}{},
 		rules: map[kernel.Family]string{}, saved: map[kernel.Family]string{}, drain: map[drainKey]time.Time{},
-		needFull: true,
+		needFull: true, retry: proxier.NewDelta(), pendingSets: map[string]struct{}{},
 	}
 }
 
@@ -112,8 +116,11 @@ func NewSyncer(opts Options, k kernel.Kernel, src Source, tracker *Tracker) *Syn
 var ErrNotSynced = errors.New("informers not synced yet")
 
 // Sync brings the kernel in step: a partial sync of the Services the tracker recorded,
-// or a full one (kernel dump, diff, repair, prune) on the first call, after any error,
-// after a Node change, and once per SyncPeriod. An error forces the next sync to be full.
+// or a full one (kernel dump, diff, repair, prune) on the first call, after a Node
+// change, after a failed kernel dump, and once per SyncPeriod. A failed write is
+// retried by the next sync, object by object; the returned error makes the Runner
+// schedule that sync early. (Re-dumping everything after any error would never finish
+// when a few percent of netlink calls fail, so only what failed is redone.)
 func (s *Syncer) Sync() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -134,13 +141,9 @@ func (s *Syncer) Sync() error {
 	s.status.LastSync, s.status.LastFull, s.status.LastDuration = end, full, end.Sub(start)
 	s.status.Syncs++
 	if err != nil {
-		s.needFull = true
 		s.status.LastError = err.Error()
 		s.log.Warn("Sync failed; retrying with a full sync", zap.Bool("full", full), zap.Error(err))
 		return err
-	}
-	if full {
-		s.needFull, s.lastFull = false, start
 	}
 	s.status.LastSuccess, s.status.LastError = end, ""
 	s.log.Debug("Synced", zap.Bool("full", full), zap.Int("services", len(keys)), zap.Duration("took", end.Sub(start)))
@@ -177,11 +180,13 @@ func (s *Syncer) Config() proxier.Config {
 }
 
 func (s *Syncer) syncPartial(keys map[proxier.ServiceKey]struct{}) error {
-	delta := proxier.NewDelta()
+	delta := s.retry
+	s.retry = proxier.NewDelta()
 	for k := range keys {
 		s.updateService(k, delta)
 	}
-	return s.apply(delta)
+	err := s.relistPendingSets(delta)
+	return errors.Join(err, s.apply(delta))
 }
 
 // updateService recomputes one Service into the desired state.

@@ -1,0 +1,51 @@
+package sync
+
+import (
+	"fmt"
+	"testing"
+
+	v1 "k8s.io/api/core/v1"
+
+	"github.com/ipvs-proxier/ipvs-proxier/kernel"
+)
+
+// BenchmarkEndpointChange30k: one endpoint change with 30,000 Services x 4 endpoints
+// already programmed (translation, diff and the fake kernel's work).
+func BenchmarkEndpointChange30k(b *testing.B) {
+	h := newHarness(b, kernel.Kernel{}, nil)
+	addServices(h, 30000)
+	h.mustSync(b)
+	eps := [][]string{
+		{"10.128.0.0", "10.144.0.0", "10.160.0.0", "10.176.0.0"},
+		{"10.128.0.0", "10.144.0.0", "10.160.0.0", "10.176.0.0", "10.200.0.1"},
+	}
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := range b.N {
+		k, _ := h.src.SetSlice(slice("bench", "svc-0", "svc-0-1", 8080, v1.ProtocolTCP, eps[(i+1)%2]...))
+		h.tracker.ServiceChanged(k)
+		if err := h.syncer.Sync(); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkFullSync: a full reconcile (kernel dump and diff) of N Services x 4, with
+// nothing to repair.
+func BenchmarkFullSync(b *testing.B) {
+	for _, n := range []int{1000, 30000} {
+		b.Run(fmt.Sprint(n), func(b *testing.B) {
+			h := newHarness(b, kernel.Kernel{}, nil)
+			addServices(h, n)
+			h.mustSync(b)
+			b.ReportAllocs()
+			b.ResetTimer()
+			for range b.N {
+				h.tracker.AllChanged()
+				if err := h.syncer.Sync(); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
