@@ -113,8 +113,3 @@ func (c *Config) nodePortIPs(f kernel.Family) []netip.Addr {
 	}
 	return out
 }
-
-// inClusterCIDR reports whether a is in one of the pod ranges.
-func (c *Config) inClusterCIDR(a netip.Addr) bool {
-	return slices.ContainsFunc(c.ClusterCIDRs, func(p netip.Prefix) bool { return p.Contains(a) })
-}

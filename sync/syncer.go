@@ -73,7 +73,7 @@ type Syncer struct {
 	retry *proxier.Delta
 	// pendingSets are sets whose creation or listing failed; the next sync lists them.
 	pendingSets map[string]struct{}
-	status   Status
+	status      Status
 }
 
 // Status describes the last sync, for health checks and metrics.

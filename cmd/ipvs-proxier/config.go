@@ -1,0 +1,175 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"slices"
+	"sort"
+	"strings"
+
+	kpv1alpha1 "k8s.io/kube-proxy/config/v1alpha1"
+	"sigs.k8s.io/yaml"
+)
+
+// configFields are the KubeProxyConfiguration fields ipvs-proxier honours. Any other field
+// set to a non-zero value is named in one warning.
+var configFields = []string{
+	"apiVersion", "kind", "mode", "hostnameOverride", "clusterCIDR", "nodePortAddresses",
+	"metricsBindAddress", "healthzBindAddress",
+	"ipvs.scheduler", "ipvs.syncPeriod", "ipvs.minSyncPeriod", "ipvs.strictARP", "ipvs.excludeCIDRs",
+	"ipvs.tcpTimeout", "ipvs.tcpFinTimeout", "ipvs.udpTimeout",
+	"iptables.masqueradeAll", "iptables.masqueradeBit",
+	"conntrack.maxPerCore", "conntrack.min", "detectLocalMode",
+	"clientConnection.kubeconfig", "clientConnection.qps", "clientConnection.burst",
+	// Accepted and harmless: they tune things ipvs-proxier does its own way.
+	"bindAddress", "bindAddressHardFail", "clientConnection.contentType", "clientConnection.acceptContentTypes",
+	"configSyncPeriod", "oomScoreAdj", "enableProfiling", "showHiddenMetricsForVersion", "logging",
+	"iptables.syncPeriod", "iptables.minSyncPeriod", "iptables.localhostNodePorts",
+}
+
+// applyConfigFile reads a kube-proxy config file into o, leaving alone every option
+// whose flag was given. It returns the warnings to log.
+func (o *options) applyConfigFile(path string) ([]string, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	return o.applyConfig(data)
+}
+
+func (o *options) applyConfig(data []byte) ([]string, error) {
+	var c kpv1alpha1.KubeProxyConfiguration
+	if err := yaml.Unmarshal(data, &c); err != nil {
+		return nil, fmt.Errorf("config: %w", err)
+	}
+	if c.Kind != "" && c.Kind != "KubeProxyConfiguration" || c.APIVersion != "" && c.APIVersion != "kubeproxy.config.k8s.io/v1alpha1" {
+		return nil, fmt.Errorf("config: want kind KubeProxyConfiguration, apiVersion kubeproxy.config.k8s.io/v1alpha1; got %s %s", c.Kind, c.APIVersion)
+	}
+	var raw map[string]any
+	if err := yaml.Unmarshal(data, &raw); err != nil {
+		return nil, fmt.Errorf("config: %w", err)
+	}
+	var warnings, unsupported []string
+	walkSet("", raw, func(path string) {
+		if !slices.ContainsFunc(configFields, func(f string) bool { return path == f || strings.HasPrefix(path, f+".") }) {
+			unsupported = append(unsupported, path)
+		}
+	})
+	if c.Mode != "" && c.Mode != "ipvs" {
+		unsupported = append(unsupported, fmt.Sprintf("mode=%s (ipvs-proxier always programs IPVS)", c.Mode))
+	}
+	if c.DetectLocalMode != "" && c.DetectLocalMode != "ClusterCIDR" {
+		unsupported = append(unsupported, fmt.Sprintf("detectLocalMode=%s (only ClusterCIDR)", c.DetectLocalMode))
+	}
+	if len(unsupported) > 0 {
+		sort.Strings(unsupported)
+		warnings = append(warnings, "config fields not supported, ignored: "+strings.Join(unsupported, ", "))
+	}
+
+	set := func(flag string, apply func()) {
+		for _, f := range append([]string{flag}, aliases[flag]...) {
+			if o.fs.Changed(f) {
+				return
+			}
+		}
+		apply()
+	}
+	str := func(flag, v string, dst *string) {
+		if v != "" {
+			set(flag, func() { *dst = v })
+		}
+	}
+	str("hostname-override", c.HostnameOverride, &o.hostnameOverride)
+	str("cluster-cidr", c.ClusterCIDR, &o.clusterCIDR)
+	str("metrics-bind-address", c.MetricsBindAddress, &o.metricsAddr)
+	str("healthz-bind-address", c.HealthzBindAddress, &o.healthzAddr)
+	str("scheduler", c.IPVS.Scheduler, &o.scheduler)
+	str("kubeconfig", c.ClientConnection.Kubeconfig, &o.kubeconfig)
+	if len(c.NodePortAddresses) > 0 {
+		set("nodeport-addresses", func() { o.nodePortAddresses = c.NodePortAddresses })
+	}
+	if len(c.IPVS.ExcludeCIDRs) > 0 {
+		set("ipvs-exclude-cidrs", func() { o.excludeCIDRs = c.IPVS.ExcludeCIDRs })
+	}
+	if c.IPVS.StrictARP {
+		set("ipvs-strict-arp", func() { o.strictARP = true })
+	}
+	if c.IPTables.MasqueradeAll {
+		set("masquerade-all", func() { o.masqueradeAll = true })
+	}
+	if bit := c.IPTables.MasqueradeBit; bit != nil {
+		set("iptables-masquerade-bit", func() { o.masqueradeBit = int(*bit) })
+	}
+	// ipvs.* periods are the IPVS mode's own; kube-proxy falls back to the iptables ones.
+	for _, d := range []struct {
+		flag string
+		vals []int64
+		dst  *int64
+	}{
+		{"sync-period", []int64{int64(c.IPVS.SyncPeriod.Duration), int64(c.IPTables.SyncPeriod.Duration)}, (*int64)(&o.syncPeriod)},
+		{"min-sync-period", []int64{int64(c.IPVS.MinSyncPeriod.Duration), int64(c.IPTables.MinSyncPeriod.Duration)}, (*int64)(&o.minSyncPeriod)},
+		{"ipvs-tcp-timeout", []int64{int64(c.IPVS.TCPTimeout.Duration)}, (*int64)(&o.tcpTimeout)},
+		{"ipvs-tcpfin-timeout", []int64{int64(c.IPVS.TCPFinTimeout.Duration)}, (*int64)(&o.tcpFinTimeout)},
+		{"ipvs-udp-timeout", []int64{int64(c.IPVS.UDPTimeout.Duration)}, (*int64)(&o.udpTimeout)},
+	} {
+		for _, v := range d.vals {
+			if v > 0 {
+				set(d.flag, func() { *d.dst = v })
+				break
+			}
+		}
+	}
+	if v := c.Conntrack.MaxPerCore; v != nil {
+		set("conntrack-max-per-core", func() { o.conntrackPerCore = *v })
+	}
+	if v := c.Conntrack.Min; v != nil {
+		set("conntrack-min", func() { o.conntrackMin = *v })
+	}
+	if c.ClientConnection.QPS > 0 {
+		set("kube-api-qps", func() { o.apiQPS = c.ClientConnection.QPS })
+	}
+	if c.ClientConnection.Burst > 0 {
+		set("kube-api-burst", func() { o.apiBurst = int(c.ClientConnection.Burst) })
+	}
+	return warnings, nil
+}
+
+// aliases lists the other spellings of a flag.
+var aliases = map[string][]string{
+	"scheduler":       {"ipvs-scheduler"},
+	"sync-period":     {"ipvs-sync-period"},
+	"min-sync-period": {"ipvs-min-sync-period"},
+}
+
+// walkSet calls fn with the dotted path of every leaf in m holding a non-zero value.
+func walkSet(prefix string, v any, fn func(string)) {
+	switch x := v.(type) {
+	case map[string]any:
+		for k, val := range x {
+			p := k
+			if prefix != "" {
+				p = prefix + "." + k
+			}
+			walkSet(p, val, fn)
+		}
+	case []any:
+		if len(x) > 0 {
+			fn(prefix)
+		}
+	case nil:
+	case string:
+		if x != "" && x != "0s" && x != "0" {
+			fn(prefix)
+		}
+	case bool:
+		if x {
+			fn(prefix)
+		}
+	case float64:
+		if x != 0 {
+			fn(prefix)
+		}
+	default:
+		fn(prefix)
+	}
+}

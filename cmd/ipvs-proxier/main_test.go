@@ -1,0 +1,122 @@
+package main
+
+import (
+	"bytes"
+	"flag"
+	"os"
+	"strings"
+	"testing"
+	"time"
+)
+
+var update = flag.Bool("update", false, "rewrite golden files")
+
+// TestPlanExample: `ipvs-proxier plan -f examples/cluster.yaml` matches its golden output.
+func TestPlanExample(t *testing.T) {
+	var out bytes.Buffer
+	err := runPlan([]string{"-f", "../../examples/cluster.yaml", "--hostname-override", "test-node", "--cluster-cidr", "10.244.0.0/16"}, &out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const golden = "../../examples/cluster.plan"
+	if *update {
+		if err := os.WriteFile(golden, out.Bytes(), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, err := os.ReadFile(golden)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out.String() != string(want) {
+		t.Errorf("plan output differs from %s (-update to rewrite after checking):\n%s", golden, out.String())
+	}
+	for _, must := range []string{"TCP  10.96.0.10:80 rr", "inet 10.96.0.10/32 scope global kube-ipvs0", "add KUBE-CLUSTER-IP 10.96.0.10,tcp:80", "*nat"} {
+		if !strings.Contains(out.String(), must) {
+			t.Errorf("plan lacks %q", must)
+		}
+	}
+}
+
+// TestPlanNodeIPFlag: --node-ip replaces the Node's addresses for NodePorts.
+func TestPlanNodeIPFlag(t *testing.T) {
+	var out bytes.Buffer
+	if err := runPlan([]string{"-f", "../../examples/cluster.yaml", "--hostname-override", "test-node", "--node-ip", "192.168.7.7"}, &out); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(out.String(), "TCP  192.168.7.7:30443 sh") || strings.Contains(out.String(), "100.101.102.103:30443") {
+		t.Errorf("NodePort not on --node-ip:\n%s", out.String())
+	}
+}
+
+// TestKubeadmConfigDecodes: a kube-proxy ConfigMap as kubeadm writes it is taken as is.
+func TestKubeadmConfigDecodes(t *testing.T) {
+	o := newOptions("t")
+	if err := o.fs.Parse(nil); err != nil {
+		t.Fatal(err)
+	}
+	warnings, err := o.applyConfigFile("testdata/kubeadm-kube-proxy.conf")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(warnings) != 0 {
+		t.Errorf("warnings for a stock kubeadm config: %v", warnings)
+	}
+	if o.clusterCIDR != "10.244.0.0/16" || !o.strictARP || o.kubeconfig != "/var/lib/kube-proxy/kubeconfig.conf" ||
+		o.scheduler != "rr" || o.syncPeriod != 30*time.Second || o.minSyncPeriod != time.Second {
+		t.Errorf("decoded %+v", o)
+	}
+}
+
+// TestConfigFlagsWinAndUnsupported: flags win over the file; unsupported fields are named
+// in one warning.
+func TestConfigFlagsWinAndUnsupported(t *testing.T) {
+	o := newOptions("t")
+	if err := o.fs.Parse([]string{"--ipvs-scheduler", "lc", "--sync-period", "1m"}); err != nil {
+		t.Fatal(err)
+	}
+	warnings, err := o.applyConfig([]byte(`apiVersion: kubeproxy.config.k8s.io/v1alpha1
+kind: KubeProxyConfiguration
+mode: iptables
+featureGates: {Foo: true}
+ipvs: {scheduler: sh, syncPeriod: 10s, minSyncPeriod: 2s, excludeCIDRs: [3.3.3.0/24]}
+winkernel: {enableDSR: true}
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if o.scheduler != "lc" || o.syncPeriod != time.Minute || o.minSyncPeriod != 2*time.Second || len(o.excludeCIDRs) != 1 {
+		t.Errorf("got scheduler %s sync %v min %v exclude %v", o.scheduler, o.syncPeriod, o.minSyncPeriod, o.excludeCIDRs)
+	}
+	if len(warnings) != 1 || !strings.Contains(warnings[0], "featureGates.Foo") || !strings.Contains(warnings[0], "winkernel.enableDSR") ||
+		!strings.Contains(warnings[0], "mode=iptables") {
+		t.Errorf("warnings %v", warnings)
+	}
+}
+
+// TestResolveValidates: bad flags fail at start with a clear message.
+func TestResolveValidates(t *testing.T) {
+	host := func() (string, error) { return "Node-1", nil }
+	cases := map[string][]string{
+		"--scheduler":          {"--scheduler", "fastest"},
+		"--cluster-cidr":       {"--cluster-cidr", "10.0.0.0/33"},
+		"--min-sync-period":    {"--min-sync-period", "1m", "--sync-period", "30s"},
+		"--node-ip":            {"--node-ip", "x"},
+		"--ipvs-exclude-cidrs": {"--ipvs-exclude-cidrs", "nope"},
+	}
+	for want, args := range cases {
+		o := newOptions("t")
+		if err := o.fs.Parse(args); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := o.resolve(host); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%v: err %v, want one naming %s", args, err, want)
+		}
+	}
+	o := newOptions("t")
+	_ = o.fs.Parse(nil)
+	r, err := o.resolve(host)
+	if err != nil || r.nodeName != "node-1" {
+		t.Errorf("default resolve: %v %+v", err, r)
+	}
+}

@@ -1,0 +1,168 @@
+package main
+
+import (
+	"fmt"
+	"net/netip"
+	"strings"
+	"time"
+
+	"github.com/spf13/pflag"
+
+	"github.com/ipvs-proxier/ipvs-proxier/kernel"
+	"github.com/ipvs-proxier/ipvs-proxier/proxier"
+	"github.com/ipvs-proxier/ipvs-proxier/sync"
+)
+
+// options holds every flag the daemon and `plan` share.
+type options struct {
+	configFile        string
+	kubeconfig        string
+	master            string
+	hostnameOverride  string
+	scheduler         string
+	minSyncPeriod     time.Duration
+	syncPeriod        time.Duration
+	clusterCIDR       string
+	nodePortAddresses []string
+	masqueradeAll     bool
+	masqueradeBit     int
+	excludeCIDRs      []string
+	strictARP         bool
+	tcpTimeout        time.Duration
+	tcpFinTimeout     time.Duration
+	udpTimeout        time.Duration
+	serviceProxyName  string
+	metricsAddr       string
+	healthzAddr       string
+	logLevel          string
+	logFormat         string
+	gracefulTimeout   time.Duration
+	conntrackPerCore  int32
+	conntrackMin      int32
+	dummyDevice       string
+	nodeIPs           []string
+	apiQPS            float32
+	apiBurst          int
+
+	fs *pflag.FlagSet
+}
+
+func newOptions(name string) *options {
+	o := &options{fs: pflag.NewFlagSet(name, pflag.ContinueOnError)}
+	fs := o.fs
+	fs.StringVar(&o.configFile, "config", "", "kube-proxy KubeProxyConfiguration file (mode: ipvs); flags win over it")
+	fs.StringVar(&o.kubeconfig, "kubeconfig", "", "kubeconfig file; in-cluster config when empty")
+	fs.StringVar(&o.master, "master", "", "API server address, overrides the kubeconfig's")
+	fs.StringVar(&o.hostnameOverride, "hostname-override", "", "this node's name; the hostname when empty")
+	fs.StringVar(&o.scheduler, "scheduler", proxier.DefaultScheduler, "default IPVS scheduler: "+strings.Join(proxier.Schedulers, ", "))
+	fs.StringVar(&o.scheduler, "ipvs-scheduler", proxier.DefaultScheduler, "alias of --scheduler")
+	fs.DurationVar(&o.minSyncPeriod, "min-sync-period", time.Second, "shortest time between two syncs")
+	fs.DurationVar(&o.minSyncPeriod, "ipvs-min-sync-period", time.Second, "alias of --min-sync-period")
+	fs.DurationVar(&o.syncPeriod, "sync-period", 30*time.Second, "longest time between two full syncs")
+	fs.DurationVar(&o.syncPeriod, "ipvs-sync-period", 30*time.Second, "alias of --sync-period")
+	fs.StringVar(&o.clusterCIDR, "cluster-cidr", "", "pod CIDRs, comma-separated: traffic from them is in-cluster")
+	fs.StringSliceVar(&o.nodePortAddresses, "nodeport-addresses", nil, "CIDRs (or 'primary') of the node IPs NodePorts listen on; all when empty")
+	fs.BoolVar(&o.masqueradeAll, "masquerade-all", false, "SNAT all ClusterIP traffic")
+	fs.IntVar(&o.masqueradeBit, "iptables-masquerade-bit", proxier.DefaultMasqueradeBit, "fwmark bit that requests SNAT")
+	fs.StringSliceVar(&o.excludeCIDRs, "ipvs-exclude-cidrs", nil, "CIDRs whose IPVS virtual servers are never pruned")
+	fs.BoolVar(&o.strictARP, "ipvs-strict-arp", false, "set arp_ignore=1 and arp_announce=2 (MetalLB L2 needs it)")
+	fs.DurationVar(&o.tcpTimeout, "ipvs-tcp-timeout", 0, "IPVS TCP session timeout; 0 leaves it alone")
+	fs.DurationVar(&o.tcpFinTimeout, "ipvs-tcpfin-timeout", 0, "IPVS TCP FIN_WAIT timeout; 0 leaves it alone")
+	fs.DurationVar(&o.udpTimeout, "ipvs-udp-timeout", 0, "IPVS UDP timeout; 0 leaves it alone")
+	fs.StringVar(&o.serviceProxyName, "service-proxy-name", "", "serve Services labelled service.kubernetes.io/service-proxy-name with this value")
+	fs.StringVar(&o.metricsAddr, "metrics-bind-address", "127.0.0.1:10249", "metrics server address")
+	fs.StringVar(&o.healthzAddr, "healthz-bind-address", "0.0.0.0:10256", "health server address")
+	fs.StringVar(&o.logLevel, "log-level", "info", "debug, info, warn or error")
+	fs.StringVar(&o.logFormat, "log-format", "json", "json or console")
+	fs.DurationVar(&o.gracefulTimeout, "graceful-termination-timeout", 15*time.Minute, "longest drain at weight 0 for a removed TCP/SCTP real server")
+	fs.Int32Var(&o.conntrackPerCore, "conntrack-max-per-core", 32768, "nf_conntrack_max per CPU; 0 leaves it alone")
+	fs.Int32Var(&o.conntrackMin, "conntrack-min", 131072, "lower bound of nf_conntrack_max")
+	fs.StringVar(&o.dummyDevice, "dummy-device", proxier.DefaultDummyDevice, "dummy interface that holds the VIPs")
+	fs.StringSliceVar(&o.nodeIPs, "node-ip", nil, "node IPs for NodePorts; by default the node's interface addresses (daemon) or its Node status (plan)")
+	fs.Float32Var(&o.apiQPS, "kube-api-qps", 5, "API client QPS")
+	fs.IntVar(&o.apiBurst, "kube-api-burst", 10, "API client burst")
+	return o
+}
+
+// parsePrefixes parses CIDRs, naming the flag in errors.
+func parsePrefixes(flag string, items []string) ([]netip.Prefix, error) {
+	var out []netip.Prefix
+	for _, s := range items {
+		s = strings.TrimSpace(s)
+		if s == "" {
+			continue
+		}
+		p, err := netip.ParsePrefix(s)
+		if err != nil {
+			return nil, fmt.Errorf("--%s: %q is not a CIDR", flag, s)
+		}
+		out = append(out, p.Masked())
+	}
+	return out, nil
+}
+
+// resolved is the validated form of the options.
+type resolved struct {
+	cfg      proxier.Config
+	sync     sync.Options
+	nodeName string
+	// primaryNodePorts: --nodeport-addresses=primary, to be expanded from the Node.
+	primaryNodePorts bool
+}
+
+// resolve validates the options and builds the translation and sync configs.
+func (o *options) resolve(hostname func() (string, error)) (*resolved, error) {
+	if err := proxier.ValidateScheduler(o.scheduler); err != nil {
+		return nil, fmt.Errorf("--scheduler: %w", err)
+	}
+	if o.minSyncPeriod < 0 || o.syncPeriod <= 0 || o.minSyncPeriod > o.syncPeriod {
+		return nil, fmt.Errorf("need 0 <= --min-sync-period (%v) <= --sync-period (%v), and --sync-period > 0", o.minSyncPeriod, o.syncPeriod)
+	}
+	if o.masqueradeBit < 0 || o.masqueradeBit > 31 {
+		return nil, fmt.Errorf("--iptables-masquerade-bit %d not in 0-31", o.masqueradeBit)
+	}
+	r := &resolved{nodeName: strings.ToLower(strings.TrimSpace(o.hostnameOverride))}
+	if r.nodeName == "" {
+		h, err := hostname()
+		if err != nil {
+			return nil, fmt.Errorf("node name: %w", err)
+		}
+		r.nodeName = strings.ToLower(h)
+	}
+	clusterCIDRs, err := parsePrefixes("cluster-cidr", strings.Split(o.clusterCIDR, ","))
+	if err != nil {
+		return nil, err
+	}
+	var npa []string
+	for _, s := range o.nodePortAddresses {
+		if strings.TrimSpace(s) == "primary" {
+			r.primaryNodePorts = true
+			continue
+		}
+		npa = append(npa, s)
+	}
+	nodePortCIDRs, err := parsePrefixes("nodeport-addresses", npa)
+	if err != nil {
+		return nil, err
+	}
+	exclude, err := parsePrefixes("ipvs-exclude-cidrs", o.excludeCIDRs)
+	if err != nil {
+		return nil, err
+	}
+	var ips []netip.Addr
+	for _, s := range o.nodeIPs {
+		a, err := netip.ParseAddr(strings.TrimSpace(s))
+		if err != nil {
+			return nil, fmt.Errorf("--node-ip: %q is not an IP address", s)
+		}
+		ips = append(ips, a.Unmap())
+	}
+	r.cfg = proxier.Config{
+		NodeName: r.nodeName, NodeIPs: ips, NodePortAddresses: nodePortCIDRs,
+		Families: []kernel.Family{kernel.IPv4, kernel.IPv6}, Scheduler: o.scheduler,
+		MasqueradeAll: o.masqueradeAll, ClusterCIDRs: clusterCIDRs, ServiceProxyName: o.serviceProxyName,
+		DummyDevice: o.dummyDevice, MasqueradeBit: o.masqueradeBit,
+	}.WithDefaults()
+	r.sync = sync.Options{Config: r.cfg, SyncPeriod: o.syncPeriod, GracefulTimeout: o.gracefulTimeout, ExcludeCIDRs: exclude}
+	return r, nil
+}

@@ -1,0 +1,154 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"net/netip"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"go.uber.org/zap"
+	v1 "k8s.io/api/core/v1"
+	discovery "k8s.io/api/discovery/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/kubernetes/scheme"
+	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/client-go/tools/record"
+
+	"github.com/ipvs-proxier/ipvs-proxier/kernel/linux"
+	"github.com/ipvs-proxier/ipvs-proxier/proxier"
+	"github.com/ipvs-proxier/ipvs-proxier/sync"
+)
+
+// runDaemon runs the proxy until SIGTERM or SIGINT. On exit the kernel state is left in
+// place, so a restart (or an upgrade) never interrupts traffic.
+func runDaemon(args []string) error {
+	o := newOptions("ipvs-proxier")
+	if err := o.fs.Parse(args); err != nil {
+		return err
+	}
+	var warnings []string
+	if o.configFile != "" {
+		var err error
+		if warnings, err = o.applyConfigFile(o.configFile); err != nil {
+			return err
+		}
+	}
+	log, err := newLogger(o.logLevel, o.logFormat, os.Stderr)
+	if err != nil {
+		return err
+	}
+	defer func() { _ = log.Sync() }()
+	logBanner(log)
+	for _, w := range warnings {
+		log.Warn("Config file", zap.String("warning", w))
+	}
+	r, err := o.resolve(os.Hostname)
+	if err != nil {
+		return err
+	}
+	log = log.With(zap.String("node", r.nodeName))
+
+	restCfg, err := restConfig(o)
+	if err != nil {
+		return err
+	}
+	client, err := kubernetes.NewForConfig(restCfg)
+	if err != nil {
+		return err
+	}
+	k, ipvsHandle, err := linux.New(10*time.Second, allChains())
+	if err != nil {
+		return fmt.Errorf("IPVS is not usable on this node: %w", err)
+	}
+	defer ipvsHandle.Close()
+	if err := ipvsHandle.SetTimeouts(o.tcpTimeout, o.tcpFinTimeout, o.udpTimeout); err != nil {
+		log.Warn("Cannot set IPVS timeouts", zap.Error(err))
+	}
+
+	broadcaster := record.NewBroadcaster()
+	broadcaster.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: client.CoreV1().Events("")})
+	defer broadcaster.Shutdown()
+	recorder := broadcaster.NewRecorder(scheme.Scheme, v1.EventSource{Component: "ipvs-proxier", Host: r.nodeName})
+	events := &eventSink{recorder: recorder}
+
+	var runner *sync.Runner
+	tracker := sync.NewTracker(func() { runner.Run() })
+	src := sync.NewInformerSource(client, r.nodeName, 15*time.Minute, tracker, func(s *discovery.EndpointSlice) {
+		events.Warn(proxier.Problem{Kind: "EndpointSlice", Namespace: s.Namespace, Name: s.Name, Reason: "MissingServiceName",
+			Message: "EndpointSlice has no " + discovery.LabelServiceName + " label; ignored"})
+	})
+	r.sync.Logger, r.sync.Events = log, events
+	dummy := r.cfg.DummyDevice
+	r.sync.LocalAddresses = func() ([]netip.Addr, error) { return linux.LocalAddresses(dummy) }
+	syncer := sync.NewSyncer(r.sync, k, src, tracker)
+	runner = sync.NewRunner(syncer.Sync, o.minSyncPeriod, o.syncPeriod)
+
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
+	defer stop()
+	src.Start(ctx.Done())
+	go drainTicker(ctx, syncer, runner)
+	log.Info("Running", zap.Duration("minSyncPeriod", o.minSyncPeriod), zap.Duration("syncPeriod", o.syncPeriod),
+		zap.String("scheduler", o.scheduler))
+	runner.Loop(ctx)
+	log.Info("Stopping; kernel state left in place")
+	return nil
+}
+
+// drainTicker wakes the runner while real servers drain, so they are reaped on time even
+// when nothing else changes.
+func drainTicker(ctx context.Context, s *sync.Syncer, r *sync.Runner) {
+	t := time.NewTicker(5 * time.Second)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			if s.Draining() > 0 {
+				r.Run()
+			}
+		}
+	}
+}
+
+// allChains lists every chain we own, for the iptables backend.
+func allChains() []string {
+	var out []string
+	for _, cs := range proxier.RuleChains {
+		out = append(out, cs...)
+	}
+	return out
+}
+
+func restConfig(o *options) (*rest.Config, error) {
+	var cfg *rest.Config
+	var err error
+	if o.kubeconfig == "" && o.master == "" {
+		cfg, err = rest.InClusterConfig()
+	} else {
+		cfg, err = clientcmd.BuildConfigFromFlags(o.master, o.kubeconfig)
+	}
+	if err != nil {
+		return nil, err
+	}
+	cfg.QPS, cfg.Burst = o.apiQPS, o.apiBurst
+	cfg.UserAgent = "ipvs-proxier/" + version
+	return cfg, nil
+}
+
+// eventSink publishes problems as Warning Events on the object at fault. The recorder's
+// correlator aggregates repeats; the syncer already reports each problem once.
+type eventSink struct{ recorder record.EventRecorder }
+
+func (e *eventSink) Warn(p proxier.Problem) {
+	ref := &v1.ObjectReference{Kind: p.Kind, Namespace: p.Namespace, Name: p.Name, APIVersion: "v1"}
+	if p.Kind == "EndpointSlice" {
+		ref.APIVersion = "discovery.k8s.io/v1"
+	}
+	e.recorder.Event(ref, v1.EventTypeWarning, p.Reason, p.Message)
+}

@@ -1,0 +1,113 @@
+package linux
+
+import (
+	"errors"
+	"net"
+	"net/netip"
+
+	"github.com/vishvananda/netlink"
+
+	"github.com/ipvs-proxier/ipvs-proxier/kernel"
+)
+
+// Addresses manages the dummy interface with netlink.
+type Addresses struct{}
+
+// EnsureDummy implements kernel.Addresses. The link stays down, as kube-proxy leaves it:
+// addresses on a down dummy are still local, and it answers nothing by itself.
+func (Addresses) EnsureDummy(dev string) error {
+	_, err := netlink.LinkByName(dev)
+	if err == nil {
+		return nil
+	}
+	var nf netlink.LinkNotFoundError
+	if !errors.As(err, &nf) {
+		return wrapErr("link "+dev, err)
+	}
+	err = netlink.LinkAdd(&netlink.Dummy{LinkAttrs: netlink.LinkAttrs{Name: dev}})
+	if err != nil && !errors.Is(wrapErr("", err), kernel.ErrExist) {
+		return wrapErr("create dummy "+dev, err)
+	}
+	return nil
+}
+
+func link(dev string) (netlink.Link, error) {
+	l, err := netlink.LinkByName(dev)
+	if err != nil {
+		var nf netlink.LinkNotFoundError
+		if errors.As(err, &nf) {
+			return nil, wrapErr("link "+dev, errors.Join(err, kernel.ErrNotFound))
+		}
+		return nil, wrapErr("link "+dev, err)
+	}
+	return l, nil
+}
+
+// ListAddresses implements kernel.Addresses; link-local addresses are left out.
+func (Addresses) ListAddresses(dev string) ([]netip.Addr, error) {
+	l, err := link(dev)
+	if err != nil {
+		return nil, err
+	}
+	addrs, err := netlink.AddrList(l, netlink.FAMILY_ALL)
+	if err != nil {
+		return nil, wrapErr("list addresses of "+dev, err)
+	}
+	var out []netip.Addr
+	for _, a := range addrs {
+		ip, ok := netip.AddrFromSlice(a.IP)
+		if !ok || ip.Unmap().IsLinkLocalUnicast() {
+			continue
+		}
+		out = append(out, ip.Unmap())
+	}
+	return out, nil
+}
+
+func hostNet(a netip.Addr) *netlink.Addr {
+	return &netlink.Addr{IPNet: &net.IPNet{IP: net.IP(a.AsSlice()), Mask: net.CIDRMask(a.BitLen(), a.BitLen())}}
+}
+
+// BindAddress implements kernel.Addresses.
+func (Addresses) BindAddress(dev string, a netip.Addr) error {
+	l, err := link(dev)
+	if err != nil {
+		return err
+	}
+	return wrapErr("bind "+a.String()+" to "+dev, netlink.AddrAdd(l, hostNet(a)))
+}
+
+// UnbindAddress implements kernel.Addresses.
+func (Addresses) UnbindAddress(dev string, a netip.Addr) error {
+	l, err := link(dev)
+	if err != nil {
+		return err
+	}
+	return wrapErr("unbind "+a.String()+" from "+dev, netlink.AddrDel(l, hostNet(a)))
+}
+
+// LocalAddresses returns the node's addresses on every interface but skip (the dummy),
+// without loopback and link-local ones: the node IPs NodePorts listen on by default.
+func LocalAddresses(skip string) ([]netip.Addr, error) {
+	links, err := netlink.LinkList()
+	if err != nil {
+		return nil, err
+	}
+	var out []netip.Addr
+	for _, l := range links {
+		if l.Attrs().Name == skip {
+			continue
+		}
+		addrs, err := netlink.AddrList(l, netlink.FAMILY_ALL)
+		if err != nil {
+			return nil, err
+		}
+		for _, a := range addrs {
+			ip, ok := netip.AddrFromSlice(a.IP)
+			if ip = ip.Unmap(); ok && !ip.IsLoopback() && !ip.IsLinkLocalUnicast() {
+				out = append(out, ip)
+			}
+		}
+	}
+	return out, nil
+}

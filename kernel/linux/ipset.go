@@ -1,0 +1,197 @@
+package linux
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"net"
+	"net/netip"
+	"syscall"
+
+	"github.com/vishvananda/netlink"
+	"github.com/vishvananda/netlink/nl"
+	"golang.org/x/sys/unix"
+
+	"github.com/ipvs-proxier/ipvs-proxier/kernel"
+)
+
+// IPSets manages ipsets over netlink; the ipset binary is never run.
+type IPSets struct{}
+
+// setRevisions are explicit: vishvananda/netlink's defaults are wrong for several types
+// (vishvananda/netlink#1030). These are the oldest revisions with the features we use
+// (SCTP ports, IPv6), present in every kernel since 3.x.
+var setRevisions = map[kernel.SetType]uint8{
+	kernel.HashIP: 1, kernel.HashIPPort: 1, kernel.HashIPPortIP: 1, kernel.HashIPPortNet: 2, kernel.BitmapPort: 1,
+}
+
+// EnsureSet implements kernel.IPSets.
+func (IPSets) EnsureSet(s kernel.Set) error {
+	opts := netlink.IpsetCreateOptions{Revision: setRevisions[s.Type], MaxElements: s.MaxElem}
+	if s.Type == kernel.BitmapPort {
+		opts.PortFrom, opts.PortTo = 0, 65535
+	} else {
+		opts.Family = unix.AF_INET
+		if s.Family == kernel.IPv6 {
+			opts.Family = unix.AF_INET6
+		}
+	}
+	err := netlink.IpsetCreate(s.Name, string(s.Type), opts)
+	if err == nil {
+		return nil
+	}
+	if !isExist(err) && !isErrno(err, syscall.EEXIST) {
+		return fmt.Errorf("create set %s: %w", s.Name, err)
+	}
+	// It exists: it must have our type (a type change breaks in place, kubernetes#77265).
+	res, lerr := netlink.IpsetList(s.Name)
+	if lerr != nil {
+		return wrapErr("list set "+s.Name, lerr)
+	}
+	if res.TypeName != string(s.Type) {
+		return fmt.Errorf("set %s exists with type %s, want %s: %w", s.Name, res.TypeName, s.Type, kernel.ErrExist)
+	}
+	return nil
+}
+
+// isExist reports IPSET_ERR_EXIST: on create and add, "already exists"; on del, "not
+// in the set". vishvananda/netlink returns it as nl.IPSetError.
+func isExist(err error) bool {
+	return errors.Is(err, nl.IPSetError(nl.IPSET_ERR_EXIST)) || isErrno(err, syscall.Errno(nl.IPSET_ERR_EXIST))
+}
+
+func isErrno(err error, e syscall.Errno) bool {
+	var en syscall.Errno
+	if ok := asErrno(err, &en); ok {
+		return en == e
+	}
+	return false
+}
+
+func asErrno(err error, out *syscall.Errno) bool {
+	for err != nil {
+		if en, ok := err.(syscall.Errno); ok {
+			*out = en
+			return true
+		}
+		u, ok := err.(interface{ Unwrap() error })
+		if !ok {
+			return false
+		}
+		err = u.Unwrap()
+	}
+	return false
+}
+
+// ListEntries implements kernel.IPSets. IpsetList merges a set split over several
+// netlink messages (ipvs-pitfalls §4.2).
+func (IPSets) ListEntries(name string) ([]kernel.SetEntry, error) {
+	var res *netlink.IPSetResult
+	var err error
+	for try := 0; try < 5; try++ { // a dump interrupted by a concurrent change is retried
+		if res, err = netlink.IpsetList(name); err == nil || !isErrno(err, syscall.EINTR) {
+			break
+		}
+	}
+	if err != nil {
+		return nil, wrapErr("list set "+name, err)
+	}
+	out := make([]kernel.SetEntry, 0, len(res.Entries))
+	for _, e := range res.Entries {
+		out = append(out, fromEntry(res.TypeName, e))
+	}
+	return out, nil
+}
+
+func addr(ip net.IP) netip.Addr {
+	a, _ := netip.AddrFromSlice(ip)
+	return a.Unmap()
+}
+
+func fromEntry(typ string, e netlink.IPSetEntry) kernel.SetEntry {
+	var out kernel.SetEntry
+	if typ != string(kernel.BitmapPort) {
+		out.IP = addr(e.IP)
+	}
+	if e.Port != nil {
+		out.Port = *e.Port
+	}
+	if e.Protocol != nil && typ != string(kernel.BitmapPort) {
+		out.Protocol = kernel.Protocol(*e.Protocol)
+	}
+	switch typ {
+	case string(kernel.HashIPPortIP):
+		out.IP2 = addr(e.IP2)
+	case string(kernel.HashIPPortNet):
+		out.Net = netip.PrefixFrom(addr(e.IP2), int(e.CIDR2))
+	}
+	return out
+}
+
+func toEntry(e kernel.SetEntry) *netlink.IPSetEntry {
+	out := &netlink.IPSetEntry{}
+	if e.IP.IsValid() {
+		out.IP = net.IP(e.IP.AsSlice())
+	}
+	if e.Protocol != 0 {
+		p, port := uint8(e.Protocol), e.Port
+		out.Protocol, out.Port = &p, &port
+	}
+	if e.IP2.IsValid() {
+		out.IP2 = net.IP(e.IP2.AsSlice())
+	}
+	if e.Net.IsValid() {
+		out.IP2, out.CIDR2 = net.IP(e.Net.Addr().AsSlice()), uint8(e.Net.Bits())
+	}
+	return out
+}
+
+// AddEntry implements kernel.IPSets.
+func (IPSets) AddEntry(set string, e kernel.SetEntry) error {
+	err := addDel(nl.IPSET_CMD_ADD, set, e)
+	if isExist(err) {
+		return fmt.Errorf("add %s to %s: %w", e, set, kernel.ErrExist)
+	}
+	return wrapErr("add "+e.String()+" to "+set, err)
+}
+
+// DelEntry implements kernel.IPSets.
+func (IPSets) DelEntry(set string, e kernel.SetEntry) error {
+	err := addDel(nl.IPSET_CMD_DEL, set, e)
+	if isExist(err) {
+		return fmt.Errorf("delete %s from %s: %w", e, set, kernel.ErrNotFound)
+	}
+	return wrapErr("delete "+e.String()+" from "+set, err)
+}
+
+func addDel(cmd int, set string, e kernel.SetEntry) error {
+	if e.IP.IsValid() {
+		if cmd == nl.IPSET_CMD_ADD {
+			return netlink.IpsetAdd(set, toEntry(e))
+		}
+		return netlink.IpsetDel(set, toEntry(e))
+	}
+	return bitmapPortAddDel(cmd, set, e.Port)
+}
+
+// bitmapPortAddDel sends a bare port: vishvananda/netlink v1.3.1 always adds a protocol
+// attribute to port entries, which bitmap:port rejects (vishvananda/netlink#1054).
+func bitmapPortAddDel(cmd int, set string, port uint16) error {
+	// NLM_F_EXCL: report an existing (add) or missing (del) element, as ipset does
+	// without -exist.
+	req := nl.NewNetlinkRequest(cmd|(unix.NFNL_SUBSYS_IPSET<<8), nl.GetIpsetFlags(cmd)|unix.NLM_F_EXCL)
+	req.AddData(&nl.Nfgenmsg{NfgenFamily: uint8(unix.AF_NETLINK), Version: nl.NFNETLINK_V0, ResId: 0})
+	req.AddData(nl.NewRtAttr(nl.IPSET_ATTR_PROTOCOL, nl.Uint8Attr(nl.IPSET_PROTOCOL)))
+	req.AddData(nl.NewRtAttr(nl.IPSET_ATTR_SETNAME, nl.ZeroTerminated(set)))
+	data := nl.NewRtAttr(nl.IPSET_ATTR_DATA|int(nl.NLA_F_NESTED), nil)
+	buf := make([]byte, 2)
+	binary.BigEndian.PutUint16(buf, port)
+	data.AddChild(nl.NewRtAttr(int(nl.IPSET_ATTR_PORT|nl.NLA_F_NET_BYTEORDER), buf))
+	req.AddData(data)
+	_, err := req.Execute(unix.NETLINK_NETFILTER, 0)
+	var en syscall.Errno
+	if errors.As(err, &en) && en >= nl.IPSET_ERR_PRIVATE {
+		return nl.IPSetError(uintptr(en))
+	}
+	return err
+}

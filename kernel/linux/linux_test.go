@@ -1,0 +1,241 @@
+package linux
+
+import (
+	"errors"
+	"net/netip"
+	"os"
+	"slices"
+	"strings"
+	"testing"
+
+	ct "github.com/ti-mo/conntrack"
+	"github.com/ti-mo/netfilter"
+	"github.com/vishvananda/netlink"
+
+	"github.com/ipvs-proxier/ipvs-proxier/kernel"
+	"github.com/ipvs-proxier/ipvs-proxier/proxier"
+)
+
+// These tests touch the real kernel. They run only inside a network namespace made for
+// them (hosttest.sh, or the VM), never in the machine's own.
+func requireNetns(t *testing.T) {
+	t.Helper()
+	if os.Getenv("IPVS_PROXIER_TEST_NETNS") != "1" {
+		t.Skip("real-kernel test: run through kernel/linux/hosttest.sh (fresh netns) or the VM")
+	}
+}
+
+var ap = netip.MustParseAddrPort
+
+// TestIPSetsReal: every set type kube-proxy uses is created with our revision, and
+// members are added, listed, deleted, with the kernel's errors mapped to the seam's.
+func TestIPSetsReal(t *testing.T) {
+	requireNetns(t)
+	var s IPSets
+	for _, set := range proxier.Sets([]kernel.Family{kernel.IPv4, kernel.IPv6}) {
+		if err := s.EnsureSet(set); err != nil {
+			t.Fatalf("create %s: %v", set.Name, err)
+		}
+		if err := s.EnsureSet(set); err != nil {
+			t.Fatalf("re-create %s: %v", set.Name, err)
+		}
+	}
+	a := netip.MustParseAddr
+	cases := []struct {
+		set string
+		e   kernel.SetEntry
+	}{
+		{"KUBE-CLUSTER-IP", kernel.SetEntry{IP: a("10.96.0.1"), Protocol: kernel.TCP, Port: 443}},
+		{"KUBE-CLUSTER-IP", kernel.SetEntry{IP: a("10.96.0.10"), Protocol: kernel.UDP, Port: 53}},
+		{"KUBE-NODE-PORT-SCTP-HASH", kernel.SetEntry{IP: a("192.168.1.1"), Protocol: kernel.SCTP, Port: 30001}},
+		{"KUBE-LOOP-BACK", kernel.SetEntry{IP: a("10.244.0.5"), Protocol: kernel.TCP, Port: 8080, IP2: a("10.244.0.5")}},
+		{"KUBE-LOAD-BALANCER-SOURCE-CIDR", kernel.SetEntry{IP: a("1.2.3.4"), Protocol: kernel.TCP, Port: 80, Net: netip.MustParsePrefix("10.0.0.0/8")}},
+		{"KUBE-NODE-PORT-TCP", kernel.SetEntry{Port: 30080}},
+		{"KUBE-HEALTH-CHECK-NODE-PORT", kernel.SetEntry{Port: 32000}},
+		{"KUBE-IPVS-IPS", kernel.SetEntry{IP: a("10.96.0.1")}},
+		{"KUBE-6-CLUSTER-IP", kernel.SetEntry{IP: a("fd00::1"), Protocol: kernel.TCP, Port: 80}},
+		{"KUBE-6-LOOP-BACK", kernel.SetEntry{IP: a("fd00::5"), Protocol: kernel.TCP, Port: 80, IP2: a("fd00::5")}},
+	}
+	for _, c := range cases {
+		if err := s.AddEntry(c.set, c.e); err != nil {
+			t.Fatalf("add %s %s: %v", c.set, c.e, err)
+		}
+		if err := s.AddEntry(c.set, c.e); !errors.Is(err, kernel.ErrExist) {
+			t.Errorf("second add %s %s: %v, want ErrExist", c.set, c.e, err)
+		}
+	}
+	for _, c := range cases {
+		got, err := s.ListEntries(c.set)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !slices.Contains(got, c.e) {
+			t.Errorf("list %s = %v, lacks %s", c.set, got, c.e)
+		}
+	}
+	for _, c := range cases {
+		if err := s.DelEntry(c.set, c.e); err != nil {
+			t.Errorf("del %s %s: %v", c.set, c.e, err)
+		}
+		if err := s.DelEntry(c.set, c.e); !errors.Is(err, kernel.ErrNotFound) {
+			t.Errorf("second del %s %s: %v, want ErrNotFound", c.set, c.e, err)
+		}
+	}
+	if err := s.AddEntry("KUBE-NO-SUCH-SET", cases[0].e); !errors.Is(err, kernel.ErrNotFound) {
+		t.Errorf("add to missing set: %v, want ErrNotFound", err)
+	}
+	if err := s.EnsureSet(kernel.Set{Name: "KUBE-CLUSTER-IP", Type: kernel.HashIP, Family: kernel.IPv4}); err == nil {
+		t.Error("re-creating a set with another type succeeded")
+	}
+	// Capacity: more than kube-proxy's 65,536.
+	for i := range 70000 {
+		e := kernel.SetEntry{IP: netip.AddrFrom4([4]byte{10, byte(100 + i>>16), byte(i >> 8), byte(i)}), Protocol: kernel.TCP, Port: 80}
+		if err := s.AddEntry("KUBE-CLUSTER-IP", e); err != nil {
+			t.Fatalf("entry %d: %v", i, err)
+		}
+	}
+	if got, err := s.ListEntries("KUBE-CLUSTER-IP"); err != nil || len(got) != 70000 {
+		t.Errorf("listed %d entries (%v), want 70000", len(got), err)
+	}
+}
+
+// TestAddressesReal binds and unbinds /32 and /128 addresses (on a veth: the host kernel
+// has no dummy driver; the VM tests use kube-ipvs0 itself).
+func TestAddressesReal(t *testing.T) {
+	requireNetns(t)
+	veth := &netlink.Veth{LinkAttrs: netlink.LinkAttrs{Name: "vip0"}, PeerName: "vip1"}
+	if err := netlink.LinkAdd(veth); err != nil {
+		t.Fatal(err)
+	}
+	var x Addresses
+	for _, s := range []string{"10.96.0.1", "fd00::96:1"} {
+		a := netip.MustParseAddr(s)
+		if err := x.BindAddress("vip0", a); err != nil {
+			t.Fatal(err)
+		}
+		if err := x.BindAddress("vip0", a); !errors.Is(err, kernel.ErrExist) {
+			t.Errorf("second bind %s: %v, want ErrExist", a, err)
+		}
+		got, err := x.ListAddresses("vip0")
+		if err != nil || !slices.Contains(got, a) {
+			t.Errorf("list %v %v lacks %s", got, err, a)
+		}
+		if err := x.UnbindAddress("vip0", a); err != nil {
+			t.Fatal(err)
+		}
+		if err := x.UnbindAddress("vip0", a); !errors.Is(err, kernel.ErrNotFound) {
+			t.Errorf("second unbind %s: %v, want ErrNotFound", a, err)
+		}
+	}
+	if err := x.BindAddress("nosuchdev", netip.MustParseAddr("10.0.0.1")); !errors.Is(err, kernel.ErrNotFound) {
+		t.Errorf("bind on missing device: %v", err)
+	}
+}
+
+// TestConntrackReal: stats come from one query; ClearUDP deletes only the flows of the
+// given frontend (and endpoint).
+func TestConntrackReal(t *testing.T) {
+	requireNetns(t)
+	var c Conntrack
+	if _, err := c.Stats(); err != nil {
+		t.Fatal(err)
+	}
+	conn, err := ct.Dial(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	mk := func(src, vip, ep netip.AddrPort) {
+		f := ct.NewFlow(17, 0, src.Addr(), vip.Addr(), src.Port(), vip.Port(), 120, 0)
+		f.TupleReply.IP.SourceAddress, f.TupleReply.Proto.SourcePort = ep.Addr(), ep.Port()
+		f.TupleReply.IP.DestinationAddress, f.TupleReply.Proto.DestinationPort = src.Addr(), src.Port()
+		if err := conn.Create(f); err != nil {
+			t.Fatalf("create flow: %v", err)
+		}
+	}
+	mk(ap("10.0.0.1:1000"), ap("10.96.0.10:53"), ap("10.244.0.5:53"))
+	mk(ap("10.0.0.1:1001"), ap("10.96.0.10:53"), ap("10.244.0.6:53"))
+	mk(ap("10.0.0.1:1002"), ap("10.96.0.11:53"), ap("10.244.0.5:53"))
+	if st, _ := c.Stats(); st.Entries < 3 {
+		t.Errorf("stats entries %d, want >= 3", st.Entries)
+	}
+	if err := c.ClearUDP(ap("10.96.0.10:53"), ap("10.244.0.5:53")); err != nil {
+		t.Fatal(err)
+	}
+	flows := func() []string {
+		fs, err := conn.DumpFilter(ct.NewFilter().Family(netfilter.ProtoIPv4), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out []string
+		for _, f := range fs {
+			out = append(out, netip.AddrPortFrom(f.TupleOrig.IP.DestinationAddress, f.TupleOrig.Proto.DestinationPort).String()+">"+
+				netip.AddrPortFrom(f.TupleReply.IP.SourceAddress, f.TupleReply.Proto.SourcePort).String())
+		}
+		slices.Sort(out)
+		return out
+	}
+	if got := flows(); !slices.Equal(got, []string{"10.96.0.10:53>10.244.0.6:53", "10.96.0.11:53>10.244.0.5:53"}) {
+		t.Errorf("after endpoint clear: %v", got)
+	}
+	if err := c.ClearUDP(ap("10.96.0.10:53"), netip.AddrPort{}); err != nil {
+		t.Fatal(err)
+	}
+	if got := flows(); !slices.Equal(got, []string{"10.96.0.11:53>10.244.0.5:53"}) {
+		t.Errorf("after frontend clear: %v", got)
+	}
+}
+
+// TestIptablesReal: our rules restore, jumps are not duplicated, other chains survive,
+// and Save reads back a stable text.
+func TestIptablesReal(t *testing.T) {
+	requireNetns(t)
+	var chains []string
+	for _, cs := range proxier.RuleChains {
+		chains = append(chains, cs...)
+	}
+	ipt := NewIptables(chains)
+	cfg := proxier.Config{ClusterCIDRs: []netip.Prefix{netip.MustParsePrefix("10.244.0.0/16")}}.WithDefaults()
+	// The host kernel lacks xt_ipvs, so no KUBE-IPVS-OUT-FILTER rule here; the VM
+	// tests cover it.
+	rules := proxier.RenderRules(&cfg, kernel.IPv4, nil)
+	// The sets must exist for iptables to accept -m set rules.
+	for _, s := range proxier.Sets([]kernel.Family{kernel.IPv4}) {
+		if err := (IPSets{}).EnsureSet(s); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := ipt.Restore(kernel.IPv4, rules); err != nil {
+		t.Fatal(err)
+	}
+	first, err := ipt.Save(kernel.IPv4)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := ipt.Restore(kernel.IPv4, rules); err != nil {
+		t.Fatal(err)
+	}
+	second, _ := ipt.Save(kernel.IPv4)
+	if first != second {
+		t.Errorf("restore is not idempotent:\n%s\n---\n%s", first, second)
+	}
+	for _, want := range []string{"-A INPUT -m comment --comment \"kubernetes ipvs access filter\" -j KUBE-IPVS-FILTER",
+		"--match-set KUBE-NO-ENDPOINTS dst,dst -j REJECT"} {
+		if !strings.Contains(first, want) {
+			t.Errorf("saved rules lack %q:\n%s", want, first)
+		}
+	}
+	if strings.Count(first, "-j KUBE-SERVICES") != 2 {
+		t.Errorf("jumps to KUBE-SERVICES: %d, want 2", strings.Count(first, "-j KUBE-SERVICES"))
+	}
+	// Another program's chain is left alone.
+	if out, err := execOut("iptables-"+ipt.Mode(), "-w", "-N", "OTHER"); err != nil {
+		t.Fatal(out, err)
+	}
+	if err := ipt.Restore(kernel.IPv4, strings.Replace(rules, "10.244.0.0/16", "10.245.0.0/16", -1)); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := execOut("iptables-"+ipt.Mode(), "-w", "-L", "OTHER"); err != nil {
+		t.Errorf("our restore removed another chain: %s %v", out, err)
+	}
+}

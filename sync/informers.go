@@ -1,0 +1,187 @@
+package sync
+
+import (
+	"slices"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	discovery "k8s.io/api/discovery/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/util/sets"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/cache"
+
+	"github.com/ipvs-proxier/ipvs-proxier/proxier"
+)
+
+const sliceServiceIndex = "service"
+
+// InformerSource is the daemon's Source: client-go informers for Services,
+// EndpointSlices (not headless ones) and this node's Node. Their handlers only tell the
+// Tracker which Services changed.
+type InformerSource struct {
+	factory      informers.SharedInformerFactory
+	nodeFactory  informers.SharedInformerFactory
+	sliceFactory informers.SharedInformerFactory
+	services     cache.SharedIndexInformer
+	slices       cache.SharedIndexInformer
+	nodes        cache.SharedIndexInformer
+	nodeName     string
+}
+
+// NewInformerSource wires informers to tracker. badSlice is called for slices without a
+// service-name label (they cannot be attributed to a Service).
+func NewInformerSource(client kubernetes.Interface, nodeName string, resync time.Duration, tracker *Tracker, badSlice func(*discovery.EndpointSlice)) *InformerSource {
+	stripManagedFields := func(obj any) (any, error) {
+		if m, ok := obj.(metav1.Object); ok {
+			m.SetManagedFields(nil)
+		}
+		return obj, nil
+	}
+	factory := informers.NewSharedInformerFactoryWithOptions(client, resync, informers.WithTransform(stripManagedFields))
+	sliceFactory := informers.NewSharedInformerFactoryWithOptions(client, resync,
+		informers.WithTransform(stripManagedFields),
+		informers.WithTweakListOptions(func(o *metav1.ListOptions) {
+			o.LabelSelector = labels.NewSelector().Add(mustRequirement(proxier.LabelHeadless)).String()
+		}))
+	nodeFactory := informers.NewSharedInformerFactoryWithOptions(client, resync,
+		informers.WithTransform(stripManagedFields),
+		informers.WithTweakListOptions(func(o *metav1.ListOptions) {
+			o.FieldSelector = fields.OneTermEqualSelector("metadata.name", nodeName).String()
+		}))
+	s := &InformerSource{
+		factory:     factory,
+		nodeFactory: nodeFactory,
+		services:    factory.Core().V1().Services().Informer(),
+		slices:      sliceFactory.Discovery().V1().EndpointSlices().Informer(),
+		nodes:       nodeFactory.Core().V1().Nodes().Informer(),
+		nodeName:    nodeName,
+	}
+	_ = s.slices.AddIndexers(cache.Indexers{sliceServiceIndex: func(obj any) ([]string, error) {
+		if sl, ok := obj.(*discovery.EndpointSlice); ok {
+			if k, ok := SliceServiceKey(sl); ok {
+				return []string{k.String()}, nil
+			}
+		}
+		return nil, nil
+	}})
+	serviceKey := func(obj any) (proxier.ServiceKey, bool) {
+		if d, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+			obj = d.Obj
+		}
+		switch o := obj.(type) {
+		case *v1.Service:
+			return proxier.ServiceKey{Namespace: o.Namespace, Name: o.Name}, true
+		case *discovery.EndpointSlice:
+			k, ok := SliceServiceKey(o)
+			if !ok && badSlice != nil {
+				badSlice(o)
+			}
+			return k, ok
+		}
+		return proxier.ServiceKey{}, false
+	}
+	changed := func(obj any) {
+		if k, ok := serviceKey(obj); ok {
+			tracker.ServiceChanged(k)
+		}
+	}
+	handler := cache.ResourceEventHandlerFuncs{
+		AddFunc:    changed,
+		UpdateFunc: func(old, cur any) { changed(old); changed(cur) },
+		DeleteFunc: changed,
+	}
+	_, _ = s.services.AddEventHandler(handler)
+	_, _ = s.slices.AddEventHandler(handler)
+	_, _ = s.nodes.AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc: func(any) { tracker.AllChanged() },
+		UpdateFunc: func(old, cur any) {
+			o, c := old.(*v1.Node), cur.(*v1.Node)
+			if o.Labels[v1.LabelTopologyZone] != c.Labels[v1.LabelTopologyZone] || !slices.Equal(o.Status.Addresses, c.Status.Addresses) {
+				tracker.AllChanged()
+			}
+		},
+		DeleteFunc: func(any) { tracker.AllChanged() },
+	})
+	s.sliceFactory = sliceFactory
+	return s
+}
+
+func mustRequirement(label string) labels.Requirement {
+	r, err := labels.NewRequirement(label, "!", nil)
+	if err != nil {
+		panic(err) // a constant label key; cannot fail
+	}
+	return *r
+}
+
+// Start starts the informers; they stop when stop closes.
+func (s *InformerSource) Start(stop <-chan struct{}) {
+	s.factory.Start(stop)
+	s.sliceFactory.Start(stop)
+	s.nodeFactory.Start(stop)
+}
+
+// HasSynced implements Source.
+func (s *InformerSource) HasSynced() bool {
+	return s.services.HasSynced() && s.slices.HasSynced() && s.nodes.HasSynced()
+}
+
+// Service implements Source.
+func (s *InformerSource) Service(k proxier.ServiceKey) *v1.Service {
+	obj, ok, err := s.services.GetStore().GetByKey(k.String())
+	if err != nil || !ok {
+		return nil
+	}
+	return obj.(*v1.Service)
+}
+
+// Slices implements Source.
+func (s *InformerSource) Slices(k proxier.ServiceKey) []*discovery.EndpointSlice {
+	objs, err := s.slices.GetIndexer().ByIndex(sliceServiceIndex, k.String())
+	if err != nil {
+		return nil
+	}
+	out := make([]*discovery.EndpointSlice, 0, len(objs))
+	for _, o := range objs {
+		out = append(out, o.(*discovery.EndpointSlice))
+	}
+	slices.SortFunc(out, func(a, b *discovery.EndpointSlice) int {
+		if a.Name < b.Name {
+			return -1
+		}
+		if a.Name > b.Name {
+			return 1
+		}
+		return 0
+	})
+	return out
+}
+
+// ServiceKeys implements Source.
+func (s *InformerSource) ServiceKeys() []proxier.ServiceKey {
+	keys := sets.New[proxier.ServiceKey]()
+	for _, o := range s.services.GetStore().List() {
+		svc := o.(*v1.Service)
+		keys.Insert(proxier.ServiceKey{Namespace: svc.Namespace, Name: svc.Name})
+	}
+	for _, k := range s.slices.GetIndexer().ListIndexFuncValues(sliceServiceIndex) {
+		ns, name, err := cache.SplitMetaNamespaceKey(k)
+		if err == nil {
+			keys.Insert(proxier.ServiceKey{Namespace: ns, Name: name})
+		}
+	}
+	return keys.UnsortedList()
+}
+
+// Node implements Source.
+func (s *InformerSource) Node() *v1.Node {
+	obj, ok, err := s.nodes.GetStore().GetByKey(s.nodeName)
+	if err != nil || !ok {
+		return nil
+	}
+	return obj.(*v1.Node)
+}
