@@ -13,7 +13,7 @@ help: ## List the targets
 build: ## Build the static binary into bin/
 	CGO_ENABLED=0 $(GO) build -ldflags "-X main.version=$(VERSION)" -o $(BIN) ./cmd/ipvs-proxier
 
-test: lint test-unit test-netns ## Everything CI runs: lint, unit tests, host-netns kernel tests
+test: lint test-unit test-netns test-vm ## Everything CI runs: lint, unit, host-netns and real-kernel VM tests
 	@echo "make test: all tiers passed"
 
 test-unit: ## Unit tests (no privileges, fake kernel), with the fuzz seeds
@@ -21,6 +21,9 @@ test-unit: ## Unit tests (no privileges, fake kernel), with the fuzz seeds
 
 test-netns: ## Real netlink ipset/conntrack/address tests in a fresh netns on this host (root)
 	./kernel/linux/hosttest.sh
+
+test-vm: ## Real-kernel tests in a qemu VM (IPVS, dummy, real packets); first run installs qemu and fetches the kernel
+	./e2e/vm/kernel-tests.sh
 
 lint: ## gofmt, go vet and staticcheck (pinned, through go run)
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
@@ -38,4 +41,4 @@ demo: build ## Print what the daemon would program for examples/cluster.yaml
 	@echo "== ipvs-proxier plan -f examples/cluster.yaml (the apiserver + VM demo comes with the e2e harness)"
 	$(BIN) plan -f examples/cluster.yaml --hostname-override test-node --cluster-cidr 10.244.0.0/16
 
-.PHONY: help build test test-unit test-netns lint fuzz bench demo
+.PHONY: help build test test-unit test-netns test-vm lint fuzz bench demo

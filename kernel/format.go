@@ -53,7 +53,8 @@ func schedFlagNames(sched string, flags uint32) []string {
 // FormatVirtualServer prints the service line of `ipvsadm -Ln`, without the newline.
 func FormatVirtualServer(vs VirtualServer) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "%s  %s %s", vs.Protocol, netip.AddrPortFrom(vs.Address, vs.Port), vs.Scheduler)
+	// ipvsadm pads the protocol to four columns: "TCP  ...", "SCTP ..." (checked in the VM).
+	fmt.Fprintf(&b, "%-4s %s %s", vs.Protocol, netip.AddrPortFrom(vs.Address, vs.Port), vs.Scheduler)
 	if f := schedFlagNames(vs.Scheduler, vs.Flags); len(f) > 0 {
 		fmt.Fprintf(&b, " (%s)", strings.Join(f, ","))
 	}

@@ -1,0 +1,124 @@
+#!/usr/bin/env bash
+# Real-kernel test VM: a Debian kernel (IPVS, dummy, ipset as modules) under qemu TCG,
+# with a busybox initramfs. The host kernel has no IPVS, so every IPVS claim is tested here.
+#
+#   vm.sh deps              install what is missing (apt) and fetch the kernel into the cache
+#   vm.sh run PAYLOAD [MB]  boot with PAYLOAD/ copied to / (it must hold /scenario.sh);
+#                           prints the console and exits with the scenario's status
+#
+# Cache: $IPVS_PROXIER_CACHE (default ~/.cache/ipvs-proxier/vm), outside the repo.
+set -euo pipefail
+CACHE=${IPVS_PROXIER_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/ipvs-proxier}/vm
+mkdir -p "$CACHE"
+say() { echo "vm.sh: $*" >&2; }
+
+deps() {
+  local need=()
+  for c in qemu-system-x86_64:qemu-system-x86 busybox:busybox-static ipvsadm:ipvsadm ipset:ipset \
+           xtables-nft-multi:iptables conntrack:conntrack cpio:cpio depmod:kmod socat:socat ip:iproute2; do
+    command -v "${c%%:*}" >/dev/null || need+=("${c##*:}")
+  done
+  if ((${#need[@]})); then
+    say "installing ${need[*]} (first run only)"
+    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null
+  fi
+  if [ ! -f "$CACHE/kver" ]; then
+    local pkg; pkg=$(apt-cache depends linux-image-amd64 | awk '/Depends: linux-image-/{print $2; exit}')
+    say "fetching kernel package $pkg (first run only)"
+    (cd "$CACHE" && rm -rf kroot ./*.deb && apt-get download "$pkg" >/dev/null 2>&1 && dpkg -x "$pkg"_*.deb kroot && rm -f ./*.deb)
+    local kver; kver=$(ls "$CACHE/kroot/lib/modules")
+    depmod -b "$CACHE/kroot" "$kver"
+    echo "$kver" > "$CACHE/kver"
+  fi
+}
+
+# copy_bin ROOT BIN: a dynamically linked binary with its libraries and loader.
+copy_bin() {
+  local root=$1 bin=$2
+  mkdir -p "$root$(dirname "$bin")"
+  cp -L "$bin" "$root$bin"
+  ldd "$bin" 2>/dev/null | awk '/=>/{print $3} /^[ \t]*\/lib64/{print $1}' | while read -r lib; do
+    [ -n "$lib" ] || continue
+    mkdir -p "$root$(dirname "$lib")"; cp -Ln "$lib" "$root$lib" 2>/dev/null || true
+  done
+}
+
+initrd() {
+  local out=$1 payload=$2 kver root m
+  kver=$(cat "$CACHE/kver"); root=$(mktemp -d)
+  mkdir -p "$root"/{bin,sbin,usr/sbin,usr/bin,proc,sys,dev,tmp,run,etc,lib/modules,var/run,run/netns}
+  cp /usr/bin/busybox "$root/bin/"
+  for l in $(busybox --list); do [ -e "$root/bin/$l" ] || ln -s busybox "$root/bin/$l"; done
+  m="$CACHE/kroot/lib/modules/$kver"
+  mkdir -p "$root/lib/modules/$kver"
+  cp "$m"/modules.* "$root/lib/modules/$kver/"
+  (cd "$m" && find kernel/net kernel/lib kernel/crypto kernel/drivers/net/dummy.ko* kernel/drivers/net/veth.ko* \
+      kernel/drivers/net/ethernet/intel/e1000 -name '*.ko*' | cpio -pdm "$root/lib/modules/$kver" 2>/dev/null)
+  for b in /usr/sbin/ipvsadm /usr/sbin/ipset /usr/sbin/conntrack /usr/sbin/xtables-nft-multi /usr/sbin/xtables-legacy-multi /usr/sbin/ip /usr/bin/ip; do
+    [ -e "$b" ] && copy_bin "$root" "$b"
+  done
+  for t in iptables iptables-save iptables-restore ip6tables ip6tables-save ip6tables-restore; do
+    ln -sf xtables-nft-multi "$root/usr/sbin/$t"; ln -sf xtables-nft-multi "$root/usr/sbin/${t/tables/tables-nft}"
+    ln -sf xtables-legacy-multi "$root/usr/sbin/${t/tables/tables-legacy}"
+  done
+  mkdir -p "$root/usr/lib/x86_64-linux-gnu"
+  cp -a /usr/lib/x86_64-linux-gnu/xtables "$root/usr/lib/x86_64-linux-gnu/"
+  for lib in /usr/lib/x86_64-linux-gnu/xtables/*.so; do
+    ldd "$lib" | awk '/=>/{print $3}' | while read -r l; do mkdir -p "$root$(dirname "$l")"; cp -Ln "$l" "$root$l" 2>/dev/null || true; done
+  done
+  cp /etc/protocols /etc/services "$root/etc/"
+  [ -f /etc/ethertypes ] && cp /etc/ethertypes "$root/etc/"
+  ln -sf /proc/self/mounts "$root/etc/mtab"
+  echo 'root:x:0:0:root:/root:/bin/sh' > "$root/etc/passwd"
+  echo "127.0.0.1 localhost" > "$root/etc/hosts"
+  cp -a "$payload"/. "$root/"
+  cat > "$root/init" <<'INIT'
+#!/bin/sh
+export PATH=/usr/sbin:/usr/bin:/sbin:/bin
+mount -t proc proc /proc; mount -t sysfs sys /sys; mount -t devtmpfs dev /dev; mount -t tmpfs tmp /tmp
+# busybox modprobe ignores softdeps: crc32c_generic before ip_vs (libcrc32c needs it).
+for mod in crc32c_generic e1000 dummy veth ip_vs ip_vs_rr ip_vs_wrr ip_vs_lc ip_vs_wlc ip_vs_lblc ip_vs_lblcr ip_vs_dh \
+  ip_vs_sh ip_vs_sed ip_vs_nq ip_vs_mh nf_conntrack nf_conntrack_netlink ip_set ip_set_hash_ip ip_set_hash_ipport \
+  ip_set_hash_ipportip ip_set_hash_ipportnet ip_set_hash_net ip_set_bitmap_port xt_set nf_tables nft_compat \
+  nft_chain_nat nf_nat xt_MASQUERADE xt_mark xt_comment xt_addrtype xt_conntrack xt_nat xt_multiport ip_tables \
+  iptable_nat iptable_filter br_netfilter nf_reject_ipv4 xt_REJECT xt_physdev xt_ipvs ip6_tables ip6table_nat \
+  ip6table_filter nf_reject_ipv6 ip6t_REJECT ipt_REJECT nft_reject nft_reject_inet sctp; do
+  modprobe $mod 2>/dev/null
+done
+ip link set lo up
+echo "=== VM-READY kernel $(uname -r)"
+sh /scenario.sh
+echo "=== VM-DONE rc=$?"
+poweroff -f
+INIT
+  chmod +x "$root/init"
+  (cd "$root" && find . | cpio -o -H newc 2>/dev/null | gzip -1 > "$out")
+  rm -rf "$root"
+}
+
+run() {
+  local payload=$1 mem=${2:-1536} kver log img rc
+  deps
+  kver=$(cat "$CACHE/kver")
+  img=$(mktemp --suffix .cpio.gz); log=$(mktemp --suffix .log)
+  say "building initramfs"
+  initrd "$img" "$payload"
+  say "booting $kver under qemu TCG (no KVM here)"
+  timeout "${VM_TIMEOUT:-1200}" qemu-system-x86_64 -accel tcg -m "$mem" -smp 2 \
+    -kernel "$CACHE/kroot/boot/vmlinuz-$kver" -initrd "$img" \
+    -append "console=ttyS0 quiet panic=-1" \
+    -netdev user,id=n0,restrict=on -device e1000,netdev=n0 \
+    -display none -serial "file:$log" -monitor none -no-reboot || say "qemu exited with $?"
+  sed -n '/=== VM-READY/,$p' "$log" | tr -d '\r'
+  rc=$(sed -n 's/.*=== VM-DONE rc=\([0-9]*\).*/\1/p' "$log" | tail -1)
+  rm -f "$img" "$log"
+  [ -n "$rc" ] || { say "the VM did not finish"; return 1; }
+  return "$rc"
+}
+
+cmd=${1:-}; shift || true
+case "$cmd" in
+  deps) deps ;;
+  run) run "$@" ;;
+  *) echo "usage: vm.sh deps | run PAYLOAD [MB]" >&2; exit 2 ;;
+esac

@@ -1,0 +1,135 @@
+package linux
+
+import (
+	"errors"
+	"net/netip"
+	"os"
+	"os/exec"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/ipvs-proxier/ipvs-proxier/kernel"
+)
+
+// requireIPVS skips unless the kernel has IPVS and the test owns the machine (the VM).
+func requireIPVS(t *testing.T) {
+	t.Helper()
+	if os.Getenv("IPVS_PROXIER_TEST_IPVS") != "1" {
+		t.Skip("needs a kernel with IPVS: run through `make test-vm`")
+	}
+}
+
+func ipvsadm(t *testing.T) string {
+	t.Helper()
+	out, err := exec.Command("ipvsadm", "-Ln").CombinedOutput()
+	if err != nil {
+		t.Fatalf("ipvsadm: %v: %s", err, out)
+	}
+	return string(out)
+}
+
+// TestIPVSReal: every operation against the kernel, checked with ipvsadm.
+func TestIPVSReal(t *testing.T) {
+	requireIPVS(t)
+	x, err := NewIPVS(5 * time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer x.Close()
+	a := netip.MustParseAddr
+	key := kernel.VSKey{Protocol: kernel.TCP, Address: a("10.96.0.1"), Port: 80}
+	vs := kernel.VirtualServer{VSKey: key, Scheduler: "rr"}
+	must(t, x.AddVirtualServer(vs))
+	if err := x.AddVirtualServer(vs); !errors.Is(err, kernel.ErrExist) {
+		t.Errorf("second add: %v, want ErrExist", err)
+	}
+	vss, err := x.ListVirtualServers()
+	must(t, err)
+	if len(vss) != 1 || vss[0].Flags&kernel.FlagHashed == 0 || !vss[0].Equal(vs) {
+		t.Errorf("listed %+v; want %+v with the kernel's HASHED bit (kubernetes#53801)", vss, vs)
+	}
+	rs := kernel.RealServer{Address: a("10.244.0.5"), Port: 8080, Weight: 1}
+	must(t, x.AddRealServer(key, rs))
+	if err := x.AddRealServer(key, rs); !errors.Is(err, kernel.ErrExist) {
+		t.Errorf("second add rs: %v, want ErrExist", err)
+	}
+	rs.Weight = 0
+	must(t, x.UpdateRealServer(key, rs))
+	out := ipvsadm(t)
+	if !strings.Contains(out, "TCP  10.96.0.1:80 rr") || !strings.Contains(out, "-> 10.244.0.5:8080              Masq    0") {
+		t.Errorf("weight-0 update lost the forwarding method or weight:\n%s", out)
+	}
+	// In-place settings change: scheduler, persistence, sh flags.
+	vs.Scheduler, vs.Flags, vs.Timeout = "sh", kernel.FlagPersistent|kernel.FlagSched1|kernel.FlagSched2, 600
+	must(t, x.UpdateVirtualServer(vs))
+	out = ipvsadm(t)
+	if !strings.Contains(out, "TCP  10.96.0.1:80 sh (sh-fallback,sh-port) persistent 600") {
+		t.Errorf("update not shown as expected:\n%s", out)
+	}
+	vss, _ = x.ListVirtualServers()
+	if len(vss) != 1 || !vss[0].Equal(vs) {
+		t.Errorf("listed %+v after update, want %+v", vss, vs)
+	}
+	rss, err := x.ListRealServers(key)
+	must(t, err)
+	if len(rss) != 1 || rss[0].AddrPort() != rs.AddrPort() || rss[0].Weight != 0 {
+		t.Errorf("real servers %+v", rss)
+	}
+	must(t, x.DeleteRealServer(key, rs))
+	if err := x.DeleteRealServer(key, rs); !errors.Is(err, kernel.ErrNotFound) {
+		t.Errorf("second delete rs: %v, want ErrNotFound", err)
+	}
+	// Every scheduler module of the kernel loads; an unknown one is refused.
+	for i, s := range []string{"rr", "wrr", "lc", "wlc", "lblc", "lblcr", "dh", "sh", "sed", "nq", "mh"} {
+		k := kernel.VSKey{Protocol: kernel.UDP, Address: a("10.96.1.1"), Port: uint16(1000 + i)}
+		if err := x.AddVirtualServer(kernel.VirtualServer{VSKey: k, Scheduler: s}); err != nil {
+			t.Errorf("scheduler %s: %v", s, err)
+		}
+	}
+	if err := x.AddVirtualServer(kernel.VirtualServer{VSKey: kernel.VSKey{Protocol: kernel.TCP, Address: a("10.96.1.2"), Port: 1}, Scheduler: "bogus"}); err == nil {
+		t.Error("unknown scheduler accepted")
+	}
+	// IPv6 and SCTP.
+	k6 := kernel.VSKey{Protocol: kernel.SCTP, Address: a("fd00::1"), Port: 9}
+	must(t, x.AddVirtualServer(kernel.VirtualServer{VSKey: k6, Scheduler: "rr"}))
+	must(t, x.AddRealServer(k6, kernel.RealServer{Address: a("fd00:244::5"), Port: 9, Weight: 1}))
+	if out := ipvsadm(t); !strings.Contains(out, "SCTP [fd00::1]:9 rr") || !strings.Contains(out, "-> [fd00:244::5]:9") {
+		t.Errorf("IPv6 SCTP not shown:\n%s", out)
+	}
+	must(t, x.SetTimeouts(900*time.Second, 120*time.Second, 300*time.Second))
+	if out, _ := exec.Command("ipvsadm", "-L", "--timeout").CombinedOutput(); !strings.Contains(string(out), "900 120 300") {
+		t.Errorf("timeouts: %s", out)
+	}
+	vss, _ = x.ListVirtualServers()
+	for _, v := range vss {
+		must(t, x.DeleteVirtualServer(v.VSKey))
+	}
+	if err := x.DeleteVirtualServer(key); !errors.Is(err, kernel.ErrNotFound) {
+		t.Errorf("delete missing VS: %v, want ErrNotFound", err)
+	}
+}
+
+// TestDummyReal: kube-ipvs0 is created down, and holds /32 and /128 VIPs.
+func TestDummyReal(t *testing.T) {
+	requireIPVS(t)
+	var x Addresses
+	must(t, x.EnsureDummy("kube-ipvs0"))
+	must(t, x.EnsureDummy("kube-ipvs0"))
+	must(t, x.BindAddress("kube-ipvs0", netip.MustParseAddr("10.96.0.1")))
+	must(t, x.BindAddress("kube-ipvs0", netip.MustParseAddr("fd00::1")))
+	out, _ := exec.Command("ip", "addr", "show", "kube-ipvs0").CombinedOutput()
+	s := string(out)
+	if !strings.Contains(s, "dummy") && !strings.Contains(s, "kube-ipvs0") || !strings.Contains(s, "inet 10.96.0.1/32") || !strings.Contains(s, "inet6 fd00::1/128") || strings.Contains(s, ",UP") {
+		t.Errorf("ip addr show kube-ipvs0:\n%s", s)
+	}
+	must(t, x.UnbindAddress("kube-ipvs0", netip.MustParseAddr("10.96.0.1")))
+	must(t, x.UnbindAddress("kube-ipvs0", netip.MustParseAddr("fd00::1")))
+}
+
+func must(t *testing.T, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
+}

@@ -1,0 +1,277 @@
+package sync
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"net"
+	"net/netip"
+	"os"
+	"os/exec"
+	"runtime"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/vishvananda/netns"
+	v1 "k8s.io/api/core/v1"
+
+	"github.com/ipvs-proxier/ipvs-proxier/kernel/linux"
+	"github.com/ipvs-proxier/ipvs-proxier/proxier"
+)
+
+// The tests in this file program a real kernel and send real packets. They run in the
+// VM (`make test-vm`), which the test owns entirely.
+
+func requireVM(t *testing.T) {
+	t.Helper()
+	if os.Getenv("IPVS_PROXIER_TEST_IPVS") != "1" {
+		t.Skip("needs a kernel with IPVS: run through `make test-vm`")
+	}
+}
+
+func sh(t *testing.T, cmd string) string {
+	t.Helper()
+	// Debian's static busybox sh prefers its own applets (a busybox `ip` without netns
+	// support) over PATH, so iproute2 is called by path.
+	out, err := exec.Command("sh", "-c", `ip() { /usr/sbin/ip "$@"; }; `+cmd).CombinedOutput()
+	if err != nil {
+		t.Fatalf("%s: %v\n%s", cmd, err, out)
+	}
+	return string(out)
+}
+
+// makePod makes a network namespace with a veth to the host (proxy ARP on the host side,
+// so the pod's on-link default route reaches everything the host routes), address
+// ip/32, and starts
+// this test binary in it as a server answering "<name> <client addr>" on TCP port 80.
+func makePod(t *testing.T, name, ip string) {
+	t.Helper()
+	sh(t, fmt.Sprintf(`ip netns add %[1]s && ip link add h-%[1]s type veth peer name eth0 netns %[1]s &&
+ip link set h-%[1]s up && ip route add %[2]s/32 dev h-%[1]s &&
+ip netns exec %[1]s ip link set lo up && ip netns exec %[1]s ip link set eth0 up &&
+ip netns exec %[1]s ip addr add %[2]s/32 dev eth0 &&
+ip netns exec %[1]s ip route add default dev eth0 &&
+echo 1 > /proc/sys/net/ipv4/conf/h-%[1]s/proxy_arp`, name, ip))
+	cmd := exec.Command("/usr/sbin/ip", "netns", "exec", name, os.Args[0], "-test.run", "^TestServeHelper$")
+	cmd.Env = append(os.Environ(), "SERVE_AS="+name)
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+}
+
+// TestServeHelper is not a test: it is the pods' server, started by makePod.
+func TestServeHelper(t *testing.T) {
+	name := os.Getenv("SERVE_AS")
+	if name == "" {
+		t.Skip("helper process only")
+	}
+	l, err := net.Listen("tcp", ":80")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for {
+		c, err := l.Accept()
+		if err != nil {
+			return
+		}
+		fmt.Fprintf(c, "%s %s\n", name, c.RemoteAddr())
+		c.Close()
+	}
+}
+
+// inNetns runs fn on a thread inside the named network namespace.
+func inNetns(t *testing.T, name string, fn func()) {
+	t.Helper()
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	orig, err := netns.Get()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer orig.Close()
+	h, err := netns.GetFromName(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer h.Close()
+	if err := netns.Set(h); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = netns.Set(orig) }()
+	fn()
+}
+
+// ask connects from the client netns and returns the answer's first word, or the error.
+func ask(t *testing.T, target string) (string, error) {
+	var answer string
+	var err error
+	inNetns(t, "client", func() {
+		var c net.Conn
+		c, err = net.DialTimeout("tcp", target, 3*time.Second)
+		if err != nil {
+			return
+		}
+		defer c.Close()
+		_ = c.SetDeadline(time.Now().Add(3 * time.Second))
+		answer, err = bufio.NewReader(c).ReadString('\n')
+	})
+	if f := strings.Fields(answer); len(f) > 0 {
+		return f[0], err
+	}
+	return "", err
+}
+
+// TestRealPackets: the syncer programs a real kernel and traffic from a client netns
+// reaches the pods through a ClusterIP.
+func TestRealPackets(t *testing.T) {
+	requireVM(t)
+	sh(t, `for k in ipv4/ip_forward ipv4/vs/conntrack ipv4/vs/expire_nodest_conn; do echo 1 > /proc/sys/net/$k; done &&
+ip netns add client && ip link add h-client type veth peer name eth0 netns client &&
+ip link set h-client up && ip addr add 10.0.5.1/24 dev h-client &&
+ip netns exec client ip link set lo up && ip netns exec client ip link set eth0 up &&
+ip netns exec client ip addr add 10.0.5.2/24 dev eth0 && ip netns exec client ip route add default via 10.0.5.1`)
+	makePod(t, "pod1", "10.244.0.11")
+	makePod(t, "pod2", "10.244.0.12")
+
+	chains := []string{}
+	for _, cs := range proxier.RuleChains {
+		chains = append(chains, cs...)
+	}
+	k, x, err := linux.New(5*time.Second, chains)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer x.Close()
+	src := NewStaticSource()
+	tracker := NewTracker(nil)
+	s := NewSyncer(Options{Config: proxier.Config{NodeName: "vm", NodeIPs: []netip.Addr{netip.MustParseAddr("10.0.5.1")}}}, k, src, tracker)
+	web := svc("default", "web", "10.96.0.10", 80, v1.ProtocolTCP)
+	src.SetService(web)
+	src.SetSlice(slice("default", "web", "web-1", 80, v1.ProtocolTCP, "10.244.0.11", "10.244.0.12"))
+	src.SetService(svc("default", "empty", "10.96.0.11", 80, v1.ProtocolTCP))
+	if err := s.Sync(); err != nil {
+		t.Fatal(err)
+	}
+	t.Log("\n" + sh(t, "ipvsadm -Ln"))
+
+	t.Run("rr alternates", func(t *testing.T) {
+		seen := map[string]int{}
+		var order []string
+		for range 6 {
+			name, err := ask(t, "10.96.0.10:80")
+			if err != nil {
+				t.Fatal(err)
+			}
+			seen[name]++
+			order = append(order, name)
+		}
+		if seen["pod1"] != 3 || seen["pod2"] != 3 {
+			t.Errorf("answers %v", order)
+		}
+		for i := 1; i < len(order); i++ {
+			if order[i] == order[i-1] {
+				t.Errorf("rr did not alternate: %v", order)
+				break
+			}
+		}
+	})
+	t.Run("no endpoints is refused at once", func(t *testing.T) {
+		start := time.Now()
+		_, err := ask(t, "10.96.0.11:80")
+		if !errors.Is(err, syscall.ECONNREFUSED) {
+			t.Errorf("err %v, want connection refused", err)
+		}
+		if d := time.Since(start); d > time.Second {
+			t.Errorf("refusal took %v", d)
+		}
+		// On 6.1 IPVS itself answers ICMP port unreachable for a virtual server with no
+		// destinations; our REJECT rule answers first, which its counter shows.
+		out := sh(t, "iptables -w -t filter -L KUBE-PROXY-FIREWALL -v -n -x | grep KUBE-NO-ENDPOINTS")
+		if f := strings.Fields(out); len(f) == 0 || f[0] == "0" {
+			t.Errorf("REJECT rule did not see the connection: %q", out)
+		}
+	})
+	t.Run("host listeners are not reachable on a VIP's other ports", func(t *testing.T) {
+		l, err := net.Listen("tcp", ":2222")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer l.Close()
+		go func() {
+			for {
+				c, err := l.Accept()
+				if err != nil {
+					return
+				}
+				fmt.Fprintln(c, "host")
+				c.Close()
+			}
+		}()
+		if name, err := ask(t, "10.0.5.1:2222"); err != nil || name != "host" {
+			t.Fatalf("control: host listener on its own address: %q %v", name, err)
+		}
+		if name, err := ask(t, "10.96.0.10:2222"); err == nil {
+			t.Errorf("host listener reached through the VIP: %q", name)
+		}
+	})
+	t.Run("endpoint removal and scale to zero", func(t *testing.T) {
+		src.SetSlice(slice("default", "web", "web-1", 80, v1.ProtocolTCP, "10.244.0.12"))
+		tracker.ServiceChanged(proxier.ServiceKey{Namespace: "default", Name: "web"})
+		if err := s.Sync(); err != nil {
+			t.Fatal(err)
+		}
+		for range 3 {
+			if name, err := ask(t, "10.96.0.10:80"); err != nil || name != "pod2" {
+				t.Errorf("after removing pod1: %q %v", name, err)
+			}
+		}
+		src.SetSlice(slice("default", "web", "web-1", 80, v1.ProtocolTCP))
+		tracker.ServiceChanged(proxier.ServiceKey{Namespace: "default", Name: "web"})
+		if err := s.Sync(); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := ask(t, "10.96.0.10:80"); !errors.Is(err, syscall.ECONNREFUSED) {
+			t.Errorf("scaled to zero: %v, want refused", err)
+		}
+	})
+	t.Run("plan equals the kernel", func(t *testing.T) {
+		cfg := s.Config()
+		plan := s.Desired().Plan(&cfg)
+		got := sh(t, "ipvsadm -Ln")
+		if !strings.HasPrefix(plan, got) {
+			t.Errorf("ipvsadm -Ln:\n%s\nplan:\n%s", got, plan)
+		}
+	})
+	t.Run("restart adopts without changes", func(t *testing.T) {
+		before := sh(t, "ipvsadm -Ln; ip addr show kube-ipvs0; ipset save")
+		s2 := NewSyncer(Options{Config: proxier.Config{NodeName: "vm", NodeIPs: []netip.Addr{netip.MustParseAddr("10.0.5.1")}}}, k, src, NewTracker(nil))
+		if err := s2.Sync(); err != nil {
+			t.Fatal(err)
+		}
+		if after := sh(t, "ipvsadm -Ln; ip addr show kube-ipvs0; ipset save"); after != before {
+			t.Errorf("state changed on restart:\n%s\n---\n%s", before, after)
+		}
+	})
+	t.Run("drift repair", func(t *testing.T) {
+		src.SetSlice(slice("default", "web", "web-1", 80, v1.ProtocolTCP, "10.244.0.11"))
+		tracker.ServiceChanged(proxier.ServiceKey{Namespace: "default", Name: "web"})
+		if err := s.Sync(); err != nil {
+			t.Fatal(err)
+		}
+		want := sh(t, "ipvsadm -Ln; ipset list KUBE-CLUSTER-IP | grep -A9 Members")
+		sh(t, "ipvsadm -C && ipset flush KUBE-CLUSTER-IP")
+		tracker.AllChanged()
+		if err := s.Sync(); err != nil {
+			t.Fatal(err)
+		}
+		if got := sh(t, "ipvsadm -Ln; ipset list KUBE-CLUSTER-IP | grep -A9 Members"); got != want {
+			t.Errorf("not repaired:\n%s\nwant\n%s", got, want)
+		}
+		if name, err := ask(t, "10.96.0.10:80"); err != nil || name != "pod1" {
+			t.Errorf("traffic after repair: %q %v", name, err)
+		}
+	})
+}
