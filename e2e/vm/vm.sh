@@ -23,7 +23,11 @@ deps() {
     apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null
   fi
   if [ ! -f "$CACHE/kver" ]; then
-    local pkg; pkg=$(apt-cache depends linux-image-amd64 | awk '/Depends: linux-image-/{print $2; exit}')
+    local pkg; pkg=$(apt-cache depends linux-image-amd64 2>/dev/null | awk '/Depends: linux-image-/{print $2; exit}')
+    if [ -z "$pkg" ]; then # a fresh machine has no package lists yet
+      apt-get update -qq
+      pkg=$(apt-cache depends linux-image-amd64 | awk '/Depends: linux-image-/{print $2; exit}')
+    fi
     say "fetching kernel package $pkg (first run only)"
     (cd "$CACHE" && rm -rf kroot ./*.deb && apt-get download "$pkg" >/dev/null 2>&1 && dpkg -x "$pkg"_*.deb kroot && rm -f ./*.deb)
     local kver; kver=$(ls "$CACHE/kroot/lib/modules")
