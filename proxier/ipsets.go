@@ -39,9 +39,11 @@ const (
 )
 
 // Set capacity: at least 262,144 entries; kube-proxy's 65,536 overflows at scale.
+// hashsize is the kernel's starting size (1024): hash sets grow on demand up to maxelem,
+// and vishvananda/netlink cannot set it, so the plan prints what the kernel will show.
 const (
 	setMaxElem  = 262144
-	setHashSize = 65536
+	setHashSize = 1024
 )
 
 type setDef struct {
