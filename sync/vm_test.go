@@ -105,12 +105,19 @@ func inNetns(t *testing.T, name string, fn func()) {
 }
 
 // ask connects from the client netns and returns the answer's first word, or the error.
-func ask(t *testing.T, target string) (string, error) {
+func ask(t *testing.T, target string) (string, error) { return askFrom(t, "", target) }
+
+// askFrom is ask with a chosen client source address ("" for the default).
+func askFrom(t *testing.T, source, target string) (string, error) {
 	var answer string
 	var err error
 	inNetns(t, "client", func() {
+		d := net.Dialer{Timeout: 3 * time.Second}
+		if source != "" {
+			d.LocalAddr = &net.TCPAddr{IP: net.ParseIP(source)}
+		}
 		var c net.Conn
-		c, err = net.DialTimeout("tcp", target, 3*time.Second)
+		c, err = d.Dial("tcp", target)
 		if err != nil {
 			return
 		}
@@ -124,6 +131,18 @@ func ask(t *testing.T, target string) (string, error) {
 	return "", err
 }
 
+// normIPVS drops the connection counters of `ipvsadm -Ln` real-server lines, which
+// traffic changes and `plan` cannot know.
+func normIPVS(s string) string {
+	lines := strings.Split(s, "\n")
+	for i, l := range lines {
+		if f := strings.Fields(l); strings.HasPrefix(l, "  ->") && len(f) == 6 && f[1] != "RemoteAddress:Port" {
+			lines[i] = strings.Join(f[:4], " ")
+		}
+	}
+	return strings.Join(lines, "\n")
+}
+
 // TestRealPackets: the syncer programs a real kernel and traffic from a client netns
 // reaches the pods through a ClusterIP.
 func TestRealPackets(t *testing.T) {
@@ -132,7 +151,8 @@ func TestRealPackets(t *testing.T) {
 ip netns add client && ip link add h-client type veth peer name eth0 netns client &&
 ip link set h-client up && ip addr add 10.0.5.1/24 dev h-client &&
 ip netns exec client ip link set lo up && ip netns exec client ip link set eth0 up &&
-ip netns exec client ip addr add 10.0.5.2/24 dev eth0 && ip netns exec client ip route add default via 10.0.5.1`)
+ip netns exec client ip addr add 10.0.5.2/24 dev eth0 && ip netns exec client ip addr add 10.0.5.3/24 dev eth0 &&
+ip netns exec client ip addr add 10.0.5.4/24 dev eth0 && ip netns exec client ip route add default via 10.0.5.1`)
 	makePod(t, "pod1", "10.244.0.11")
 	makePod(t, "pod2", "10.244.0.12")
 
@@ -176,6 +196,43 @@ ip netns exec client ip addr add 10.0.5.2/24 dev eth0 && ip netns exec client ip
 				t.Errorf("rr did not alternate: %v", order)
 				break
 			}
+		}
+	})
+	sticky := func(t *testing.T, name, ip string, mut func(*v1.Service)) {
+		t.Helper()
+		sv := svc("default", name, ip, 80, v1.ProtocolTCP)
+		mut(sv)
+		src.SetService(sv)
+		src.SetSlice(slice("default", name, name+"-1", 80, v1.ProtocolTCP, "10.244.0.11", "10.244.0.12"))
+		tracker.ServiceChanged(proxier.ServiceKey{Namespace: "default", Name: name})
+		if err := s.Sync(); err != nil {
+			t.Fatal(err)
+		}
+		for _, source := range []string{"10.0.5.2", "10.0.5.3", "10.0.5.4"} {
+			first := ""
+			for i := range 4 {
+				got, err := askFrom(t, source, ip+":80")
+				if err != nil {
+					t.Fatal(err)
+				}
+				if i == 0 {
+					first = got
+				} else if got != first {
+					t.Errorf("source %s: answer %d from %s, first from %s", source, i, got, first)
+				}
+			}
+		}
+	}
+	t.Run("session affinity sticks", func(t *testing.T) {
+		sticky(t, "affinity", "10.96.0.20", func(s *v1.Service) { s.Spec.SessionAffinity = v1.ServiceAffinityClientIP })
+		if out := sh(t, "ipvsadm -Ln -t 10.96.0.20:80"); !strings.Contains(out, "rr persistent 10800") {
+			t.Errorf("ipvsadm:\n%s", out)
+		}
+	})
+	t.Run("sh sticks per source", func(t *testing.T) {
+		sticky(t, "sh", "10.96.0.21", func(s *v1.Service) { s.Annotations = map[string]string{proxier.AnnotationScheduler: "sh"} })
+		if out := sh(t, "ipvsadm -Ln -t 10.96.0.21:80"); !strings.Contains(out, "10.96.0.21:80 sh") {
+			t.Errorf("ipvsadm:\n%s", out)
 		}
 	})
 	t.Run("no endpoints is refused at once", func(t *testing.T) {
@@ -239,8 +296,8 @@ ip netns exec client ip addr add 10.0.5.2/24 dev eth0 && ip netns exec client ip
 	})
 	t.Run("plan equals the kernel", func(t *testing.T) {
 		cfg := s.Config()
-		plan := s.Desired().Plan(&cfg)
-		got := sh(t, "ipvsadm -Ln")
+		plan := normIPVS(s.Desired().Plan(&cfg))
+		got := normIPVS(sh(t, "ipvsadm -Ln"))
 		if !strings.HasPrefix(plan, got) {
 			t.Errorf("ipvsadm -Ln:\n%s\nplan:\n%s", got, plan)
 		}
@@ -261,13 +318,13 @@ ip netns exec client ip addr add 10.0.5.2/24 dev eth0 && ip netns exec client ip
 		if err := s.Sync(); err != nil {
 			t.Fatal(err)
 		}
-		want := sh(t, "ipvsadm -Ln; ipset list KUBE-CLUSTER-IP | grep -A9 Members")
+		want := normIPVS(sh(t, "ipvsadm -Ln; ipset list KUBE-CLUSTER-IP | grep -A9 Members"))
 		sh(t, "ipvsadm -C && ipset flush KUBE-CLUSTER-IP")
 		tracker.AllChanged()
 		if err := s.Sync(); err != nil {
 			t.Fatal(err)
 		}
-		if got := sh(t, "ipvsadm -Ln; ipset list KUBE-CLUSTER-IP | grep -A9 Members"); got != want {
+		if got := normIPVS(sh(t, "ipvsadm -Ln; ipset list KUBE-CLUSTER-IP | grep -A9 Members")); got != want {
 			t.Errorf("not repaired:\n%s\nwant\n%s", got, want)
 		}
 		if name, err := ask(t, "10.96.0.10:80"); err != nil || name != "pod1" {
