@@ -6,6 +6,7 @@ import (
 	"net/netip"
 	"os"
 	"os/signal"
+	"runtime"
 	"syscall"
 	"time"
 
@@ -61,11 +62,27 @@ func runDaemon(args []string) error {
 	if err != nil {
 		return err
 	}
+	report := linux.Preflight{}.Check([]string{o.scheduler})
+	if !report.OK() {
+		log.Warn(report.String())
+	}
 	k, ipvsHandle, err := linux.New(10*time.Second, allChains())
+	if err == nil {
+		_, err = k.IPVS.ListVirtualServers()
+	}
 	if err != nil {
-		return fmt.Errorf("IPVS is not usable on this node: %w", err)
+		// The only fatal preflight failure: without IPVS there is nothing to do.
+		return fmt.Errorf("IPVS is not usable on this node: %w (%s)", err, report)
 	}
 	defer ipvsHandle.Close()
+	changes, err := linux.HostSysctls.Apply(linux.SysctlConfig{StrictARP: o.strictARP,
+		ConntrackMaxPerCore: int(o.conntrackPerCore), ConntrackMin: int(o.conntrackMin), CPUs: runtime.NumCPU()})
+	for _, c := range changes {
+		log.Info("Sysctl changed", zap.String("key", c.Key), zap.Int("old", c.Old), zap.Int("new", c.New))
+	}
+	if err != nil {
+		return err
+	}
 	if err := ipvsHandle.SetTimeouts(o.tcpTimeout, o.tcpFinTimeout, o.udpTimeout); err != nil {
 		log.Warn("Cannot set IPVS timeouts", zap.Error(err))
 	}

@@ -133,3 +133,27 @@ func must(t *testing.T, err error) {
 		t.Fatal(err)
 	}
 }
+
+// TestSysctlsAndPreflightReal: on the VM kernel every module is found, the sysctls take,
+// and conn_reuse_mode is left alone on 6.x (kubernetes#93297).
+func TestSysctlsAndPreflightReal(t *testing.T) {
+	requireIPVS(t)
+	r := Preflight{}.Check([]string{"rr", "lc", "sh", "sed", "mh"})
+	if len(r.MissingModules) != 0 {
+		t.Errorf("preflight: %s", r)
+	}
+	reuse, err := HostSysctls.Get("net/ipv4/vs/conn_reuse_mode")
+	must(t, err)
+	_, err = HostSysctls.Apply(SysctlConfig{StrictARP: true, ConntrackMaxPerCore: 32768, ConntrackMin: 131072, CPUs: 2})
+	must(t, err)
+	for key, want := range map[string]int{"net/ipv4/vs/conntrack": 1, "net/ipv4/vs/expire_nodest_conn": 1,
+		"net/ipv4/vs/expire_quiescent_template": 1, "net/ipv4/ip_forward": 1, "net/ipv4/conf/all/arp_ignore": 1,
+		"net/ipv4/conf/all/arp_announce": 2, "net/ipv4/vs/conn_reuse_mode": reuse} {
+		if got, err := HostSysctls.Get(key); err != nil || got != want {
+			t.Errorf("%s = %d (%v), want %d", key, got, err, want)
+		}
+	}
+	if got, _ := HostSysctls.Get("net/netfilter/nf_conntrack_max"); got < 131072 {
+		t.Errorf("nf_conntrack_max %d, want >= 131072", got)
+	}
+}

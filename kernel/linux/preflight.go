@@ -1,0 +1,133 @@
+package linux
+
+import (
+	"bufio"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+)
+
+// Preflight checks what the daemon needs from the node before it programs anything.
+type Preflight struct {
+	// Root is the filesystem root (normally "/"); tests use a folder.
+	Root string
+	// Modprobe loads a module; nil means exec `modprobe`. Tests stub it.
+	Modprobe func(name string) error
+}
+
+// PreflightReport lists what is missing and the fixes, for one clear message.
+type PreflightReport struct {
+	MissingModules []string
+	Problems       []string
+	Fixes          []string
+}
+
+// OK reports whether nothing is missing.
+func (r PreflightReport) OK() bool { return len(r.MissingModules) == 0 && len(r.Problems) == 0 }
+
+// String is the one message an operator reads.
+func (r PreflightReport) String() string {
+	if r.OK() {
+		return "preflight: all kernel modules and settings present"
+	}
+	var b strings.Builder
+	b.WriteString("preflight: ")
+	var what []string
+	if len(r.MissingModules) > 0 {
+		what = append(what, "missing kernel modules "+strings.Join(r.MissingModules, ", "))
+	}
+	what = append(what, r.Problems...)
+	b.WriteString(strings.Join(what, "; "))
+	b.WriteString(". Fix: " + strings.Join(r.Fixes, "; "))
+	return b.String()
+}
+
+// Check looks for the modules IPVS proxying uses (loaded, built in, or loadable — in
+// which case it loads them), and for ip_forward and bridge-nf-call-iptables.
+func (p Preflight) Check(schedulers []string) PreflightReport {
+	root := p.Root
+	if root == "" {
+		root = "/"
+	}
+	modprobe := p.Modprobe
+	if modprobe == nil {
+		modprobe = func(name string) error { return exec.Command("modprobe", name).Run() }
+	}
+	release := strings.TrimSpace(readFile(filepath.Join(root, "proc/sys/kernel/osrelease")))
+	loaded := lines(filepath.Join(root, "proc/modules"), func(l string) string { return strings.Fields(l + " ")[0] })
+	builtin := lines(filepath.Join(root, "lib/modules", release, "modules.builtin"), moduleName)
+	available := lines(filepath.Join(root, "lib/modules", release, "modules.dep"), func(l string) string { return moduleName(strings.SplitN(l, ":", 2)[0]) })
+
+	mods := []string{"ip_vs"}
+	for _, s := range schedulers {
+		mods = append(mods, "ip_vs_"+s)
+	}
+	mods = append(mods, "nf_conntrack", "ip_set", "xt_set")
+	var r PreflightReport
+	for _, m := range mods {
+		if slices.Contains(loaded, m) || slices.Contains(builtin, m) {
+			continue
+		}
+		if _, err := os.Stat(filepath.Join(root, "sys/module", m)); err == nil {
+			continue
+		}
+		if slices.Contains(available, m) && modprobe(m) == nil {
+			continue
+		}
+		r.MissingModules = append(r.MissingModules, m)
+	}
+	if len(r.MissingModules) > 0 {
+		r.Fixes = append(r.Fixes, "modprobe -a "+strings.Join(r.MissingModules, " "),
+			"list them in /etc/modules-load.d/ipvs-proxier.conf so they load at boot")
+	}
+	if v := strings.TrimSpace(readFile(filepath.Join(root, "proc/sys/net/ipv4/ip_forward"))); v != "1" {
+		r.Problems = append(r.Problems, "net.ipv4.ip_forward is "+orUnknown(v)+" (ipvs-proxier sets it to 1)")
+		r.Fixes = append(r.Fixes, "net.ipv4.ip_forward=1 in /etc/sysctl.d/90-ipvs-proxier.conf")
+	}
+	if v := strings.TrimSpace(readFile(filepath.Join(root, "proc/sys/net/bridge/bridge-nf-call-iptables"))); v != "1" {
+		r.Problems = append(r.Problems, "net.bridge.bridge-nf-call-iptables is "+orUnknown(v)+" (bridged pod traffic bypasses iptables)")
+		r.Fixes = append(r.Fixes, "modprobe br_netfilter and net.bridge.bridge-nf-call-iptables=1 in /etc/sysctl.d/90-ipvs-proxier.conf")
+	}
+	return r
+}
+
+func orUnknown(v string) string {
+	if v == "" {
+		return "unset"
+	}
+	return v
+}
+
+func readFile(p string) string {
+	b, _ := os.ReadFile(p)
+	return string(b)
+}
+
+// moduleName turns "kernel/net/netfilter/ipvs/ip_vs_rr.ko.xz" into "ip_vs_rr".
+func moduleName(path string) string {
+	base := filepath.Base(strings.TrimSpace(path))
+	base, _, _ = strings.Cut(base, ".ko")
+	return strings.ReplaceAll(base, "-", "_")
+}
+
+func lines(path string, key func(string) string) []string {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil
+	}
+	defer f.Close()
+	var out []string
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		if l := strings.TrimSpace(sc.Text()); l != "" {
+			out = append(out, key(l))
+		}
+	}
+	return out
+}
+
+// Describe formats a change for the log.
+func (c SysctlChange) String() string { return fmt.Sprintf("%s: %d -> %d", c.Key, c.Old, c.New) }

@@ -1,0 +1,61 @@
+package linux
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+)
+
+func writeFiles(t *testing.T, root string, files map[string]string) {
+	t.Helper()
+	for p, c := range files {
+		full := filepath.Join(root, p)
+		if err := os.MkdirAll(filepath.Dir(full), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(full, []byte(c), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// TestPreflight: loaded, built-in and loadable modules pass (loadable ones are loaded);
+// missing ones and wrong settings give one message with the exact fixes.
+func TestPreflight(t *testing.T) {
+	root := t.TempDir()
+	writeFiles(t, root, map[string]string{
+		"proc/sys/kernel/osrelease":                  "6.1.0-57-amd64\n",
+		"proc/modules":                               "ip_vs 1 0 - Live 0x0\nnf_conntrack 1 0 - Live 0x0\n",
+		"lib/modules/6.1.0-57-amd64/modules.builtin": "kernel/net/netfilter/ipset/ip_set.ko\n",
+		"lib/modules/6.1.0-57-amd64/modules.dep":     "kernel/net/netfilter/ipvs/ip_vs_rr.ko.xz: kernel/net/netfilter/ipvs/ip_vs.ko.xz\nkernel/net/netfilter/xt_set.ko.xz:\n",
+		"proc/sys/net/ipv4/ip_forward":               "0\n",
+	})
+	var loadedByUs []string
+	p := Preflight{Root: root, Modprobe: func(m string) error {
+		if m == "xt_set" {
+			return errors.New("modprobe failed")
+		}
+		loadedByUs = append(loadedByUs, m)
+		return nil
+	}}
+	r := p.Check([]string{"rr", "sed"})
+	if !reflect.DeepEqual(loadedByUs, []string{"ip_vs_rr"}) {
+		t.Errorf("modprobe called for %v", loadedByUs)
+	}
+	if !reflect.DeepEqual(r.MissingModules, []string{"ip_vs_sed", "xt_set"}) {
+		t.Errorf("missing %v", r.MissingModules)
+	}
+	msg := r.String()
+	for _, want := range []string{"modprobe -a ip_vs_sed xt_set", "/etc/modules-load.d/ipvs-proxier.conf",
+		"net.ipv4.ip_forward is 0", "bridge-nf-call-iptables is unset", "net.bridge.bridge-nf-call-iptables=1"} {
+		if !strings.Contains(msg, want) {
+			t.Errorf("message lacks %q:\n%s", want, msg)
+		}
+	}
+	if strings.Count(msg, "\n") != 0 {
+		t.Errorf("want one line, got:\n%s", msg)
+	}
+}
