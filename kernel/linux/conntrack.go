@@ -40,10 +40,19 @@ func (Conntrack) Stats() (kernel.ConntrackStats, error) {
 	return out, nil
 }
 
-// ClearUDP implements kernel.Conntrack. The matching is done by vishvananda/netlink on a
-// dump of the family's table; see kernel/README.md for why this is still to be replaced
-// by kernel-side filtering (kubernetes#129982).
-func (Conntrack) ClearUDP(vip, endpoint netip.AddrPort) error {
+// ClearUDP implements kernel.Conntrack. On Linux 5.8+ the kernel filters the dump
+// (clearUDPFiltered), so the table never crosses into user space. Older kernels ignore
+// CTA_FILTER; there vishvananda/netlink's filtered delete is used, which dumps the
+// family's table (kubernetes#129982) — the price of running on such a kernel.
+func (c Conntrack) ClearUDP(vip, endpoint netip.AddrPort) error {
+	if major, minor, err := HostSysctls.KernelVersion(); err == nil && (major > 5 || major == 5 && minor >= 8) {
+		_, _, err := clearUDPFiltered(vip, endpoint)
+		return wrapErr("clear UDP flows to "+vip.String(), err)
+	}
+	return clearUDPByDump(vip, endpoint)
+}
+
+func clearUDPByDump(vip, endpoint netip.AddrPort) error {
 	f := &netlink.ConntrackFilter{}
 	fam := netlink.InetFamily(unix.AF_INET)
 	if vip.Addr().Is6() {

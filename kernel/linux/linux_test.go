@@ -184,6 +184,16 @@ func TestConntrackReal(t *testing.T) {
 	if got := flows(); !slices.Equal(got, []string{"10.96.0.11:53>10.244.0.5:53"}) {
 		t.Errorf("after frontend clear: %v", got)
 	}
+	// The kernel filters: with 500 unrelated flows, only the 2 matching ones reach us.
+	for i := range 500 {
+		mk(netip.AddrPortFrom(netip.AddrFrom4([4]byte{10, 1, byte(i >> 8), byte(i)}), 2000), ap("10.96.0.99:53"), ap("10.244.0.9:53"))
+	}
+	mk(ap("10.0.0.2:1000"), ap("10.96.0.10:53"), ap("10.244.0.5:53"))
+	mk(ap("10.0.0.3:1000"), ap("10.96.0.10:53"), ap("10.244.0.5:53"))
+	received, deleted, err := clearUDPFiltered(ap("10.96.0.10:53"), ap("10.244.0.5:53"))
+	if err != nil || received != 2 || deleted != 2 {
+		t.Errorf("filtered clear: received %d deleted %d (%v), want 2 and 2", received, deleted, err)
+	}
 }
 
 // TestIptablesReal: our rules restore, jumps are not duplicated, other chains survive,
