@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/netip"
 	"os"
@@ -16,6 +17,8 @@ import (
 
 	"github.com/vishvananda/netns"
 	v1 "k8s.io/api/core/v1"
+	discovery "k8s.io/api/discovery/v1"
+	"k8s.io/utils/ptr"
 
 	"github.com/ipvs-proxier/ipvs-proxier/kernel/linux"
 	"github.com/ipvs-proxier/ipvs-proxier/proxier"
@@ -42,9 +45,9 @@ func sh(t *testing.T, cmd string) string {
 	return string(out)
 }
 
-// makePod makes a network namespace with a veth to the host (proxy ARP on the host side,
-// so the pod's on-link default route reaches everything the host routes), address
-// ip/32, and starts
+// makePod makes a network namespace with a veth to the host, address ip/32 and a default
+// route via 169.254.1.1 on the host side (as Calico does; it works with strict ARP,
+// which an earlier test in the VM turns on), and starts
 // this test binary in it as a server answering "<name> <client addr>" on TCP port 80.
 func makePod(t *testing.T, name, ip string) {
 	t.Helper()
@@ -52,8 +55,8 @@ func makePod(t *testing.T, name, ip string) {
 ip link set h-%[1]s up && ip route add %[2]s/32 dev h-%[1]s &&
 ip netns exec %[1]s ip link set lo up && ip netns exec %[1]s ip link set eth0 up &&
 ip netns exec %[1]s ip addr add %[2]s/32 dev eth0 &&
-ip netns exec %[1]s ip route add default dev eth0 &&
-echo 1 > /proc/sys/net/ipv4/conf/h-%[1]s/proxy_arp`, name, ip))
+ip addr add 169.254.1.1/32 dev h-%[1]s &&
+ip netns exec %[1]s ip route add 169.254.1.1 dev eth0 && ip netns exec %[1]s ip route add default via 169.254.1.1`, name, ip))
 	cmd := exec.Command("/usr/sbin/ip", "netns", "exec", name, os.Args[0], "-test.run", "^TestServeHelper$")
 	cmd.Env = append(os.Environ(), "SERVE_AS="+name)
 	if err := cmd.Start(); err != nil {
@@ -62,11 +65,29 @@ echo 1 > /proc/sys/net/ipv4/conf/h-%[1]s/proxy_arp`, name, ip))
 	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
 }
 
-// TestServeHelper is not a test: it is the pods' server, started by makePod.
+// TestServeHelper is not a test: it is the pods' server, started by makePod. It answers
+// "<name> <client addr>" on TCP and UDP port 80 and 53; a TCP connection stays open until
+// the client closes it, so tests can hold connections (lc, sed, graceful termination).
 func TestServeHelper(t *testing.T) {
 	name := os.Getenv("SERVE_AS")
 	if name == "" {
 		t.Skip("helper process only")
+	}
+	for _, port := range []string{":53"} {
+		pc, err := net.ListenPacket("udp", port)
+		if err != nil {
+			t.Fatal(err)
+		}
+		go func() {
+			buf := make([]byte, 1500)
+			for {
+				_, from, err := pc.ReadFrom(buf)
+				if err != nil {
+					return
+				}
+				_, _ = pc.WriteTo([]byte(name+" "+from.String()+"\n"), from)
+			}
+		}()
 	}
 	l, err := net.Listen("tcp", ":80")
 	if err != nil {
@@ -77,8 +98,11 @@ func TestServeHelper(t *testing.T) {
 		if err != nil {
 			return
 		}
-		fmt.Fprintf(c, "%s %s\n", name, c.RemoteAddr())
-		c.Close()
+		go func() {
+			defer c.Close()
+			fmt.Fprintf(c, "%s %s\n", name, c.RemoteAddr())
+			_, _ = io.Copy(io.Discard, c)
+		}()
 	}
 }
 
@@ -109,9 +133,18 @@ func ask(t *testing.T, target string) (string, error) { return askFrom(t, "", ta
 
 // askFrom is ask with a chosen client source address ("" for the default).
 func askFrom(t *testing.T, source, target string) (string, error) {
+	f, err := askIn(t, "client", source, target)
+	if len(f) > 0 {
+		return f[0], err
+	}
+	return "", err
+}
+
+// askIn connects from a netns and returns the answer's words: pod name, client address.
+func askIn(t *testing.T, ns, source, target string) ([]string, error) {
 	var answer string
 	var err error
-	inNetns(t, "client", func() {
+	inNetns(t, ns, func() {
 		d := net.Dialer{Timeout: 3 * time.Second}
 		if source != "" {
 			d.LocalAddr = &net.TCPAddr{IP: net.ParseIP(source)}
@@ -125,22 +158,77 @@ func askFrom(t *testing.T, source, target string) (string, error) {
 		_ = c.SetDeadline(time.Now().Add(3 * time.Second))
 		answer, err = bufio.NewReader(c).ReadString('\n')
 	})
+	return strings.Fields(answer), err
+}
+
+// hold opens a connection from the client netns, reads the answer and keeps it open.
+func hold(t *testing.T, target string) (string, net.Conn) {
+	t.Helper()
+	var c net.Conn
+	var answer string
+	inNetns(t, "client", func() {
+		var err error
+		if c, err = net.DialTimeout("tcp", target, 3*time.Second); err != nil {
+			t.Fatal(err)
+		}
+		if answer, err = bufio.NewReader(c).ReadString('\n'); err != nil {
+			t.Fatal(err)
+		}
+	})
+	t.Cleanup(func() { c.Close() })
+	return strings.Fields(answer)[0], c
+}
+
+// askUDP sends one datagram from the client netns, from a fixed source port, and
+// returns the answering pod, or the error (a timeout means the packet was lost).
+func askUDP(t *testing.T, target string, srcPort int) (string, error) {
+	var answer string
+	var err error
+	inNetns(t, "client", func() {
+		var c *net.UDPConn
+		c, err = net.DialUDP("udp", &net.UDPAddr{Port: srcPort}, net.UDPAddrFromAddrPort(netip.MustParseAddrPort(target)))
+		if err != nil {
+			return
+		}
+		defer c.Close()
+		_ = c.SetDeadline(time.Now().Add(2 * time.Second))
+		if _, err = c.Write([]byte("q")); err != nil {
+			return
+		}
+		buf := make([]byte, 200)
+		var n int
+		n, err = c.Read(buf)
+		answer = string(buf[:n])
+	})
 	if f := strings.Fields(answer); len(f) > 0 {
 		return f[0], err
 	}
 	return "", err
 }
 
-// normIPVS drops the connection counters of `ipvsadm -Ln` real-server lines, which
-// traffic changes and `plan` cannot know.
-func normIPVS(s string) string {
-	lines := strings.Split(s, "\n")
-	for i, l := range lines {
-		if f := strings.Fields(l); strings.HasPrefix(l, "  ->") && len(f) == 6 && f[1] != "RemoteAddress:Port" {
-			lines[i] = strings.Join(f[:4], " ")
-		}
+// localSlice is slice with every endpoint on this node ("vm").
+func localSlice(ns, svcName, name string, port int32, proto v1.Protocol, ips ...string) *discovery.EndpointSlice {
+	s := slice(ns, svcName, name, port, proto, ips...)
+	for i := range s.Endpoints {
+		s.Endpoints[i].NodeName = ptr.To("vm")
 	}
-	return strings.Join(lines, "\n")
+	return s
+}
+
+// normIPVS drops what `plan` cannot know from `ipvsadm -Ln`: connection counters, and
+// real servers draining at weight 0 (no longer desired, still in the kernel).
+func normIPVS(s string) string {
+	var out []string
+	for _, l := range strings.Split(s, "\n") {
+		if f := strings.Fields(l); strings.HasPrefix(l, "  ->") && len(f) == 6 && f[1] != "RemoteAddress:Port" {
+			if f[3] == "0" {
+				continue
+			}
+			l = strings.Join(f[:4], " ")
+		}
+		out = append(out, l)
+	}
+	return strings.Join(out, "\n")
 }
 
 // TestRealPackets: the syncer programs a real kernel and traffic from a client netns
@@ -167,7 +255,9 @@ ip netns exec client ip addr add 10.0.5.4/24 dev eth0 && ip netns exec client ip
 	defer x.Close()
 	src := NewStaticSource()
 	tracker := NewTracker(nil)
-	s := NewSyncer(Options{Config: proxier.Config{NodeName: "vm", NodeIPs: []netip.Addr{netip.MustParseAddr("10.0.5.1")}}}, k, src, tracker)
+	opts := Options{Config: proxier.Config{NodeName: "vm", NodeIPs: []netip.Addr{netip.MustParseAddr("10.0.5.1")},
+		ClusterCIDRs: []netip.Prefix{netip.MustParsePrefix("10.244.0.0/16")}}, GracefulTimeout: time.Hour}
+	s := NewSyncer(opts, k, src, tracker)
 	web := svc("default", "web", "10.96.0.10", 80, v1.ProtocolTCP)
 	src.SetService(web)
 	src.SetSlice(slice("default", "web", "web-1", 80, v1.ProtocolTCP, "10.244.0.11", "10.244.0.12"))
@@ -294,6 +384,101 @@ ip netns exec client ip addr add 10.0.5.4/24 dev eth0 && ip netns exec client ip
 			t.Errorf("scaled to zero: %v, want refused", err)
 		}
 	})
+	update := func(t *testing.T, name string, sv *v1.Service, sl *discovery.EndpointSlice) {
+		t.Helper()
+		if sv != nil {
+			src.SetService(sv)
+		}
+		if sl != nil {
+			src.SetSlice(sl)
+		}
+		tracker.ServiceChanged(proxier.ServiceKey{Namespace: "default", Name: name})
+		if err := s.Sync(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	tcp, udp := v1.ProtocolTCP, v1.ProtocolUDP
+	t.Run("lc and sed prefer the idle backend", func(t *testing.T) {
+		for i, sched := range []string{"lc", "sed"} {
+			name, ip := "idle-"+sched, fmt.Sprintf("10.96.0.%d", 30+i)
+			sv := svc("default", name, ip, 80, tcp)
+			sv.Annotations = map[string]string{proxier.AnnotationScheduler: sched}
+			update(t, name, sv, slice("default", name, name+"-1", 80, tcp, "10.244.0.11", "10.244.0.12"))
+			busy, _ := hold(t, ip+":80")
+			for range 3 {
+				got, err := ask(t, ip+":80")
+				if err != nil {
+					t.Fatal(err)
+				}
+				if got == busy {
+					t.Errorf("%s: a new connection went to %s, which holds an open one", sched, busy)
+				}
+			}
+		}
+	})
+	t.Run("a pod reaches itself through its own service (hairpin)", func(t *testing.T) {
+		update(t, "hairpin", svc("default", "hairpin", "10.96.0.40", 80, tcp), localSlice("default", "hairpin", "hairpin-1", 80, tcp, "10.244.0.11"))
+		f, err := askIn(t, "pod1", "", "10.96.0.40:80")
+		if err != nil || len(f) < 2 || f[0] != "pod1" {
+			t.Fatalf("hairpin: %v %v", f, err)
+		}
+	})
+	nodePort := func(name, ip string, port int32, local bool) *v1.Service {
+		sv := svc("default", name, ip, 80, tcp)
+		sv.Spec.Type, sv.Spec.Ports[0].NodePort = v1.ServiceTypeNodePort, port
+		if local {
+			sv.Spec.ExternalTrafficPolicy = v1.ServiceExternalTrafficPolicyLocal
+		}
+		return sv
+	}
+	t.Run("NodePort from an external netns is SNATed; with ETP=Local the client IP is kept", func(t *testing.T) {
+		update(t, "np-cluster", nodePort("np-cluster", "10.96.0.50", 30080, false), localSlice("default", "np-cluster", "np-cluster-1", 80, tcp, "10.244.0.11"))
+		f, err := askIn(t, "client", "", "10.0.5.1:30080")
+		if err != nil || len(f) < 2 || f[0] != "pod1" || strings.HasPrefix(f[1], "10.0.5.2:") {
+			t.Errorf("ETP=Cluster NodePort: %v %v (want pod1, source not 10.0.5.2)", f, err)
+		}
+		update(t, "np-local", nodePort("np-local", "10.96.0.51", 30081, true), localSlice("default", "np-local", "np-local-1", 80, tcp, "10.244.0.12"))
+		f, err = askIn(t, "client", "", "10.0.5.1:30081")
+		if err != nil || len(f) < 2 || f[0] != "pod2" || !strings.HasPrefix(f[1], "10.0.5.2:") {
+			t.Errorf("ETP=Local NodePort: %v %v (want pod2 seeing 10.0.5.2)", f, err)
+		}
+	})
+	t.Run("ETP=Local without a local endpoint drops outside traffic and serves pods", func(t *testing.T) {
+		update(t, "np-remote", nodePort("np-remote", "10.96.0.52", 30082, true), slice("default", "np-remote", "np-remote-1", 80, tcp, "10.244.0.12"))
+		if f, err := askIn(t, "client", "", "10.0.5.1:30082"); err == nil {
+			t.Errorf("outside client reached a remote endpoint through an ETP=Local NodePort: %v", f)
+		}
+		if f, err := askIn(t, "pod1", "", "10.0.5.1:30082"); err != nil || len(f) == 0 || f[0] != "pod2" {
+			t.Errorf("in-cluster client: %v %v (want pod2)", f, err)
+		}
+	})
+	t.Run("UDP endpoint replacement does not blackhole", func(t *testing.T) {
+		update(t, "dns", svc("default", "dns", "10.96.0.53", 53, udp), slice("default", "dns", "dns-1", 53, udp, "10.244.0.11"))
+		for range 2 {
+			if got, err := askUDP(t, "10.96.0.53:53", 5353); err != nil || got != "pod1" {
+				t.Fatalf("before: %q %v", got, err)
+			}
+		}
+		update(t, "dns", nil, slice("default", "dns", "dns-1", 53, udp, "10.244.0.12"))
+		if got, err := askUDP(t, "10.96.0.53:53", 5353); err != nil || got != "pod2" {
+			t.Errorf("first datagram after the replacement: %q %v (want pod2)", got, err)
+		}
+	})
+	t.Run("graceful termination keeps an open connection, new ones go elsewhere", func(t *testing.T) {
+		update(t, "gt", svc("default", "gt", "10.96.0.60", 80, tcp), slice("default", "gt", "gt-1", 80, tcp, "10.244.0.11"))
+		busy, c := hold(t, "10.96.0.60:80")
+		update(t, "gt", nil, slice("default", "gt", "gt-1", 80, tcp, "10.244.0.12"))
+		if out := sh(t, "ipvsadm -Ln -t 10.96.0.60:80"); !strings.Contains(out, "-> 10.244.0.11:80               Masq    0      1") {
+			t.Errorf("draining server not at weight 0 with its connection:\n%s", out)
+		}
+		if got, err := ask(t, "10.96.0.60:80"); err != nil || got == busy {
+			t.Errorf("new connection: %q %v, want the other pod", got, err)
+		}
+		_ = c.SetReadDeadline(time.Now().Add(300 * time.Millisecond))
+		if _, err := c.Read(make([]byte, 1)); !os.IsTimeout(err) {
+			t.Errorf("held connection broken after its endpoint left: %v", err)
+		}
+	})
 	t.Run("plan equals the kernel", func(t *testing.T) {
 		cfg := s.Config()
 		plan := normIPVS(s.Desired().Plan(&cfg))
@@ -304,7 +489,7 @@ ip netns exec client ip addr add 10.0.5.4/24 dev eth0 && ip netns exec client ip
 	})
 	t.Run("restart adopts without changes", func(t *testing.T) {
 		before := sh(t, "ipvsadm -Ln; ip addr show kube-ipvs0; ipset save")
-		s2 := NewSyncer(Options{Config: proxier.Config{NodeName: "vm", NodeIPs: []netip.Addr{netip.MustParseAddr("10.0.5.1")}}}, k, src, NewTracker(nil))
+		s2 := NewSyncer(opts, k, src, NewTracker(nil))
 		if err := s2.Sync(); err != nil {
 			t.Fatal(err)
 		}
