@@ -50,6 +50,9 @@ func (Addresses) ListAddresses(dev string) ([]netip.Addr, error) {
 		return nil, err
 	}
 	addrs, err := netlink.AddrList(l, netlink.FAMILY_ALL)
+	for try := 0; try < 5 && interrupted(err); try++ {
+		addrs, err = netlink.AddrList(l, netlink.FAMILY_ALL)
+	}
 	if err != nil {
 		return nil, wrapErr("list addresses of "+dev, err)
 	}
@@ -90,6 +93,9 @@ func (Addresses) UnbindAddress(dev string, a netip.Addr) error {
 // without loopback and link-local ones: the node IPs NodePorts listen on by default.
 func LocalAddresses(skip string) ([]netip.Addr, error) {
 	links, err := netlink.LinkList()
+	for try := 0; try < 5 && interrupted(err); try++ {
+		links, err = netlink.LinkList()
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -99,6 +105,9 @@ func LocalAddresses(skip string) ([]netip.Addr, error) {
 			continue
 		}
 		addrs, err := netlink.AddrList(l, netlink.FAMILY_ALL)
+		for try := 0; try < 5 && interrupted(err); try++ {
+			addrs, err = netlink.AddrList(l, netlink.FAMILY_ALL)
+		}
 		if err != nil {
 			return nil, err
 		}

@@ -54,6 +54,12 @@ func (IPSets) EnsureSet(s kernel.Set) error {
 	return nil
 }
 
+// interrupted reports a netlink dump that a concurrent change cut short; its result
+// may be inconsistent and the dump must be redone.
+func interrupted(err error) bool {
+	return errors.Is(err, netlink.ErrDumpInterrupted) || isErrno(err, syscall.EINTR)
+}
+
 // isExist reports IPSET_ERR_EXIST: on create and add, "already exists"; on del, "not
 // in the set". vishvananda/netlink returns it as nl.IPSetError.
 func isExist(err error) bool {
@@ -89,7 +95,7 @@ func (IPSets) ListEntries(name string) ([]kernel.SetEntry, error) {
 	var res *netlink.IPSetResult
 	var err error
 	for try := 0; try < 5; try++ { // a dump interrupted by a concurrent change is retried
-		if res, err = netlink.IpsetList(name); err == nil || !isErrno(err, syscall.EINTR) {
+		if res, err = netlink.IpsetList(name); err == nil || !interrupted(err) {
 			break
 		}
 	}

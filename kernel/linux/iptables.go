@@ -34,10 +34,16 @@ func NewIptables(chains []string) *Iptables {
 // Mode returns "nft" or "legacy".
 func (t *Iptables) Mode() string { return t.mode }
 
-// DetectIptablesMode picks the flavour with more rules installed, as kube-proxy's
-// iptables-wrapper does: a node whose kubelet writes legacy rules must get legacy rules
-// from us too. With no rules in either, nft wins.
+// DetectIptablesMode picks the flavour the node uses, as kube-proxy's iptables-wrapper
+// does: the one where kubelet made its KUBE-IPTABLES-HINT (or KUBE-KUBELET-CANARY) chain
+// in the mangle table; failing that, the one with more rules. With neither, nft.
 func DetectIptablesMode() string {
+	for _, mode := range []string{"nft", "legacy"} {
+		out, err := exec.Command("iptables-"+mode+"-save", "-t", "mangle").Output()
+		if err == nil && (bytes.Contains(out, []byte(":KUBE-IPTABLES-HINT")) || bytes.Contains(out, []byte(":KUBE-KUBELET-CANARY"))) {
+			return mode
+		}
+	}
 	count := func(mode string) int {
 		out, err := exec.Command("iptables-" + mode + "-save").Output()
 		if err != nil {

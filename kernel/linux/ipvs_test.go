@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/moby/ipvs"
+
 	"github.com/ipvs-proxier/ipvs-proxier/kernel"
 )
 
@@ -155,5 +157,23 @@ func TestSysctlsAndPreflightReal(t *testing.T) {
 	}
 	if got, _ := HostSysctls.Get("net/netfilter/nf_conntrack_max"); got < 131072 {
 		t.Errorf("nf_conntrack_max %d, want >= 131072", got)
+	}
+}
+
+// TestIPVSDeadline: a call that never returns (moby/ipvs spins on EAGAIN when a reply is
+// lost) times out, and the next call works on a new handle.
+func TestIPVSDeadline(t *testing.T) {
+	requireIPVS(t)
+	x, err := NewIPVS(200 * time.Millisecond)
+	must(t, err)
+	defer x.Close()
+	block := make(chan struct{})
+	defer close(block)
+	err = x.do("stuck call", func(*ipvs.Handle) error { <-block; return nil })
+	if !errors.Is(err, ErrTimeout) {
+		t.Fatalf("err %v, want ErrTimeout", err)
+	}
+	if _, err := x.ListVirtualServers(); err != nil {
+		t.Errorf("after a timeout: %v", err)
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"net/netip"
 	"os"
+	"os/exec"
 	"slices"
 	"strings"
 	"testing"
@@ -71,6 +72,15 @@ func TestIPSetsReal(t *testing.T) {
 		}
 		if !slices.Contains(got, c.e) {
 			t.Errorf("list %s = %v, lacks %s", c.set, got, c.e)
+		}
+	}
+	// The kernel's own tool reads what we wrote (in the VM; the host has no ipset binary).
+	if _, err := exec.LookPath("ipset"); err == nil {
+		for set, want := range map[string]string{"KUBE-NODE-PORT-TCP": "30080", "KUBE-LOAD-BALANCER-SOURCE-CIDR": "1.2.3.4,tcp:80,10.0.0.0/8",
+			"KUBE-LOOP-BACK": "10.244.0.5,tcp:8080,10.244.0.5", "KUBE-NODE-PORT-SCTP-HASH": "192.168.1.1,sctp:30001"} {
+			if out, err := execOut("ipset", "list", set); err != nil || !strings.Contains(out, "\n"+want+"\n") {
+				t.Errorf("ipset list %s lacks %s: %v\n%s", set, want, err, out)
+			}
 		}
 	}
 	for _, c := range cases {
@@ -184,6 +194,11 @@ func TestConntrackReal(t *testing.T) {
 	if got := flows(); !slices.Equal(got, []string{"10.96.0.11:53>10.244.0.5:53"}) {
 		t.Errorf("after frontend clear: %v", got)
 	}
+	if _, err := exec.LookPath("conntrack"); err == nil {
+		if out, _ := execOut("conntrack", "-L", "-p", "udp"); strings.Contains(out, "dst=10.96.0.10") || !strings.Contains(out, "dst=10.96.0.11") {
+			t.Errorf("conntrack -L:\n%s", out)
+		}
+	}
 	// The kernel filters: with 500 unrelated flows, only the 2 matching ones reach us.
 	for i := range 500 {
 		mk(netip.AddrPortFrom(netip.AddrFrom4([4]byte{10, 1, byte(i >> 8), byte(i)}), 2000), ap("10.96.0.99:53"), ap("10.244.0.9:53"))
@@ -206,9 +221,13 @@ func TestIptablesReal(t *testing.T) {
 	}
 	ipt := NewIptables(chains)
 	cfg := proxier.Config{ClusterCIDRs: []netip.Prefix{netip.MustParsePrefix("10.244.0.0/16")}}.WithDefaults()
-	// The host kernel lacks xt_ipvs, so no KUBE-IPVS-OUT-FILTER rule here; the VM
-	// tests cover it.
-	rules := proxier.RenderRules(&cfg, kernel.IPv4, nil)
+	// The host kernel lacks xt_ipvs: the KUBE-IPVS-OUT-FILTER rule is checked in the VM.
+	var outFilters []proxier.OutFilter
+	inVM := os.Getenv("IPVS_PROXIER_TEST_IPVS") == "1"
+	if inVM {
+		outFilters = []proxier.OutFilter{{VSKey: kernel.VSKey{Protocol: kernel.TCP, Address: netip.MustParseAddr("1.2.3.4"), Port: 80}}}
+	}
+	rules := proxier.RenderRules(&cfg, kernel.IPv4, outFilters)
 	// The sets must exist for iptables to accept -m set rules.
 	for _, s := range proxier.Sets([]kernel.Family{kernel.IPv4}) {
 		if err := (IPSets{}).EnsureSet(s); err != nil {
@@ -235,6 +254,9 @@ func TestIptablesReal(t *testing.T) {
 			t.Errorf("saved rules lack %q:\n%s", want, first)
 		}
 	}
+	if inVM && !strings.Contains(first, "-A KUBE-IPVS-OUT-FILTER -s 1.2.3.4/32 -m ipvs --vproto 6 --vaddr 1.2.3.4 --vport 80 -j DROP") {
+		t.Errorf("saved rules lack the out-filter:\n%s", first)
+	}
 	if strings.Count(first, "-j KUBE-SERVICES") != 2 {
 		t.Errorf("jumps to KUBE-SERVICES: %d, want 2", strings.Count(first, "-j KUBE-SERVICES"))
 	}
@@ -247,5 +269,41 @@ func TestIptablesReal(t *testing.T) {
 	}
 	if out, err := execOut("iptables-"+ipt.Mode(), "-w", "-L", "OTHER"); err != nil {
 		t.Errorf("our restore removed another chain: %s %v", out, err)
+	}
+}
+
+// TestIptablesLegacyReal: a node whose kubelet uses iptables-legacy gets our rules there too.
+func TestIptablesLegacyReal(t *testing.T) {
+	requireNetns(t)
+	// kubelet marks the flavour it uses with this chain (our earlier tests left more
+	// rules in nft, so only the hint can pick legacy here).
+	if out, err := execOut("iptables-legacy", "-w", "-t", "mangle", "-N", "KUBE-IPTABLES-HINT"); err != nil {
+		t.Skipf("no iptables-legacy here: %v %s", err, out)
+	}
+	t.Cleanup(func() { // leave the machine to nft, which later tests use
+		for _, table := range []string{"filter", "nat", "mangle"} {
+			_, _ = execOut("iptables-legacy", "-w", "-t", table, "-F")
+			_, _ = execOut("iptables-legacy", "-w", "-t", table, "-X")
+		}
+	})
+	var chains []string
+	for _, cs := range proxier.RuleChains {
+		chains = append(chains, cs...)
+	}
+	for _, set := range proxier.Sets([]kernel.Family{kernel.IPv4}) {
+		if err := (IPSets{}).EnsureSet(set); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ipt := NewIptables(chains)
+	if ipt.Mode() != "legacy" {
+		t.Fatalf("mode %s with rules only in legacy", ipt.Mode())
+	}
+	cfg := proxier.Config{}.WithDefaults()
+	if err := ipt.Restore(kernel.IPv4, proxier.RenderRules(&cfg, kernel.IPv4, nil)); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := execOut("iptables-legacy-save", "-t", "nat"); err != nil || !strings.Contains(out, "-A KUBE-MARK-MASQ -j MARK") {
+		t.Errorf("legacy tables lack our rules: %v\n%s", err, out[:min(len(out), 3000)])
 	}
 }
