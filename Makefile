@@ -37,8 +37,16 @@ bench: ## Go benchmarks: one change and full syncs at 30,000 Services x 4 endpoi
 	$(GO) test ./sync -run '^$$' -bench EndpointChange30k -benchtime 2000x -benchmem
 	$(GO) test ./sync -run '^$$' -bench FullSync -benchtime 5x -benchmem
 
-demo: build ## Print what the daemon would program for examples/cluster.yaml
-	@echo "== ipvs-proxier plan -f examples/cluster.yaml (the apiserver + VM demo comes with the e2e harness)"
+e2e: ## End to end: real kube-apiserver + etcd, the daemon in a VM node as deploy/ runs it, real traffic
+	cd e2e && IPVS_PROXIER_E2E=1 $(GO) test -count=1 -v -timeout 60m ./...
+
+demo: ## The main job: local apiserver, a real-kernel VM node running the daemon, examples/demo.yaml; Ctrl-C to stop
+	cd e2e && $(GO) run ./demo
+
+demo-down: ## Stop a running `make demo`
+	@pid=$$(cat $${IPVS_PROXIER_CACHE:-$$HOME/.cache/ipvs-proxier}/demo.pid 2>/dev/null) && kill $$pid && echo "stopped demo (pid $$pid)" || echo "no demo running"
+
+plan-example: build ## Print what the daemon would program for examples/cluster.yaml
 	$(BIN) plan -f examples/cluster.yaml --hostname-override test-node --cluster-cidr 10.244.0.0/16
 
-.PHONY: help build test test-unit test-netns test-vm lint fuzz bench demo
+.PHONY: help build test test-unit test-netns test-vm e2e lint fuzz bench demo demo-down plan-example

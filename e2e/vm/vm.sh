@@ -5,6 +5,8 @@
 #   vm.sh deps              install what is missing (apt) and fetch the kernel into the cache
 #   vm.sh run PAYLOAD [MB]  boot with PAYLOAD/ copied to / (it must hold /scenario.sh);
 #                           prints the console and exits with the scenario's status
+#   vm.sh initrd OUT PAYLOAD  build the initramfs only (the e2e harness boots it itself)
+#   vm.sh kernel            print the kernel image path
 #
 # Cache: $IPVS_PROXIER_CACHE (default ~/.cache/ipvs-proxier/vm), outside the repo.
 set -euo pipefail
@@ -124,5 +126,7 @@ cmd=${1:-}; shift || true
 case "$cmd" in
   deps) deps ;;
   run) run "$@" ;;
-  *) echo "usage: vm.sh deps | run PAYLOAD [MB]" >&2; exit 2 ;;
+  initrd) deps; initrd "$@" ;;
+  kernel) deps >&2; echo "$CACHE/kroot/boot/vmlinuz-$(cat "$CACHE/kver")" ;;
+  *) echo "usage: vm.sh deps | run PAYLOAD [MB] | initrd OUT PAYLOAD | kernel" >&2; exit 2 ;;
 esac

@@ -1,0 +1,196 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"slices"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	discovery "k8s.io/api/discovery/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+
+	"github.com/ipvs-proxier/ipvs-proxier/e2e/harness"
+)
+
+// The suite shares one control plane and one node VM; each test uses its own Services.
+var (
+	cp   *harness.ControlPlane
+	node *harness.Node
+)
+
+func TestMain(m *testing.M) {
+	if os.Getenv("IPVS_PROXIER_E2E") != "1" {
+		fmt.Println("e2e: skipped (set IPVS_PROXIER_E2E=1, or run `make e2e`)")
+		os.Exit(m.Run())
+	}
+	os.Exit(run(m))
+}
+
+func run(m *testing.M) int {
+	ctx := context.Background()
+	bins, err := harness.BuildControlPlane()
+	if err != nil {
+		fmt.Println(err)
+		return 1
+	}
+	if cp, err = harness.StartControlPlane(bins); err != nil {
+		fmt.Println(err)
+		return 1
+	}
+	defer cp.Stop()
+	dep, err := cp.ApplyDeploy(ctx)
+	if err != nil {
+		fmt.Println(err)
+		return 1
+	}
+	if node, err = cp.StartNode(ctx, "node-1", dep); err != nil {
+		fmt.Println(err)
+		return 1
+	}
+	defer node.Stop()
+	for _, p := range [][2]string{{"pod1", "10.244.0.11"}, {"pod2", "10.244.0.12"}, {"pod3", "10.244.0.13"}} {
+		if err := node.AddPod(p[0], p[1]); err != nil {
+			fmt.Println(err)
+			return 1
+		}
+	}
+	if err := node.AddClient("client", "192.168.50.2", "192.168.50.1"); err != nil {
+		fmt.Println(err)
+		return 1
+	}
+	// The daemon is up once it programs the apiserver's own "kubernetes" Service.
+	if err := waitFor(2*time.Minute, func() bool { out, _ := node.MustExec("ipvsadm -Ln"); return strings.Contains(out, "10.96.0.1:443") }); err != nil {
+		out, _ := node.MustExec("tail -50 /tmp/daemon.log")
+		fmt.Println("daemon never synced:", out)
+		return 1
+	}
+	code := m.Run()
+	if code != 0 {
+		out, _ := node.MustExec("tail -80 /tmp/daemon.log")
+		fmt.Println("daemon log:\n" + out)
+	}
+	return code
+}
+
+func requireEnv(t *testing.T) {
+	t.Helper()
+	if cp == nil {
+		t.Skip("e2e environment not started")
+	}
+}
+
+func waitFor(d time.Duration, ok func() bool) error {
+	deadline := time.Now().Add(d)
+	for !ok() {
+		if time.Now().After(deadline) {
+			return fmt.Errorf("timed out after %v", d)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	return nil
+}
+
+type podEP struct{ ip, node string }
+
+func createService(t *testing.T, svc *v1.Service, port int32, proto v1.Protocol, eps ...podEP) *v1.Service {
+	t.Helper()
+	ctx := context.Background()
+	svc.Namespace = "default"
+	if len(svc.Spec.Ports) == 0 {
+		svc.Spec.Ports = []v1.ServicePort{{Name: "p", Port: port, Protocol: proto}}
+	}
+	got, err := cp.Admin.CoreV1().Services("default").Create(ctx, svc, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = cp.Admin.CoreV1().Services("default").Delete(context.Background(), svc.Name, metav1.DeleteOptions{})
+		_ = cp.Admin.DiscoveryV1().EndpointSlices("default").Delete(context.Background(), svc.Name+"-1", metav1.DeleteOptions{})
+	})
+	setEndpoints(t, svc.Name, port, proto, eps...)
+	return got
+}
+
+// setEndpoints writes the Service's one EndpointSlice (no controller-manager runs here).
+func setEndpoints(t *testing.T, svcName string, port int32, proto v1.Protocol, eps ...podEP) {
+	t.Helper()
+	sl := &discovery.EndpointSlice{ObjectMeta: metav1.ObjectMeta{Name: svcName + "-1", Namespace: "default",
+		Labels: map[string]string{discovery.LabelServiceName: svcName}},
+		AddressType: discovery.AddressTypeIPv4,
+		Ports:       []discovery.EndpointPort{{Name: ptr.To("p"), Port: ptr.To(port), Protocol: ptr.To(proto)}}}
+	for _, e := range eps {
+		sl.Endpoints = append(sl.Endpoints, discovery.Endpoint{Addresses: []string{e.ip}, NodeName: ptr.To(e.node),
+			Conditions: discovery.EndpointConditions{Ready: ptr.To(true)}})
+	}
+	ctx := context.Background()
+	cur, err := cp.Admin.DiscoveryV1().EndpointSlices("default").Get(ctx, sl.Name, metav1.GetOptions{})
+	if err == nil {
+		sl.ResourceVersion = cur.ResourceVersion
+		_, err = cp.Admin.DiscoveryV1().EndpointSlices("default").Update(ctx, sl, metav1.UpdateOptions{})
+	} else {
+		_, err = cp.Admin.DiscoveryV1().EndpointSlices("default").Create(ctx, sl, metav1.CreateOptions{})
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+func ipvsadm(t *testing.T) string {
+	t.Helper()
+	out, err := node.MustExec("ipvsadm -Ln")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// waitIPVS waits until `ipvsadm -Ln` satisfies ok.
+func waitIPVS(t *testing.T, what string, ok func(string) bool) {
+	t.Helper()
+	var last string
+	if err := waitFor(30*time.Second, func() bool { last = ipvsadm(t); return ok(last) }); err != nil {
+		t.Fatalf("%s: %v\n%s", what, err, last)
+	}
+}
+
+// answers asks n times and returns the distinct answering pods.
+func answers(t *testing.T, ns, proto, target string, n int) []string {
+	t.Helper()
+	seen := map[string]bool{}
+	for range n {
+		a, err := node.Ask(ns, proto, target)
+		if err != nil {
+			t.Fatalf("%s %s from %s: %v", proto, target, ns, err)
+		}
+		seen[strings.Fields(a)[0]] = true
+	}
+	var out []string
+	for k := range seen {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// TestClusterIP: TCP and UDP through a ClusterIP created via the apiserver.
+func TestClusterIP(t *testing.T) {
+	requireEnv(t)
+	for _, proto := range []v1.Protocol{v1.ProtocolTCP, v1.ProtocolUDP} {
+		t.Run(string(proto), func(t *testing.T) {
+			name := "web-" + strings.ToLower(string(proto))
+			svc := createService(t, &v1.Service{ObjectMeta: metav1.ObjectMeta{Name: name}}, 80, proto,
+				podEP{"10.244.0.11", "node-1"}, podEP{"10.244.0.12", "node-1"})
+			vip := svc.Spec.ClusterIP + ":80"
+			waitIPVS(t, "virtual server", func(s string) bool { return strings.Contains(s, vip) && strings.Contains(s, "10.244.0.12:80") })
+			if got := answers(t, "client", strings.ToLower(string(proto)), vip, 6); !slices.Equal(got, []string{"pod1", "pod2"}) {
+				t.Errorf("answers %v", got)
+			}
+		})
+	}
+}

@@ -1,0 +1,119 @@
+package harness
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"time"
+
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+)
+
+// APIServerGuestIP is where VMs reach the apiserver (a qemu guestfwd to loopback).
+const APIServerGuestIP = "10.0.2.100"
+
+const adminToken = "e2e-admin-token"
+
+// ControlPlane is etcd plus kube-apiserver on loopback.
+type ControlPlane struct {
+	Dir     string
+	Port    int
+	CACert  string
+	Admin   *kubernetes.Clientset
+	RESTCfg *rest.Config
+	procs   []*exec.Cmd
+}
+
+// StartControlPlane starts etcd and kube-apiserver on 127.0.0.1 and waits until ready.
+func StartControlPlane(bins Binaries) (*ControlPlane, error) {
+	dir, err := os.MkdirTemp("", "ipvs-proxier-e2e-")
+	if err != nil {
+		return nil, err
+	}
+	cp := &ControlPlane{Dir: dir}
+	cert, key, saKey, err := writePKI(dir)
+	if err != nil {
+		return nil, err
+	}
+	cp.CACert = cert
+	ports := make([]int, 3)
+	for i := range ports {
+		if ports[i], err = freePort(); err != nil {
+			return nil, err
+		}
+	}
+	etcdURL, peerURL := fmt.Sprintf("http://127.0.0.1:%d", ports[0]), fmt.Sprintf("http://127.0.0.1:%d", ports[1])
+	cp.Port = ports[2]
+	if err := os.WriteFile(filepath.Join(dir, "tokens.csv"), []byte(adminToken+`,admin,admin,"system:masters"`+"\n"), 0o600); err != nil {
+		return nil, err
+	}
+	Logf("starting etcd and kube-apiserver on 127.0.0.1:%d", cp.Port)
+	// etcd's data is throw-away: no fsync.
+	if err := cp.start(filepath.Join(dir, "etcd.log"), bins.Etcd, "--data-dir", filepath.Join(dir, "etcd"),
+		"--listen-client-urls", etcdURL, "--advertise-client-urls", etcdURL,
+		"--listen-peer-urls", peerURL, "--initial-advertise-peer-urls", peerURL,
+		"--initial-cluster", "default="+peerURL, "--unsafe-no-fsync"); err != nil {
+		return nil, err
+	}
+	// --endpoint-reconciler-type=none: a loopback apiserver cannot publish itself.
+	if err := cp.start(filepath.Join(dir, "apiserver.log"), bins.APIServer,
+		"--etcd-servers", etcdURL, "--bind-address", "127.0.0.1", "--secure-port", fmt.Sprint(cp.Port),
+		"--tls-cert-file", cert, "--tls-private-key-file", key,
+		"--service-cluster-ip-range", "10.96.0.0/16", "--token-auth-file", filepath.Join(dir, "tokens.csv"),
+		"--authorization-mode", "RBAC", "--service-account-issuer", "https://kubernetes.default.svc",
+		"--service-account-key-file", saKey, "--service-account-signing-key-file", saKey,
+		"--endpoint-reconciler-type", "none", "--advertise-address", APIServerGuestIP); err != nil {
+		cp.Stop()
+		return nil, err
+	}
+	cp.RESTCfg = &rest.Config{Host: fmt.Sprintf("https://127.0.0.1:%d", cp.Port), BearerToken: adminToken,
+		TLSClientConfig: rest.TLSClientConfig{CAFile: cert}, QPS: 200, Burst: 400}
+	if cp.Admin, err = kubernetes.NewForConfig(cp.RESTCfg); err != nil {
+		cp.Stop()
+		return nil, err
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	for {
+		body, err := cp.Admin.Discovery().RESTClient().Get().AbsPath("/readyz").DoRaw(ctx)
+		if err == nil && string(body) == "ok" {
+			break
+		}
+		if ctx.Err() != nil {
+			cp.Stop()
+			return nil, fmt.Errorf("apiserver not ready: %v (log: %s)", err, filepath.Join(dir, "apiserver.log"))
+		}
+		time.Sleep(time.Second)
+	}
+	Logf("apiserver ready")
+	return cp, nil
+}
+
+func (cp *ControlPlane) start(logFile, bin string, args ...string) error {
+	f, err := os.Create(logFile)
+	if err != nil {
+		return err
+	}
+	cmd := exec.Command(bin, args...)
+	cmd.Stdout, cmd.Stderr = f, f
+	if err := cmd.Start(); err != nil {
+		return err
+	}
+	cp.procs = append(cp.procs, cmd)
+	return nil
+}
+
+// Stop ends the processes it started, newest first, and removes the data.
+func (cp *ControlPlane) Stop() {
+	for i := len(cp.procs) - 1; i >= 0; i-- {
+		_ = cp.procs[i].Process.Kill()
+		_, _ = cp.procs[i].Process.Wait()
+	}
+	cp.procs = nil
+	if os.Getenv("E2E_KEEP") == "" {
+		_ = os.RemoveAll(cp.Dir)
+	}
+}

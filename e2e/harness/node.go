@@ -1,0 +1,162 @@
+package harness
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// NodeIP is the VM's address on its qemu user network.
+const NodeIP = "10.0.2.15"
+
+// Node is a VM running ipvs-proxier and the agent.
+type Node struct {
+	Name      string
+	dir       string
+	agentPort int
+	cmd       *exec.Cmd
+	Console   string
+}
+
+// StartNode registers a Node object, boots a VM that runs the daemon as the DaemonSet
+// does (same command, config file, in-cluster ServiceAccount credentials), and waits
+// for its agent.
+func (cp *ControlPlane) StartNode(ctx context.Context, name string, dep *Deployment) (*Node, error) {
+	n := &Node{Name: name, dir: filepath.Join(cp.Dir, "node-"+name)}
+	node, err := cp.Admin.CoreV1().Nodes().Create(ctx, &v1.Node{ObjectMeta: metav1.ObjectMeta{Name: name,
+		Labels: map[string]string{v1.LabelTopologyZone: "zone-a", v1.LabelHostname: name}}}, metav1.CreateOptions{})
+	if err != nil {
+		return nil, err
+	}
+	node.Status.Addresses = []v1.NodeAddress{{Type: v1.NodeInternalIP, Address: NodeIP}, {Type: v1.NodeHostName, Address: name}}
+	if _, err := cp.Admin.CoreV1().Nodes().UpdateStatus(ctx, node, metav1.UpdateOptions{}); err != nil {
+		return nil, err
+	}
+	payload := filepath.Join(n.dir, "payload")
+	if err := BuildNodeBinaries(payload); err != nil {
+		return nil, err
+	}
+	ca, err := os.ReadFile(cp.CACert)
+	if err != nil {
+		return nil, err
+	}
+	cmd := expandCommand(dep.Command, map[string]string{"NODE_NAME": name})
+	files := map[string]string{
+		"var/lib/ipvs-proxier/config.conf":                       dep.Config,
+		"var/run/secrets/kubernetes.io/serviceaccount/token":     dep.Token,
+		"var/run/secrets/kubernetes.io/serviceaccount/ca.crt":    string(ca),
+		"var/run/secrets/kubernetes.io/serviceaccount/namespace": "kube-system",
+		// The daemon's environment is the pod's: in-cluster config from these variables.
+		"start-daemon.sh": "#!/bin/sh\nexport KUBERNETES_SERVICE_HOST=" + APIServerGuestIP + " KUBERNETES_SERVICE_PORT=6443 NODE_NAME=" + name +
+			"\n" + shellJoin(cmd) + " >> /tmp/daemon.log 2>&1 &\necho $! > /tmp/daemon.pid\n",
+		"scenario.sh": "/usr/sbin/ip link set eth0 up\n/usr/sbin/ip addr add " + NodeIP + "/24 dev eth0\n/usr/sbin/ip route add default via 10.0.2.2\n" +
+			"echo 1 > /proc/sys/net/ipv4/ip_forward\n/agent > /tmp/agent.log 2>&1 &\nsh /start-daemon.sh\nwhile true; do sleep 3600; done\n",
+	}
+	for p, c := range files {
+		full := filepath.Join(payload, p)
+		if err := os.MkdirAll(filepath.Dir(full), 0o755); err != nil {
+			return nil, err
+		}
+		if err := os.WriteFile(full, []byte(c), 0o755); err != nil {
+			return nil, err
+		}
+	}
+	vm := filepath.Join(RepoRoot(), "e2e/vm/vm.sh")
+	initrd := filepath.Join(n.dir, "initrd.gz")
+	if out, err := exec.Command(vm, "initrd", initrd, payload).CombinedOutput(); err != nil {
+		return nil, fmt.Errorf("initrd: %w\n%s", err, out)
+	}
+	kernelOut, err := exec.Command(vm, "kernel").Output()
+	if err != nil {
+		return nil, fmt.Errorf("kernel: %w", err)
+	}
+	if n.agentPort, err = freePort(); err != nil {
+		return nil, err
+	}
+	n.Console = filepath.Join(n.dir, "console.log")
+	netdev := fmt.Sprintf("user,id=n0,restrict=on,net=10.0.2.0/24,guestfwd=tcp:%s:6443-cmd:socat - TCP:127.0.0.1:%d,hostfwd=tcp:127.0.0.1:%d-:7000",
+		APIServerGuestIP, cp.Port, n.agentPort)
+	n.cmd = exec.Command("qemu-system-x86_64", "-accel", "tcg", "-m", "1536", "-smp", "2",
+		"-kernel", strings.TrimSpace(string(kernelOut)), "-initrd", initrd, "-append", "console=ttyS0 quiet panic=-1",
+		"-netdev", netdev, "-device", "e1000,netdev=n0", "-display", "none", "-serial", "file:"+n.Console, "-monitor", "none", "-no-reboot")
+	Logf("booting node %s (qemu TCG)", name)
+	if err := n.cmd.Start(); err != nil {
+		return nil, err
+	}
+	deadline := time.Now().Add(3 * time.Minute)
+	for {
+		if _, code, err := n.Exec("true"); err == nil && code == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			n.Stop()
+			return nil, fmt.Errorf("node %s: agent not up; console %s", name, n.Console)
+		}
+		time.Sleep(time.Second)
+	}
+	Logf("node %s up", name)
+	return n, nil
+}
+
+func shellJoin(args []string) string {
+	q := make([]string, len(args))
+	for i, a := range args {
+		q[i] = "'" + strings.ReplaceAll(a, "'", `'\''`) + "'"
+	}
+	return strings.Join(q, " ")
+}
+
+// Exec runs a shell command in the VM and returns its output and exit code.
+func (n *Node) Exec(cmd string) (string, int, error) {
+	resp, err := http.Post(fmt.Sprintf("http://127.0.0.1:%d/exec", n.agentPort), "text/plain", strings.NewReader(cmd))
+	if err != nil {
+		return "", -1, err
+	}
+	defer resp.Body.Close()
+	out, err := io.ReadAll(resp.Body)
+	code, _ := strconv.Atoi(resp.Header.Get("X-Exit-Code"))
+	return string(out), code, err
+}
+
+// MustExec is Exec that fails on a non-zero exit.
+func (n *Node) MustExec(cmd string) (string, error) {
+	out, code, err := n.Exec(cmd)
+	if err == nil && code != 0 {
+		err = fmt.Errorf("%q exited %d: %s", cmd, code, out)
+	}
+	return out, err
+}
+
+// Ask connects from netns ns in the VM to target and returns the reply line.
+func (n *Node) Ask(ns, proto, target string) (string, error) {
+	q := url.Values{"ns": {ns}, "proto": {proto}, "target": {target}}
+	resp, err := http.Get(fmt.Sprintf("http://127.0.0.1:%d/ask?%s", n.agentPort, q.Encode()))
+	if err != nil {
+		return "", err
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != http.StatusOK {
+		return "", fmt.Errorf("%s", strings.TrimSpace(string(body)))
+	}
+	return strings.TrimSpace(string(body)), nil
+}
+
+// Stop powers the VM off.
+func (n *Node) Stop() {
+	if n.cmd != nil && n.cmd.Process != nil {
+		_ = n.cmd.Process.Kill()
+		_, _ = n.cmd.Process.Wait()
+	}
+}

@@ -1,0 +1,51 @@
+// Package harness runs the end-to-end environment: etcd and kube-apiserver built from
+// the Go module proxy and started on loopback, and node VMs (a real Debian kernel under
+// qemu) running ipvs-proxier exactly as the DaemonSet in deploy/ runs it, with an agent
+// the tests talk to through a qemu hostfwd.
+package harness
+
+import (
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"runtime"
+)
+
+// KubeVersion is the Kubernetes release the harness builds.
+const KubeVersion = "v1.37.2"
+
+// Cache is where built binaries and the VM kernel live, outside the repo.
+func Cache() string {
+	if c := os.Getenv("IPVS_PROXIER_CACHE"); c != "" {
+		return c
+	}
+	if c, err := os.UserCacheDir(); err == nil {
+		return filepath.Join(c, "ipvs-proxier")
+	}
+	return filepath.Join(os.TempDir(), "ipvs-proxier-cache")
+}
+
+// RepoRoot is the root of the ipvs-proxier checkout.
+func RepoRoot() string {
+	_, file, _, _ := runtime.Caller(0)
+	return filepath.Clean(filepath.Join(filepath.Dir(file), "..", ".."))
+}
+
+// E2EDir is the e2e module's folder.
+func E2EDir() string { return filepath.Join(RepoRoot(), "e2e") }
+
+// freePort asks the kernel for an unused loopback port.
+func freePort() (int, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port, nil
+}
+
+// Logf prints a progress line; the first runs are slow and should say why.
+func Logf(format string, args ...any) {
+	fmt.Fprintf(os.Stderr, "e2e: "+format+"\n", args...)
+}

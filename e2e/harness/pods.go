@@ -1,0 +1,26 @@
+package harness
+
+import "fmt"
+
+// AddPod makes a "pod" in the VM: a network namespace with a veth to the node, address
+// ip/32, a default route via 169.254.1.1 on the node side (as Calico does), and the
+// agent serving as name on TCP/UDP 80 and 53.
+func (n *Node) AddPod(name, ip string) error {
+	_, err := n.MustExec(fmt.Sprintf(`ip netns add %[1]s && ip link add h-%[1]s type veth peer name eth0 netns %[1]s &&
+ip link set h-%[1]s up && ip addr add 169.254.1.1/32 dev h-%[1]s && ip route add %[2]s/32 dev h-%[1]s &&
+ip netns exec %[1]s ip link set lo up && ip netns exec %[1]s ip link set eth0 up &&
+ip netns exec %[1]s ip addr add %[2]s/32 dev eth0 &&
+ip netns exec %[1]s ip route add 169.254.1.1 dev eth0 && ip netns exec %[1]s ip route add default via 169.254.1.1 &&
+(ip netns exec %[1]s /agent serve %[1]s > /tmp/pod-%[1]s.log 2>&1 &)`, name, ip))
+	return err
+}
+
+// AddClient makes an "external" client netns at ip/24 on a veth from the node, whose
+// node side is gw.
+func (n *Node) AddClient(name, ip, gw string) error {
+	_, err := n.MustExec(fmt.Sprintf(`ip netns add %[1]s && ip link add h-%[1]s type veth peer name eth0 netns %[1]s &&
+ip link set h-%[1]s up && ip addr add %[3]s/24 dev h-%[1]s &&
+ip netns exec %[1]s ip link set lo up && ip netns exec %[1]s ip link set eth0 up &&
+ip netns exec %[1]s ip addr add %[2]s/24 dev eth0 && ip netns exec %[1]s ip route add default via %[3]s`, name, ip, gw))
+	return err
+}

@@ -1,0 +1,12 @@
+//go:build tools
+
+// Package e2e holds the end-to-end harness. This file pins the binaries it builds from
+// the Go module proxy: kube-apiserver and kube-proxy from k8s.io/kubernetes, and etcd.
+// Keeping them in this module keeps k8s.io/kubernetes out of the daemon's dependencies.
+package e2e
+
+import (
+	_ "go.etcd.io/etcd/server/v3"
+	_ "k8s.io/kubernetes/cmd/kube-apiserver"
+	_ "k8s.io/kubernetes/cmd/kube-proxy"
+)
