@@ -31,7 +31,18 @@ func main() {
 		body, _ := io.ReadAll(r.Body)
 		// Debian's static busybox sh runs its own `ip` applet first; use iproute2's.
 		cmd := exec.Command("sh", "-c", `ip() { /usr/sbin/ip "$@"; }; `+string(body))
-		out, err := cmd.CombinedOutput()
+		// Output goes to a file, not a pipe: a command that starts a background process
+		// would otherwise hold the pipe open and the request would never end.
+		f, err := os.CreateTemp("", "exec-")
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusInternalServerError)
+			return
+		}
+		defer os.Remove(f.Name())
+		defer f.Close()
+		cmd.Stdout, cmd.Stderr = f, f
+		err = cmd.Run()
+		out, _ := os.ReadFile(f.Name())
 		code := 0
 		if err != nil {
 			code = 1

@@ -65,7 +65,8 @@ func StartControlPlane(bins Binaries) (*ControlPlane, error) {
 		"--service-cluster-ip-range", "10.96.0.0/16", "--token-auth-file", filepath.Join(dir, "tokens.csv"),
 		"--authorization-mode", "RBAC", "--service-account-issuer", "https://kubernetes.default.svc",
 		"--service-account-key-file", saKey, "--service-account-signing-key-file", saKey,
-		"--endpoint-reconciler-type", "none", "--advertise-address", APIServerGuestIP); err != nil {
+		"--endpoint-reconciler-type", "none", "--advertise-address", APIServerGuestIP,
+		"--allow-privileged=true"); err != nil { // as every cluster running kube-proxy does
 		cp.Stop()
 		return nil, err
 	}

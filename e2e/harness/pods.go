@@ -11,7 +11,7 @@ ip link set h-%[1]s up && ip addr add 169.254.1.1/32 dev h-%[1]s && ip route add
 ip netns exec %[1]s ip link set lo up && ip netns exec %[1]s ip link set eth0 up &&
 ip netns exec %[1]s ip addr add %[2]s/32 dev eth0 &&
 ip netns exec %[1]s ip route add 169.254.1.1 dev eth0 && ip netns exec %[1]s ip route add default via 169.254.1.1 &&
-(ip netns exec %[1]s /agent serve %[1]s > /tmp/pod-%[1]s.log 2>&1 &)`, name, ip))
+(/usr/sbin/ip netns exec %[1]s /agent serve %[1]s < /dev/null > /tmp/pod-%[1]s.log 2>&1 &)`, name, ip))
 	return err
 }
 
