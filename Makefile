@@ -13,7 +13,7 @@ help: ## List the targets
 build: ## Build the static binary into bin/
 	CGO_ENABLED=0 $(GO) build -ldflags "-X main.version=$(VERSION)" -o $(BIN) ./cmd/ipvs-proxier
 
-test: lint test-unit test-netns test-vm ## Everything CI runs: lint, unit, host-netns and real-kernel VM tests
+test: lint test-unit test-netns test-vm e2e ## Everything CI runs: lint, unit, host-netns, real-kernel VM and e2e tests
 	@echo "make test: all tiers passed"
 
 test-unit: ## Unit tests (no privileges, fake kernel), with the fuzz seeds
@@ -28,6 +28,7 @@ test-vm: ## Real-kernel tests in a qemu VM (IPVS, dummy, real packets); first ru
 lint: ## gofmt, go vet and staticcheck (pinned, through go run)
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	$(GO) vet ./...
+	cd e2e && $(GO) vet ./...
 	$(GO) run $(STATICCHECK) ./...
 
 fuzz: ## Fuzz the translation for 60s
