@@ -64,6 +64,10 @@ func run(m *testing.M) int {
 		fmt.Println(err)
 		return 1
 	}
+	if _, err := node.MustExec("ip netns exec client ip addr add 192.168.50.3/24 dev eth0"); err != nil {
+		fmt.Println(err)
+		return 1
+	}
 	// The daemon is up once it programs the apiserver's own "kubernetes" Service.
 	if err := waitFor(2*time.Minute, func() bool { out, _ := node.MustExec("ipvsadm -Ln"); return strings.Contains(out, "10.96.0.1:443") }); err != nil {
 		out, _ := node.MustExec("tail -50 /tmp/daemon.log")

@@ -1,7 +1,7 @@
 // Command agent runs inside the test VM. The e2e tests reach it through a qemu hostfwd:
 //
 //	POST /exec       body: a shell command; answers its combined output, status in X-Exit-Code
-//	GET  /ask?ns=&target=&proto=tcp|udp   connects from a netns to target; answers the reply
+//	GET  /ask?ns=&target=&proto=tcp|udp&source=   connects from a netns to target; answers the reply
 //
 // `agent serve NAME` is the pods' server: it answers "NAME CLIENT-ADDR" on TCP and UDP
 // ports 80 and 53 (TCP connections stay open until the client closes them).
@@ -55,7 +55,7 @@ func main() {
 	})
 	http.HandleFunc("/ask", func(w http.ResponseWriter, r *http.Request) {
 		q := r.URL.Query()
-		answer, err := ask(q.Get("ns"), q.Get("proto"), q.Get("target"))
+		answer, err := ask(q.Get("ns"), q.Get("proto"), q.Get("source"), q.Get("target"))
 		if err != nil {
 			http.Error(w, err.Error(), http.StatusBadGateway)
 			return
@@ -65,8 +65,9 @@ func main() {
 	log.Fatal(http.ListenAndServe(":7000", nil))
 }
 
-// ask dials target from the named netns (or the VM's own when empty).
-func ask(ns, proto, target string) (string, error) {
+// ask dials target from the named netns (or the VM's own when empty), from source
+// address when given.
+func ask(ns, proto, source, target string) (string, error) {
 	if proto == "" {
 		proto = "tcp"
 	}
@@ -88,7 +89,15 @@ func ask(ns, proto, target string) (string, error) {
 			return "", err
 		}
 	}
-	c, err := net.DialTimeout(proto, target, 3*time.Second)
+	d := net.Dialer{Timeout: 3 * time.Second}
+	if source != "" {
+		if proto == "udp" {
+			d.LocalAddr = &net.UDPAddr{IP: net.ParseIP(source)}
+		} else {
+			d.LocalAddr = &net.TCPAddr{IP: net.ParseIP(source)}
+		}
+	}
+	c, err := d.Dial(proto, target)
 	if err != nil {
 		return "", err
 	}

@@ -139,8 +139,11 @@ func (n *Node) MustExec(cmd string) (string, error) {
 }
 
 // Ask connects from netns ns in the VM to target and returns the reply line.
-func (n *Node) Ask(ns, proto, target string) (string, error) {
-	q := url.Values{"ns": {ns}, "proto": {proto}, "target": {target}}
+func (n *Node) Ask(ns, proto, target string) (string, error) { return n.AskFrom(ns, proto, "", target) }
+
+// AskFrom is Ask from a given source address.
+func (n *Node) AskFrom(ns, proto, source, target string) (string, error) {
+	q := url.Values{"ns": {ns}, "proto": {proto}, "target": {target}, "source": {source}}
 	resp, err := http.Get(fmt.Sprintf("http://127.0.0.1:%d/ask?%s", n.agentPort, q.Encode()))
 	if err != nil {
 		return "", err
