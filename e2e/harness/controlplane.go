@@ -24,6 +24,7 @@ type ControlPlane struct {
 	CACert  string
 	Admin   *kubernetes.Clientset
 	RESTCfg *rest.Config
+	Bins    Binaries
 	procs   []*exec.Cmd
 }
 
@@ -33,7 +34,7 @@ func StartControlPlane(bins Binaries) (*ControlPlane, error) {
 	if err != nil {
 		return nil, err
 	}
-	cp := &ControlPlane{Dir: dir}
+	cp := &ControlPlane{Dir: dir, Bins: bins}
 	cert, key, saKey, err := writePKI(dir)
 	if err != nil {
 		return nil, err

@@ -63,6 +63,17 @@ func (cp *ControlPlane) StartNode(ctx context.Context, name string, dep *Deploym
 		"scenario.sh": "/usr/sbin/ip link set eth0 up\n/usr/sbin/ip addr add " + NodeIP + "/24 dev eth0\n/usr/sbin/ip route add default via 10.0.2.2\n" +
 			"echo 1 > /proc/sys/net/ipv4/ip_forward\n/agent > /tmp/agent.log 2>&1 &\nsh /start-daemon.sh\nwhile true; do sleep 3600; done\n",
 	}
+	// Stock kube-proxy, for the takeover and differential tests: IPVS mode, its own
+	// kubeconfig (admin token), started only when a test asks for it.
+	files["var/lib/kube-proxy/kubeconfig"] = "apiVersion: v1\nkind: Config\nclusters:\n- name: c\n  cluster: {server: \"https://" + APIServerGuestIP +
+		":6443\", certificate-authority: /var/run/secrets/kubernetes.io/serviceaccount/ca.crt}\nusers:\n- name: u\n  user: {token: " + adminToken +
+		"}\ncontexts:\n- name: x\n  context: {cluster: c, user: u}\ncurrent-context: x\n"
+	files["var/lib/kube-proxy/config.conf"] = "apiVersion: kubeproxy.config.k8s.io/v1alpha1\nkind: KubeProxyConfiguration\nmode: ipvs\n" +
+		"hostnameOverride: " + name + "\nclientConnection: {kubeconfig: /var/lib/kube-proxy/kubeconfig}\nipvs: {minSyncPeriod: 1s, syncPeriod: 30s}\n"
+	files["start-kube-proxy.sh"] = "#!/bin/sh\n/usr/local/bin/kube-proxy --config=/var/lib/kube-proxy/config.conf >> /tmp/kube-proxy.log 2>&1 &\necho $! > /tmp/kube-proxy.pid\n"
+	if kp, err := os.ReadFile(cp.Bins.KubeProxy); err == nil {
+		files["usr/local/bin/kube-proxy"] = string(kp)
+	}
 	for p, c := range files {
 		full := filepath.Join(payload, p)
 		if err := os.MkdirAll(filepath.Dir(full), 0o755); err != nil {

@@ -1,0 +1,102 @@
+package e2e
+
+import (
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// clusterIPView is what both proxies must agree on: the ClusterIP virtual servers with
+// their real servers (counters dropped), and the KUBE-CLUSTER-IP members.
+func clusterIPView(t *testing.T) string {
+	t.Helper()
+	out, err := node.MustExec("ipvsadm -Ln | grep -A9 '^TCP  10.96' | grep -v -- '^--'; ipset list KUBE-CLUSTER-IP | sed -n '/Members/,$p' | sort")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var lines []string
+	for _, l := range strings.Split(out, "\n") {
+		f := strings.Fields(l)
+		if strings.HasPrefix(l, "TCP  ") && !strings.HasPrefix(l, "TCP  10.96") {
+			break
+		}
+		if strings.HasPrefix(l, "  ->") && len(f) == 6 {
+			l = strings.Join(f[:4], " ")
+		}
+		lines = append(lines, l)
+	}
+	return strings.Join(lines, "\n")
+}
+
+// TestTakeoverFromKubeProxy: stock kube-proxy (IPVS mode, same kernel, same objects)
+// serves a request loop; it is stopped and ipvs-proxier started. No request fails, the
+// state is adopted without a flush, and the ClusterIP table and KUBE-CLUSTER-IP set are
+// what kube-proxy had (the differential check). It runs last: it wipes the node first.
+func TestTakeoverFromKubeProxy(t *testing.T) {
+	requireEnv(t)
+	svc := createService(t, &v1.Service{ObjectMeta: metav1.ObjectMeta{Name: "takeover"}}, 80, v1.ProtocolTCP,
+		podEP{"10.244.0.11", "node-1"}, podEP{"10.244.0.12", "node-1"})
+	vip := svc.Spec.ClusterIP + ":80"
+	waitIPVS(t, "created", func(s string) bool { return strings.Contains(vsBlock(s, vip), "10.244.0.12") })
+
+	// Make the node a kube-proxy node: stop ipvs-proxier and remove what it made.
+	if _, err := node.MustExec(`kill $(cat /tmp/daemon.pid); sleep 1; ipvsadm -C; ip link del kube-ipvs0;
+for t in nat filter; do for c in iptables ip6tables; do $c -t $t -F; $c -t $t -X; done; done; ipset destroy`); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := node.MustExec("test -x /usr/local/bin/kube-proxy && sh /start-kube-proxy.sh"); err != nil {
+		t.Skipf("no kube-proxy binary in the node: %v", err)
+	}
+	waitIPVS(t, "kube-proxy programmed", func(s string) bool { return strings.Contains(vsBlock(s, vip), "10.244.0.12") })
+	if err := waitFor(60*time.Second, func() bool {
+		out, _ := node.MustExec("ipset list KUBE-CLUSTER-IP")
+		return strings.Contains(out, svc.Spec.ClusterIP+",tcp:80")
+	}); err != nil {
+		t.Fatal("kube-proxy never filled KUBE-CLUSTER-IP")
+	}
+	theirs := clusterIPView(t)
+	if !strings.Contains(theirs, "TCP  "+vip+" rr") || !strings.Contains(theirs, svc.Spec.ClusterIP+",tcp:80") {
+		t.Fatalf("kube-proxy's view lacks the service:\n%s", theirs)
+	}
+	t.Logf("kube-proxy's ClusterIP view:\n%s", theirs)
+
+	var ok, failed atomic.Int64
+	var wg sync.WaitGroup
+	stop := make(chan struct{})
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			if _, err := node.Ask("client", "tcp", vip); err != nil {
+				failed.Add(1)
+			} else {
+				ok.Add(1)
+			}
+		}
+	}()
+	time.Sleep(2 * time.Second)
+	if _, err := node.MustExec("kill $(cat /tmp/kube-proxy.pid); sleep 1; sh /start-daemon.sh"); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(8 * time.Second) // several syncs of ipvs-proxier under the loop
+	close(stop)
+	wg.Wait()
+	t.Logf("requests during the takeover: %d ok, %d failed", ok.Load(), failed.Load())
+	if failed.Load() != 0 || ok.Load() < 5 {
+		t.Errorf("%d failed, %d ok", failed.Load(), ok.Load())
+	}
+	ours := clusterIPView(t)
+	if ours != theirs {
+		t.Errorf("ClusterIP state differs from kube-proxy's:\n--- kube-proxy\n%s\n--- ipvs-proxier\n%s", theirs, ours)
+	}
+}
