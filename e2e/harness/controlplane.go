@@ -26,6 +26,9 @@ type ControlPlane struct {
 	RESTCfg *rest.Config
 	Bins    Binaries
 	procs   []*exec.Cmd
+	// apiserver restarts the apiserver with the same flags (outage tests).
+	apiserver func() error
+	apiProc   int
 }
 
 // StartControlPlane starts etcd and kube-apiserver on 127.0.0.1 and waits until ready.
@@ -60,14 +63,19 @@ func StartControlPlane(bins Binaries) (*ControlPlane, error) {
 		return nil, err
 	}
 	// --endpoint-reconciler-type=none: a loopback apiserver cannot publish itself.
-	if err := cp.start(filepath.Join(dir, "apiserver.log"), bins.APIServer,
+	apiArgs := []string{
 		"--etcd-servers", etcdURL, "--bind-address", "127.0.0.1", "--secure-port", fmt.Sprint(cp.Port),
 		"--tls-cert-file", cert, "--tls-private-key-file", key,
 		"--service-cluster-ip-range", "10.96.0.0/16", "--token-auth-file", filepath.Join(dir, "tokens.csv"),
 		"--authorization-mode", "RBAC", "--service-account-issuer", "https://kubernetes.default.svc",
 		"--service-account-key-file", saKey, "--service-account-signing-key-file", saKey,
 		"--endpoint-reconciler-type", "none", "--advertise-address", APIServerGuestIP,
-		"--allow-privileged=true"); err != nil { // as every cluster running kube-proxy does
+		"--allow-privileged=true"} // as every cluster running kube-proxy does
+	cp.apiserver = func() error {
+		cp.apiProc = len(cp.procs)
+		return cp.start(filepath.Join(dir, "apiserver.log"), bins.APIServer, apiArgs...)
+	}
+	if err := cp.apiserver(); err != nil {
 		cp.Stop()
 		return nil, err
 	}
@@ -77,21 +85,42 @@ func StartControlPlane(bins Binaries) (*ControlPlane, error) {
 		cp.Stop()
 		return nil, err
 	}
+	if err := cp.waitReady(); err != nil {
+		cp.Stop()
+		return nil, err
+	}
+	Logf("apiserver ready")
+	return cp, nil
+}
+
+func (cp *ControlPlane) waitReady() error {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	for {
 		body, err := cp.Admin.Discovery().RESTClient().Get().AbsPath("/readyz").DoRaw(ctx)
 		if err == nil && string(body) == "ok" {
-			break
+			return nil
 		}
 		if ctx.Err() != nil {
-			cp.Stop()
-			return nil, fmt.Errorf("apiserver not ready: %v (log: %s)", err, filepath.Join(dir, "apiserver.log"))
+			return fmt.Errorf("apiserver not ready: %v (log: %s)", err, filepath.Join(cp.Dir, "apiserver.log"))
 		}
 		time.Sleep(time.Second)
 	}
-	Logf("apiserver ready")
-	return cp, nil
+}
+
+// StopAPIServer kills the apiserver (etcd keeps the data), to simulate an outage.
+func (cp *ControlPlane) StopAPIServer() {
+	p := cp.procs[cp.apiProc]
+	_ = p.Process.Kill()
+	_, _ = p.Process.Wait()
+}
+
+// StartAPIServer brings the apiserver back with the same flags and waits until ready.
+func (cp *ControlPlane) StartAPIServer() error {
+	if err := cp.apiserver(); err != nil {
+		return err
+	}
+	return cp.waitReady()
 }
 
 func (cp *ControlPlane) start(logFile, bin string, args ...string) error {
