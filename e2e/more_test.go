@@ -92,25 +92,7 @@ func TestDaemonRestartNoFailures(t *testing.T) {
 		podEP{"10.244.0.11", "node-1"}, podEP{"10.244.0.12", "node-1"})
 	vip := svc.Spec.ClusterIP + ":80"
 	waitIPVS(t, "created", func(s string) bool { return strings.Contains(vsBlock(s, vip), "10.244.0.12") })
-	var ok, failed atomic.Int64
-	var wg sync.WaitGroup
-	stop := make(chan struct{})
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		for {
-			select {
-			case <-stop:
-				return
-			default:
-			}
-			if _, err := node.Ask("client", "tcp", vip); err != nil {
-				failed.Add(1)
-			} else {
-				ok.Add(1)
-			}
-		}
-	}()
+	stop := requestLoop(vip)
 	time.Sleep(2 * time.Second)
 	if _, err := node.MustExec("kill $(cat /tmp/daemon.pid); sleep 1; sh /start-daemon.sh"); err != nil {
 		t.Fatal(err)
@@ -124,11 +106,10 @@ func TestDaemonRestartNoFailures(t *testing.T) {
 		t.Fatal("restarted daemon never ran")
 	}
 	time.Sleep(3 * time.Second)
-	close(stop)
-	wg.Wait()
-	t.Logf("requests during the restart: %d ok, %d failed", ok.Load(), failed.Load())
-	if failed.Load() != 0 || ok.Load() < 5 {
-		t.Errorf("%d failed, %d ok", failed.Load(), ok.Load())
+	ok, failed := stop()
+	t.Logf("requests during the restart: %d ok, %d failed", ok, failed)
+	if failed != 0 || ok < 5 {
+		t.Errorf("%d failed, %d ok", failed, ok)
 	}
 }
 
@@ -152,5 +133,34 @@ func TestDriftRepairedWithinSyncPeriod(t *testing.T) {
 	t.Logf("repaired after %v", time.Since(start).Round(time.Second))
 	if a, err := node.Ask("client", "tcp", vip); err != nil || !strings.HasPrefix(a, "pod1") {
 		t.Errorf("traffic after repair: %q %v", a, err)
+	}
+}
+
+// requestLoop asks target from the client netns in a loop until the returned stop is
+// called, which reports how many requests succeeded and failed.
+func requestLoop(target string) (stop func() (ok, failed int64)) {
+	var okN, failedN atomic.Int64
+	var wg sync.WaitGroup
+	done := make(chan struct{})
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for {
+			select {
+			case <-done:
+				return
+			default:
+			}
+			if _, err := node.Ask("client", "tcp", target); err != nil {
+				failedN.Add(1)
+			} else {
+				okN.Add(1)
+			}
+		}
+	}()
+	return func() (int64, int64) {
+		close(done)
+		wg.Wait()
+		return okN.Load(), failedN.Load()
 	}
 }

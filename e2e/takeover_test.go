@@ -2,8 +2,6 @@ package e2e
 
 import (
 	"strings"
-	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -65,35 +63,16 @@ for t in nat filter; do for c in iptables ip6tables; do $c -t $t -F; $c -t $t -X
 	}
 	t.Logf("kube-proxy's ClusterIP view:\n%s", theirs)
 
-	var ok, failed atomic.Int64
-	var wg sync.WaitGroup
-	stop := make(chan struct{})
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		for {
-			select {
-			case <-stop:
-				return
-			default:
-			}
-			if _, err := node.Ask("client", "tcp", vip); err != nil {
-				failed.Add(1)
-			} else {
-				ok.Add(1)
-			}
-		}
-	}()
+	stop := requestLoop(vip)
 	time.Sleep(2 * time.Second)
 	if _, err := node.MustExec("kill $(cat /tmp/kube-proxy.pid); sleep 1; sh /start-daemon.sh"); err != nil {
 		t.Fatal(err)
 	}
 	time.Sleep(8 * time.Second) // several syncs of ipvs-proxier under the loop
-	close(stop)
-	wg.Wait()
-	t.Logf("requests during the takeover: %d ok, %d failed", ok.Load(), failed.Load())
-	if failed.Load() != 0 || ok.Load() < 5 {
-		t.Errorf("%d failed, %d ok", failed.Load(), ok.Load())
+	ok, failed := stop()
+	t.Logf("requests during the takeover: %d ok, %d failed", ok, failed)
+	if failed != 0 || ok < 5 {
+		t.Errorf("%d failed, %d ok", failed, ok)
 	}
 	ours := clusterIPView(t)
 	if ours != theirs {
