@@ -148,3 +148,10 @@ func (cp *ControlPlane) Stop() {
 		_ = os.RemoveAll(cp.Dir)
 	}
 }
+
+// WriteKubeconfig writes an admin kubeconfig for host-side tools (`ipvs-proxier plan`).
+func (cp *ControlPlane) WriteKubeconfig(path string) error {
+	return os.WriteFile(path, []byte("apiVersion: v1\nkind: Config\nclusters:\n- name: c\n  cluster: {server: \""+cp.RESTCfg.Host+
+		"\", certificate-authority: "+cp.CACert+"}\nusers:\n- name: u\n  user: {token: "+adminToken+
+		"}\ncontexts:\n- name: x\n  context: {cluster: c, user: u}\ncurrent-context: x\n"), 0o600)
+}
