@@ -288,18 +288,21 @@ func (s *Syncer) syncAddress(a netip.Addr) error {
 // syncMember adds or deletes one ipset member.
 func (s *Syncer) syncMember(m kernel.Member) error {
 	want := s.desired.HasMember(m)
-	_, have := s.members[m]
+	_, have := s.members[m.Set][m.Entry]
 	switch {
 	case want && !have:
 		if err := ignore(s.k.IPSets.AddEntry(m.Set, m.Entry), kernel.ErrExist); err != nil {
 			return err
 		}
-		s.members[m] = struct{}{}
+		if s.members[m.Set] == nil {
+			s.members[m.Set] = map[kernel.SetEntry]struct{}{}
+		}
+		s.members[m.Set][m.Entry] = struct{}{}
 	case !want && have:
 		if err := ignore(s.k.IPSets.DelEntry(m.Set, m.Entry), kernel.ErrNotFound); err != nil {
 			return err
 		}
-		delete(s.members, m)
+		delete(s.members[m.Set], m.Entry)
 	}
 	return nil
 }

@@ -91,7 +91,7 @@ func (s *Syncer) syncFull() error {
 	// object at a time.
 	s.needFull, s.lastFull = false, start
 
-	s.members = map[kernel.Member]struct{}{}
+	s.members = map[string]map[kernel.SetEntry]struct{}{}
 	for _, set := range sets {
 		s.pendingSets[set.Name] = struct{}{}
 	}
@@ -123,16 +123,12 @@ func (s *Syncer) relistPendingSets(delta *proxier.Delta) error {
 		}
 		delete(s.pendingSets, set.Name)
 		listed[set.Name] = true
-		for m := range s.members {
-			if m.Set == set.Name {
-				delete(s.members, m)
-			}
-		}
+		cached := make(map[kernel.SetEntry]struct{}, len(entries))
 		for _, e := range entries {
-			m := kernel.Member{Set: set.Name, Entry: e}
-			s.members[m] = struct{}{}
-			delta.Members[m] = struct{}{}
+			cached[e] = struct{}{}
+			delta.Members[kernel.Member{Set: set.Name, Entry: e}] = struct{}{}
 		}
+		s.members[set.Name] = cached
 	}
 	for _, m := range s.desired.Members() {
 		if listed[m.Set] {

@@ -63,7 +63,8 @@ type Syncer struct {
 	desired  *proxier.Desired
 	vs       map[kernel.VSKey]*programmedVS
 	addrs    map[netip.Addr]struct{}
-	members  map[kernel.Member]struct{}
+	// members is what we believe each set holds, by set name.
+	members  map[string]map[kernel.SetEntry]struct{}
 	rules    map[kernel.Family]string
 	saved    map[kernel.Family]string
 	drain    map[drainKey]time.Time
@@ -105,7 +106,7 @@ func NewSyncer(opts Options, k kernel.Kernel, src Source, tracker *Tracker) *Syn
 		opts: opts, k: k, src: src, tracker: tracker, log: opts.Logger,
 		problems: newProblemReporter(opts.Logger, opts.Events),
 		cfg:      opts.Config, desired: proxier.NewDesired(),
-		vs: map[kernel.VSKey]*programmedVS{}, addrs: map[netip.Addr]struct{}{}, members: map[kernel.Member]struct{}{},
+		vs: map[kernel.VSKey]*programmedVS{}, addrs: map[netip.Addr]struct{}{}, members: map[string]map[kernel.SetEntry]struct{}{},
 		rules: map[kernel.Family]string{}, saved: map[kernel.Family]string{}, drain: map[drainKey]time.Time{},
 		needFull: true, retry: proxier.NewDelta(), pendingSets: map[string]struct{}{},
 	}
