@@ -61,6 +61,11 @@ func TestTranslateBadInput(t *testing.T) {
 		wantVS: map[string][]string{"TCP 10.20.30.41:80": {"10.180.0.1:80"}, "TCP 1.2.3.4:80": {"10.180.0.1:80"}},
 		probs:  []string{"InvalidExternalIP", "InvalidSourceRange"},
 	}, {
+		name:   "bad external IP on an IPv6-only service is still reported",
+		svc:    makeService("ns", "s", withClusterIPs("fd00::41"), func(s *v1.Service) { s.Spec.ExternalIPs = []string{"nope"} }),
+		wantVS: map[string][]string{"TCP [fd00::41]:80": {}},
+		probs:  []string{"InvalidExternalIP"},
+	}, {
 		name: "slice ports with nil port or port 0 are ignored",
 		svc:  makeService("ns", "s"),
 		slices: []*discovery.EndpointSlice{func() *discovery.EndpointSlice {

@@ -129,6 +129,9 @@ func (s *ServiceState) normalize() {
 	s.OutFilters = slices.Compact(s.OutFilters)
 	slices.SortFunc(s.UDPFrontends, netip.AddrPort.Compare)
 	s.UDPFrontends = slices.Compact(s.UDPFrontends)
+	// One problem per port and family would repeat the same message.
+	slices.SortFunc(s.Problems, func(a, b Problem) int { return strings.Compare(a.String(), b.String()) })
+	s.Problems = slices.Compact(s.Problems)
 }
 
 func compareMembers(a, b kernel.Member) int {

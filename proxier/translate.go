@@ -335,9 +335,7 @@ func (t *translator) sourceRanges(f kernel.Family) []netip.Prefix {
 func (t *translator) parseFamilyIP(s string, f kernel.Family, reason string) (netip.Addr, bool) {
 	a, err := netip.ParseAddr(strings.TrimSpace(s))
 	if err != nil || a.Zone() != "" {
-		if f == t.cfg.Families[0] { // report once, not once per family
-			t.problem(reason, "%q is not an IP address; skipped", s)
-		}
+		t.problem(reason, "%q is not an IP address; skipped", s) // repeats are compacted in normalize
 		return netip.Addr{}, false
 	}
 	a = a.Unmap()
