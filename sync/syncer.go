@@ -58,11 +58,11 @@ type Syncer struct {
 	log      *zap.Logger
 	problems *problemReporter
 
-	mu       gosync.Mutex
-	cfg      proxier.Config
-	desired  *proxier.Desired
-	vs       map[kernel.VSKey]*programmedVS
-	addrs    map[netip.Addr]struct{}
+	mu      gosync.Mutex
+	cfg     proxier.Config
+	desired *proxier.Desired
+	vs      map[kernel.VSKey]*programmedVS
+	addrs   map[netip.Addr]struct{}
 	// members is what we believe each set holds, by set name.
 	members  map[string]map[kernel.SetEntry]struct{}
 	rules    map[kernel.Family]string

@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"errors"
 	"fmt"
-	"io"
 	"net"
 	"net/netip"
 	"os"
@@ -48,7 +47,7 @@ func sh(t *testing.T, cmd string) string {
 // makePod makes a network namespace with a veth to the host, address ip/32 and a default
 // route via 169.254.1.1 on the host side (as Calico does; it works with strict ARP,
 // which an earlier test in the VM turns on), and starts
-// this test binary in it as a server answering "<name> <client addr>" on TCP port 80.
+// the e2e agent in it as a server answering "<name> <client addr>" on TCP 80 and UDP 53.
 func makePod(t *testing.T, name, ip string) {
 	t.Helper()
 	sh(t, fmt.Sprintf(`ip netns add %[1]s && ip link add h-%[1]s type veth peer name eth0 netns %[1]s &&
@@ -57,53 +56,12 @@ ip netns exec %[1]s ip link set lo up && ip netns exec %[1]s ip link set eth0 up
 ip netns exec %[1]s ip addr add %[2]s/32 dev eth0 &&
 ip addr add 169.254.1.1/32 dev h-%[1]s &&
 ip netns exec %[1]s ip route add 169.254.1.1 dev eth0 && ip netns exec %[1]s ip route add default via 169.254.1.1`, name, ip))
-	cmd := exec.Command("/usr/sbin/ip", "netns", "exec", name, os.Args[0], "-test.run", "^TestServeHelper$")
-	cmd.Env = append(os.Environ(), "SERVE_AS="+name)
+	// The pods' server is the e2e agent's (`agent serve NAME`), which make test-vm ships.
+	cmd := exec.Command("/usr/sbin/ip", "netns", "exec", name, "/agent", "serve", name)
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
-}
-
-// TestServeHelper is not a test: it is the pods' server, started by makePod. It answers
-// "<name> <client addr>" on TCP and UDP port 80 and 53; a TCP connection stays open until
-// the client closes it, so tests can hold connections (lc, sed, graceful termination).
-func TestServeHelper(t *testing.T) {
-	name := os.Getenv("SERVE_AS")
-	if name == "" {
-		t.Skip("helper process only")
-	}
-	for _, port := range []string{":53"} {
-		pc, err := net.ListenPacket("udp", port)
-		if err != nil {
-			t.Fatal(err)
-		}
-		go func() {
-			buf := make([]byte, 1500)
-			for {
-				_, from, err := pc.ReadFrom(buf)
-				if err != nil {
-					return
-				}
-				_, _ = pc.WriteTo([]byte(name+" "+from.String()+"\n"), from)
-			}
-		}()
-	}
-	l, err := net.Listen("tcp", ":80")
-	if err != nil {
-		t.Fatal(err)
-	}
-	for {
-		c, err := l.Accept()
-		if err != nil {
-			return
-		}
-		go func() {
-			defer c.Close()
-			fmt.Fprintf(c, "%s %s\n", name, c.RemoteAddr())
-			_, _ = io.Copy(io.Discard, c)
-		}()
-	}
 }
 
 // inNetns runs fn on a thread inside the named network namespace.

@@ -8,6 +8,7 @@ payload=$(mktemp -d)
 trap 'rm -rf "$payload"' EXIT
 (cd "$here/../.." && CGO_ENABLED=0 go test -c -o "$payload/linux.test" ./kernel/linux &&
   CGO_ENABLED=0 go test -c -o "$payload/sync.test" ./sync)
+(cd "$here/.." && CGO_ENABLED=0 go build -o "$payload/agent" ./agent)
 cat > "$payload/scenario.sh" <<'SCEN'
 export IPVS_PROXIER_TEST_NETNS=1 IPVS_PROXIER_TEST_IPVS=1
 rc=0
