@@ -1,6 +1,7 @@
 package harness
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"errors"
@@ -55,7 +56,7 @@ func readObjects(dir string) ([]runtime.Object, error) {
 // decodeAll decodes a multi-document YAML file.
 func decodeAll(name string, data []byte) ([]runtime.Object, error) {
 	var out []runtime.Object
-	r := utilyaml.NewYAMLReader(bufioReader(data))
+	r := utilyaml.NewYAMLReader(bufio.NewReader(bytes.NewReader(data)))
 	for {
 		doc, err := r.Read()
 		if errors.Is(err, io.EOF) {

@@ -2,7 +2,6 @@ package linux
 
 import (
 	"bufio"
-	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -128,6 +127,3 @@ func lines(path string, key func(string) string) []string {
 	}
 	return out
 }
-
-// Describe formats a change for the log.
-func (c SysctlChange) String() string { return fmt.Sprintf("%s: %d -> %d", c.Key, c.Old, c.New) }

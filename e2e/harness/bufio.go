@@ -1,8 +1,0 @@
-package harness
-
-import (
-	"bufio"
-	"bytes"
-)
-
-func bufioReader(b []byte) *bufio.Reader { return bufio.NewReader(bytes.NewReader(b)) }
