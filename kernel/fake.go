@@ -27,8 +27,9 @@ type Fake struct {
 }
 
 type fakeVS struct {
-	vs  VirtualServer
-	rss map[netip.AddrPort]RealServer
+	vs    VirtualServer
+	rss   map[netip.AddrPort]RealServer
+	stats VSStats
 }
 
 type fakeSet struct {
@@ -221,6 +222,31 @@ func (f *Fake) SetConnections(key VSKey, dest netip.AddrPort, active, inactive i
 			rs.ActiveConns, rs.InactiveConns = active, inactive
 			v.rss[dest] = rs
 		}
+	}
+}
+
+// ListStats implements IPVS.
+func (f *Fake) ListStats() (map[VSKey]VSStats, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.count("ListStats")
+	out := make(map[VSKey]VSStats, len(f.vs))
+	for k, v := range f.vs {
+		out[k] = v.stats
+	}
+	return out, nil
+}
+
+// AddTraffic adds to a virtual server's counters, as traffic through it would.
+func (f *Fake) AddTraffic(key VSKey, s VSStats) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if v, ok := f.vs[key]; ok {
+		v.stats.Connections += s.Connections
+		v.stats.PacketsIn += s.PacketsIn
+		v.stats.PacketsOut += s.PacketsOut
+		v.stats.BytesIn += s.BytesIn
+		v.stats.BytesOut += s.BytesOut
 	}
 }
 

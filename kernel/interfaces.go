@@ -28,6 +28,8 @@ type IPVS interface {
 	// UpdateRealServer changes the weight of an existing destination.
 	UpdateRealServer(key VSKey, rs RealServer) error
 	DeleteRealServer(key VSKey, rs RealServer) error
+	// ListStats dumps the traffic counters of every virtual server (one netlink dump).
+	ListStats() (map[VSKey]VSStats, error)
 }
 
 // Addresses manages the dummy interface that holds the service VIPs.

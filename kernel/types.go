@@ -132,3 +132,13 @@ func (r RealServer) AddrPort() netip.AddrPort { return netip.AddrPortFrom(r.Addr
 
 // Connections is the number of IPVS connection entries still using the destination.
 func (r RealServer) Connections() int { return r.ActiveConns + r.InactiveConns }
+
+// VSStats are a virtual server's traffic counters since it was created. The kernel keeps
+// 64-bit counters; moby/ipvs reads the 32-bit packet fields, so packet counts wrap at 2^32.
+type VSStats struct {
+	Connections uint64
+	PacketsIn   uint64
+	PacketsOut  uint64
+	BytesIn     uint64
+	BytesOut    uint64
+}

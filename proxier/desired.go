@@ -22,6 +22,8 @@ type Desired struct {
 	addrs      map[netip.Addr]int
 	members    map[kernel.Member]int
 	outFilters map[OutFilter]int
+	// noLocalInternal and noLocalExternal sum the Services' NoLocal counters.
+	noLocalInternal, noLocalExternal int
 }
 
 // NewDesired returns an empty desired state.
@@ -66,6 +68,14 @@ func (d *Desired) Services() []ServiceKey {
 // the Service's kernel state changed at all.
 func (d *Desired) Set(st *ServiceState, delta *Delta) bool {
 	old := d.services[st.Key]
+	if old != nil {
+		d.noLocalInternal -= old.NoLocalInternal
+		d.noLocalExternal -= old.NoLocalExternal
+	}
+	if !st.Empty() {
+		d.noLocalInternal += st.NoLocalInternal
+		d.noLocalExternal += st.NoLocalExternal
+	}
 	if old.Equal(st) {
 		if !st.Empty() {
 			d.services[st.Key] = st // keep the newest problems and counters
@@ -156,6 +166,23 @@ func (d *Desired) VirtualServer(key kernel.VSKey) (*VirtualServerState, ServiceK
 	}
 	return owners[best], best, true
 }
+
+// Owners returns the Service that owns each desired virtual server.
+func (d *Desired) Owners() map[kernel.VSKey]ServiceKey {
+	out := make(map[kernel.VSKey]ServiceKey, len(d.vs))
+	for key := range d.vs {
+		_, owner, _ := d.VirtualServer(key)
+		out[key] = owner
+	}
+	return out
+}
+
+// NoLocal returns how many Service ports use the fallback of an internal or external
+// Local traffic policy because they have no local endpoint.
+func (d *Desired) NoLocal() (internal, external int) { return d.noLocalInternal, d.noLocalExternal }
+
+// Len returns the number of Services with a state.
+func (d *Desired) Len() int { return len(d.services) }
 
 // VirtualServerOwners returns how many Services claim key.
 func (d *Desired) VirtualServerOwners(key kernel.VSKey) int { return len(d.vs[key]) }

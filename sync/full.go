@@ -23,6 +23,9 @@ func (s *Syncer) syncFull() error {
 	for _, k := range s.src.ServiceKeys() {
 		s.updateService(k, nil)
 	}
+	if hc := s.opts.HealthChecks; hc != nil {
+		hc.ReplaceHealthChecks(s.desired.HealthChecks())
+	}
 	if err := s.k.Addresses.EnsureDummy(s.cfg.DummyDevice); err != nil {
 		return err
 	}

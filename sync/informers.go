@@ -85,8 +85,14 @@ func NewInformerSource(client kubernetes.Interface, nodeName string, resync time
 		return proxier.ServiceKey{}, false
 	}
 	changed := func(obj any) {
-		if k, ok := serviceKey(obj); ok {
+		k, ok := serviceKey(obj)
+		if !ok {
+			return
+		}
+		if _, svc := obj.(*v1.Service); svc {
 			tracker.ServiceChanged(k)
+		} else {
+			tracker.EndpointsChanged(k)
 		}
 	}
 	handler := cache.ResourceEventHandlerFuncs{

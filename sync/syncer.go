@@ -12,6 +12,7 @@ import (
 
 	"github.com/ipvs-proxier/ipvs-proxier/kernel"
 	"github.com/ipvs-proxier/ipvs-proxier/proxier"
+	"github.com/ipvs-proxier/ipvs-proxier/sync/metrics"
 )
 
 // Options configure a Syncer.
@@ -32,6 +33,10 @@ type Options struct {
 	LocalAddresses func() ([]netip.Addr, error)
 	Logger         *zap.Logger
 	Events         EventSink
+	// Metrics records sync durations and latencies; nil records nothing.
+	Metrics *metrics.Metrics
+	// HealthChecks serves healthCheckNodePorts; nil serves none.
+	HealthChecks HealthCheckSink
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
 }
@@ -75,6 +80,10 @@ type Syncer struct {
 	// pendingSets are sets whose creation or listing failed; the next sync lists them.
 	pendingSets map[string]struct{}
 	status      Status
+	// started, triggerSeen and triggers feed the network-programming latency metric.
+	started     time.Time
+	triggerSeen map[proxier.ServiceKey]time.Time
+	triggers    []time.Time
 }
 
 // Status describes the last sync, for health checks and metrics.
@@ -109,6 +118,7 @@ func NewSyncer(opts Options, k kernel.Kernel, src Source, tracker *Tracker) *Syn
 		vs: map[kernel.VSKey]*programmedVS{}, addrs: map[netip.Addr]struct{}{}, members: map[string]map[kernel.SetEntry]struct{}{},
 		rules: map[kernel.Family]string{}, saved: map[kernel.Family]string{}, drain: map[drainKey]time.Time{},
 		needFull: true, retry: proxier.NewDelta(), pendingSets: map[string]struct{}{},
+		started: opts.Now(), triggerSeen: map[proxier.ServiceKey]time.Time{},
 	}
 }
 
@@ -138,7 +148,11 @@ func (s *Syncer) Sync() error {
 		err = s.syncPartial(keys)
 	}
 	err = errors.Join(err, s.reapDrained())
+	if hc := s.opts.HealthChecks; hc != nil {
+		hc.Apply()
+	}
 	end := s.opts.Now()
+	s.opts.Metrics.ObserveSync(full, end.Sub(start), err, end)
 	s.status.LastSync, s.status.LastFull, s.status.LastDuration = end, full, end.Sub(start)
 	s.status.Syncs++
 	if err != nil {
@@ -147,6 +161,7 @@ func (s *Syncer) Sync() error {
 		return err
 	}
 	s.status.LastSuccess, s.status.LastError = end, ""
+	s.observeTriggers(end)
 	s.log.Debug("Synced", zap.Bool("full", full), zap.Int("services", len(keys)), zap.Duration("took", end.Sub(start)))
 	return nil
 }
@@ -195,6 +210,10 @@ func (s *Syncer) updateService(k proxier.ServiceKey, delta *proxier.Delta) {
 	st := proxier.Translate(&s.cfg, k, s.src.Service(k), s.src.Slices(k))
 	s.problems.report(k, st.Problems)
 	s.desired.Set(st, delta)
+	s.noteTriggers(k)
+	if hc := s.opts.HealthChecks; hc != nil && delta != nil {
+		hc.SetHealthCheck(k, st.HealthCheck)
+	}
 }
 
 // nodeConfig fills the node-derived fields of the config.

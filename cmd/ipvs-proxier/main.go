@@ -3,6 +3,7 @@
 //
 //	ipvs-proxier [flags]          run the daemon
 //	ipvs-proxier plan [flags]     print what the daemon would program, touching nothing
+//	ipvs-proxier status [flags]   summarise the local daemon's /status
 //	ipvs-proxier version          print the version
 package main
 
@@ -20,7 +21,7 @@ func main() {
 
 func run(args []string) int {
 	cmd := "run"
-	if len(args) > 0 && (args[0] == "plan" || args[0] == "version" || args[0] == "run") {
+	if len(args) > 0 && (args[0] == "plan" || args[0] == "version" || args[0] == "run" || args[0] == "status") {
 		cmd, args = args[0], args[1:]
 	}
 	var err error
@@ -30,6 +31,8 @@ func run(args []string) int {
 		return 0
 	case "plan":
 		err = runPlan(args, os.Stdout)
+	case "status":
+		err = runStatus(args, os.Stdout)
 	default:
 		err = runDaemon(args)
 	}

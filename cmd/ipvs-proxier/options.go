@@ -43,6 +43,8 @@ type options struct {
 	nodeIPs           []string
 	apiQPS            float32
 	apiBurst          int
+	conntrackInterval time.Duration
+	conntrackPressure float64
 
 	fs *pflag.FlagSet
 }
@@ -81,6 +83,8 @@ func newOptions(name string) *options {
 	fs.StringSliceVar(&o.nodeIPs, "node-ip", nil, "node IPs for NodePorts; by default the node's interface addresses (daemon) or its Node status (plan)")
 	fs.Float32Var(&o.apiQPS, "kube-api-qps", 5, "API client QPS")
 	fs.IntVar(&o.apiBurst, "kube-api-burst", 10, "API client burst")
+	fs.DurationVar(&o.conntrackInterval, "conntrack-report-interval", 10*time.Second, "how often to read conntrack table statistics (one query, never a dump)")
+	fs.Float64Var(&o.conntrackPressure, "conntrack-pressure-threshold", 0.8, "conntrack usage (entries/max) at which pressure is reported")
 	return o
 }
 
@@ -117,6 +121,9 @@ func (o *options) resolve(hostname func() (string, error)) (*resolved, error) {
 	}
 	if o.minSyncPeriod < 0 || o.syncPeriod <= 0 || o.minSyncPeriod > o.syncPeriod {
 		return nil, fmt.Errorf("need 0 <= --min-sync-period (%v) <= --sync-period (%v), and --sync-period > 0", o.minSyncPeriod, o.syncPeriod)
+	}
+	if o.conntrackPressure <= 0 || o.conntrackPressure > 1 || o.conntrackInterval <= 0 {
+		return nil, fmt.Errorf("need 0 < --conntrack-pressure-threshold (%v) <= 1 and --conntrack-report-interval (%v) > 0", o.conntrackPressure, o.conntrackInterval)
 	}
 	if o.masqueradeBit < 0 || o.masqueradeBit > 31 {
 		return nil, fmt.Errorf("--iptables-masquerade-bit %d not in 0-31", o.masqueradeBit)

@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/signal"
 	"runtime"
+	gosync "sync"
 	"syscall"
 	"time"
 
@@ -20,9 +21,13 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/client-go/tools/record"
 
+	"github.com/ipvs-proxier/ipvs-proxier/kernel"
 	"github.com/ipvs-proxier/ipvs-proxier/kernel/linux"
 	"github.com/ipvs-proxier/ipvs-proxier/proxier"
 	"github.com/ipvs-proxier/ipvs-proxier/sync"
+	"github.com/ipvs-proxier/ipvs-proxier/sync/health"
+	"github.com/ipvs-proxier/ipvs-proxier/sync/metrics"
+	"github.com/ipvs-proxier/ipvs-proxier/sync/pressure"
 )
 
 // runDaemon runs the proxy until SIGTERM or SIGINT. On exit the kernel state is left in
@@ -94,21 +99,54 @@ func runDaemon(args []string) error {
 	events := &eventSink{recorder: recorder}
 
 	var runner *sync.Runner
-	tracker := sync.NewTracker(func() { runner.Run() })
+	var syncer *sync.Syncer
+	var tracker *sync.Tracker
+	m := metrics.New(metrics.Sources{
+		Counts: func() metrics.Counts { return syncer.Counts() }, Draining: func() int { return syncer.Draining() },
+		Pending: func() (int, int) { return tracker.PendingByKind() }, ChangesTotal: func() (uint64, uint64) { return tracker.Totals() },
+		NoLocal: func() (int, int) { return syncer.NoLocal() },
+	})
+	k = kernel.Wrap(k, m.KernelHooks())
+	proxyHealth := health.NewProxy(2*o.syncPeriod, nil)
+	tracker = sync.NewTracker(func() {
+		m.Queued(time.Now())
+		proxyHealth.Queued()
+		runner.Run()
+	})
 	src := sync.NewInformerSource(client, r.nodeName, 15*time.Minute, tracker, func(s *discovery.EndpointSlice) {
 		events.Warn(proxier.Problem{Kind: "EndpointSlice", Namespace: s.Namespace, Name: s.Name, Reason: "MissingServiceName",
 			Message: "EndpointSlice has no " + discovery.LabelServiceName + " label; ignored"})
 	})
-	r.sync.Logger, r.sync.Events = log, events
 	dummy := r.cfg.DummyDevice
+	local, _ := linux.LocalAddresses(dummy)
+	hc := health.NewServices(healthCheckIPs(r.cfg, local), proxyHealth.Healthy)
+	hc.OnError = hcErrorReporter(log, events)
+	defer hc.Close()
+	r.sync.Logger, r.sync.Events, r.sync.Metrics, r.sync.HealthChecks = log, events, m, hc
 	r.sync.LocalAddresses = func() ([]netip.Addr, error) { return linux.LocalAddresses(dummy) }
-	syncer := sync.NewSyncer(r.sync, k, src, tracker)
-	runner = sync.NewRunner(syncer.Sync, o.minSyncPeriod, o.syncPeriod)
+	syncer = sync.NewSyncer(r.sync, k, src, tracker)
+	runner = sync.NewRunner(func() error {
+		err := syncer.Sync()
+		if err == nil {
+			proxyHealth.Updated()
+		}
+		return err
+	}, o.minSyncPeriod, o.syncPeriod)
+
+	monitor := pressure.New(k.Conntrack.Stats, o.conntrackPressure, log, nodeEvents{recorder: recorder, node: r.nodeName}, nil)
+	m.Register(monitor)
+	m.Register(metrics.VSCollector{Stats: k.IPVS.ListStats, Owners: syncer.Owners})
 
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
 	src.Start(ctx.Done())
 	go drainTicker(ctx, syncer, runner)
+	go monitor.Run(ctx, o.conntrackInterval)
+	serve(ctx, log, "metrics", o.metricsAddr, metricsHandler(m))
+	hs := &health.Server{Proxy: proxyHealth, NodeEligible: func() bool { return nodeEligible(src.Node()) },
+		Status:       statusSources{node: r.nodeName, syncer: syncer, proxy: proxyHealth, monitor: monitor, hc: hc, ipvs: k.IPVS}.report,
+		CountHealthz: m.Healthz, CountLivez: m.Livez}
+	serve(ctx, log, "health", o.healthzAddr, hs.Handler())
 	log.Info("Running", zap.Duration("minSyncPeriod", o.minSyncPeriod), zap.Duration("syncPeriod", o.syncPeriod),
 		zap.String("scheduler", o.scheduler))
 	runner.Loop(ctx)
@@ -168,4 +206,24 @@ func (e *eventSink) Warn(p proxier.Problem) {
 		ref.APIVersion = "discovery.k8s.io/v1"
 	}
 	e.recorder.Event(ref, v1.EventTypeWarning, p.Reason, p.Message)
+}
+
+// hcErrorReporter logs and publishes a healthCheckNodePort listen failure once per
+// Service, port and error, although Apply retries it on every sync.
+func hcErrorReporter(log *zap.Logger, events *eventSink) func(proxier.ServiceKey, uint16, error) {
+	var mu gosync.Mutex
+	seen := map[string]struct{}{}
+	return func(k proxier.ServiceKey, port uint16, err error) {
+		id := fmt.Sprintf("%s/%d/%v", k, port, err)
+		mu.Lock()
+		_, dup := seen[id]
+		seen[id] = struct{}{}
+		mu.Unlock()
+		if dup {
+			return
+		}
+		log.Warn("Cannot open healthCheckNodePort", zap.String("service", k.String()), zap.Uint16("port", port), zap.Error(err))
+		events.Warn(proxier.Problem{Kind: "Service", Namespace: k.Namespace, Name: k.Name, Reason: "FailedToStartServiceHealthcheck",
+			Message: fmt.Sprintf("cannot listen on healthCheckNodePort %d: %v", port, err)})
+	}
 }

@@ -123,6 +123,26 @@ func (x *IPVS) ListVirtualServers() ([]kernel.VirtualServer, error) {
 	return out, err
 }
 
+// ListStats implements kernel.IPVS with the same one dump as ListVirtualServers.
+func (x *IPVS) ListStats() (map[kernel.VSKey]kernel.VSStats, error) {
+	out := map[kernel.VSKey]kernel.VSStats{}
+	err := x.do("list virtual server stats", func(h *ipvs.Handle) error {
+		svcs, err := h.GetServices()
+		if err != nil {
+			return err
+		}
+		clear(out)
+		for _, s := range svcs {
+			if vs, ok := fromService(s); ok {
+				out[vs.VSKey] = kernel.VSStats{Connections: uint64(s.Stats.Connections), PacketsIn: uint64(s.Stats.PacketsIn),
+					PacketsOut: uint64(s.Stats.PacketsOut), BytesIn: s.Stats.BytesIn, BytesOut: s.Stats.BytesOut}
+			}
+		}
+		return nil
+	})
+	return out, err
+}
+
 // AddVirtualServer implements kernel.IPVS.
 func (x *IPVS) AddVirtualServer(vs kernel.VirtualServer) error {
 	return x.do("add virtual server "+vs.VSKey.String(), func(h *ipvs.Handle) error { return h.NewService(toService(vs)) })

@@ -1,0 +1,175 @@
+package main
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"net"
+	"net/http"
+	"net/netip"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"go.uber.org/zap"
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/record"
+
+	"github.com/ipvs-proxier/ipvs-proxier/kernel"
+	"github.com/ipvs-proxier/ipvs-proxier/proxier"
+	"github.com/ipvs-proxier/ipvs-proxier/sync"
+	"github.com/ipvs-proxier/ipvs-proxier/sync/health"
+	"github.com/ipvs-proxier/ipvs-proxier/sync/metrics"
+	"github.com/ipvs-proxier/ipvs-proxier/sync/pressure"
+)
+
+// taintToBeDeleted is the cluster autoscaler's taint on a node it is removing; kube-proxy
+// fails /healthz on such a node so load balancers drain it first (KEP-3836).
+const taintToBeDeleted = "ToBeDeletedByClusterAutoscaler"
+
+// nodeEligible reports whether the node should receive load-balancer traffic.
+func nodeEligible(node *v1.Node) bool {
+	if node == nil || node.DeletionTimestamp != nil {
+		return false
+	}
+	return !slices.ContainsFunc(node.Spec.Taints, func(t v1.Taint) bool { return t.Key == taintToBeDeleted })
+}
+
+// nodeEvents publishes Events on this node's Node object.
+type nodeEvents struct {
+	recorder record.EventRecorder
+	node     string
+}
+
+func (n nodeEvents) NodeEvent(eventType, reason, message string) {
+	// kube-proxy refers to its Node with the name as UID, so Events group per node.
+	ref := &v1.ObjectReference{Kind: "Node", Name: n.node, UID: types.UID(n.node), APIVersion: "v1"}
+	n.recorder.Event(ref, eventType, reason, message)
+}
+
+// serve runs an HTTP server until ctx is done. A bind failure is logged, not fatal:
+// the proxy keeps programming the kernel without its metrics or health endpoints.
+func serve(ctx context.Context, log *zap.Logger, what, addr string, h http.Handler) {
+	if addr == "" || addr == "0" {
+		return
+	}
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		log.Error("Cannot serve "+what, zap.String("address", addr), zap.Error(err))
+		return
+	}
+	srv := &http.Server{Handler: h, ReadHeaderTimeout: 5 * time.Second}
+	go func() {
+		<-ctx.Done()
+		sctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		defer cancel()
+		_ = srv.Shutdown(sctx)
+	}()
+	go func() {
+		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			log.Error("Server stopped", zap.String("server", what), zap.Error(err))
+		}
+	}()
+	log.Info("Serving "+what, zap.String("address", ln.Addr().String()))
+}
+
+// metricsHandler serves /metrics plus kube-proxy's /healthz ping and /proxyMode.
+func metricsHandler(m *metrics.Metrics) http.Handler {
+	mux := http.NewServeMux()
+	mux.Handle("/metrics", promhttp.HandlerFor(m.Registry, promhttp.HandlerOpts{}))
+	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("ok")) })
+	mux.HandleFunc("/proxyMode", health.ProxyMode)
+	return mux
+}
+
+// healthCheckIPs returns the addresses healthCheckNodePorts listen on: all of them, or
+// the node IPs inside --nodeport-addresses (as kube-proxy's service health server).
+func healthCheckIPs(cfg proxier.Config, local []netip.Addr) []netip.Addr {
+	if len(cfg.NodePortAddresses) == 0 {
+		return nil
+	}
+	var out []netip.Addr
+	for _, a := range local {
+		if slices.ContainsFunc(cfg.NodePortAddresses, func(p netip.Prefix) bool { return p.Contains(a) }) {
+			out = append(out, a)
+		}
+	}
+	return out
+}
+
+// statusReport is the /status body; `ipvs-proxier status` decodes it.
+type statusReport struct {
+	Node    string `json:"node"`
+	Version string `json:"version"`
+	Sync    struct {
+		Healthy         bool      `json:"healthy"`
+		Ready           bool      `json:"ready"`
+		LastSync        time.Time `json:"lastSync"`
+		LastSuccess     time.Time `json:"lastSuccess"`
+		LastError       string    `json:"lastError,omitempty"`
+		LastFull        bool      `json:"lastFull"`
+		LastDurationSec float64   `json:"lastDurationSeconds"`
+		Syncs           int       `json:"syncs"`
+	} `json:"sync"`
+	Counts               metrics.Counts `json:"counts"`
+	Conntrack            pressure.State `json:"conntrack"`
+	Draining             int            `json:"gracefulTerminationQueue"`
+	HealthCheckNodePorts int            `json:"healthCheckNodePorts"`
+	TopVirtualServers    []topVS        `json:"topVirtualServers"`
+}
+
+// topVS is one line of the busiest virtual servers.
+type topVS struct {
+	Service       string `json:"service"`
+	VirtualServer string `json:"virtualServer"`
+	Connections   uint64 `json:"connections"`
+	BytesIn       uint64 `json:"bytesIn"`
+	BytesOut      uint64 `json:"bytesOut"`
+}
+
+// statusSources are the parts /status summarises.
+type statusSources struct {
+	node    string
+	syncer  *sync.Syncer
+	proxy   *health.Proxy
+	monitor *pressure.Monitor
+	hc      *health.Services
+	ipvs    kernel.IPVS
+}
+
+func (s statusSources) report() any {
+	var r statusReport
+	r.Node, r.Version = s.node, version
+	st, ps := s.syncer.Status(), s.proxy.State()
+	r.Sync.Healthy, r.Sync.Ready = ps.Healthy, ps.Ready
+	r.Sync.LastSync, r.Sync.LastSuccess, r.Sync.LastError = st.LastSync, st.LastSuccess, st.LastError
+	r.Sync.LastFull, r.Sync.LastDurationSec, r.Sync.Syncs = st.LastFull, st.LastDuration.Seconds(), st.Syncs
+	r.Counts, r.Draining = s.syncer.Counts(), s.syncer.Draining()
+	r.Conntrack = s.monitor.State()
+	r.HealthCheckNodePorts = len(s.hc.Ports())
+	r.TopVirtualServers = topVirtualServers(s.ipvs, s.syncer.Owners(), 10)
+	return r
+}
+
+// topVirtualServers returns our n busiest virtual servers by connections scheduled.
+func topVirtualServers(ipvs kernel.IPVS, owners map[kernel.VSKey]metrics.Owner, n int) []topVS {
+	stats, err := ipvs.ListStats()
+	if err != nil {
+		return nil
+	}
+	var out []topVS
+	for k, s := range stats {
+		if o, ok := owners[k]; ok {
+			out = append(out, topVS{Service: o.Namespace + "/" + o.Name, VirtualServer: k.String(), Connections: s.Connections, BytesIn: s.BytesIn, BytesOut: s.BytesOut})
+		}
+	}
+	slices.SortFunc(out, func(a, b topVS) int {
+		if c := cmp.Compare(b.Connections, a.Connections); c != 0 {
+			return c
+		}
+		return strings.Compare(a.VirtualServer, b.VirtualServer)
+	})
+	return out[:min(n, len(out))]
+}

@@ -1,0 +1,122 @@
+package kernel
+
+import "net/netip"
+
+// Hooks intercept every operation of a wrapped Kernel. Both are optional.
+type Hooks struct {
+	// Before runs first; a non-nil error fails the operation without reaching the kernel.
+	Before func(op string) error
+	// After sees the outcome of every operation that reached the kernel.
+	After func(op string, err error)
+}
+
+// Wrap returns k with every operation passed through h. The fault injector and the
+// error metrics are both built on it, so neither repeats the interface.
+func Wrap(k Kernel, h Hooks) Kernel {
+	w := &wrapped{inner: k, h: h}
+	return Kernel{IPVS: wrappedIPVS{w}, Addresses: wrappedAddrs{w}, IPSets: wrappedSets{w}, Iptables: wrappedIptables{w}, Conntrack: wrappedConntrack{w}}
+}
+
+type wrapped struct {
+	inner Kernel
+	h     Hooks
+}
+
+// call runs fn under the hooks.
+func (w *wrapped) call(op string, fn func() error) error {
+	if w.h.Before != nil {
+		if err := w.h.Before(op); err != nil {
+			return err
+		}
+	}
+	err := fn()
+	if w.h.After != nil {
+		w.h.After(op, err)
+	}
+	return err
+}
+
+// call1 runs fn, which also returns a value, under the hooks.
+func call1[T any](w *wrapped, op string, fn func() (T, error)) (T, error) {
+	var out T
+	err := w.call(op, func() (err error) { out, err = fn(); return err })
+	return out, err
+}
+
+type wrappedIPVS struct{ w *wrapped }
+
+func (x wrappedIPVS) ListVirtualServers() ([]VirtualServer, error) {
+	return call1(x.w, "ListVirtualServers", x.w.inner.IPVS.ListVirtualServers)
+}
+func (x wrappedIPVS) AddVirtualServer(vs VirtualServer) error {
+	return x.w.call("AddVirtualServer", func() error { return x.w.inner.IPVS.AddVirtualServer(vs) })
+}
+func (x wrappedIPVS) UpdateVirtualServer(vs VirtualServer) error {
+	return x.w.call("UpdateVirtualServer", func() error { return x.w.inner.IPVS.UpdateVirtualServer(vs) })
+}
+func (x wrappedIPVS) DeleteVirtualServer(k VSKey) error {
+	return x.w.call("DeleteVirtualServer", func() error { return x.w.inner.IPVS.DeleteVirtualServer(k) })
+}
+func (x wrappedIPVS) ListRealServers(k VSKey) ([]RealServer, error) {
+	return call1(x.w, "ListRealServers", func() ([]RealServer, error) { return x.w.inner.IPVS.ListRealServers(k) })
+}
+func (x wrappedIPVS) AddRealServer(k VSKey, rs RealServer) error {
+	return x.w.call("AddRealServer", func() error { return x.w.inner.IPVS.AddRealServer(k, rs) })
+}
+func (x wrappedIPVS) UpdateRealServer(k VSKey, rs RealServer) error {
+	return x.w.call("UpdateRealServer", func() error { return x.w.inner.IPVS.UpdateRealServer(k, rs) })
+}
+func (x wrappedIPVS) DeleteRealServer(k VSKey, rs RealServer) error {
+	return x.w.call("DeleteRealServer", func() error { return x.w.inner.IPVS.DeleteRealServer(k, rs) })
+}
+func (x wrappedIPVS) ListStats() (map[VSKey]VSStats, error) {
+	return call1(x.w, "ListStats", x.w.inner.IPVS.ListStats)
+}
+
+type wrappedAddrs struct{ w *wrapped }
+
+func (x wrappedAddrs) EnsureDummy(dev string) error {
+	return x.w.call("EnsureDummy", func() error { return x.w.inner.Addresses.EnsureDummy(dev) })
+}
+func (x wrappedAddrs) ListAddresses(dev string) ([]netip.Addr, error) {
+	return call1(x.w, "ListAddresses", func() ([]netip.Addr, error) { return x.w.inner.Addresses.ListAddresses(dev) })
+}
+func (x wrappedAddrs) BindAddress(dev string, a netip.Addr) error {
+	return x.w.call("BindAddress", func() error { return x.w.inner.Addresses.BindAddress(dev, a) })
+}
+func (x wrappedAddrs) UnbindAddress(dev string, a netip.Addr) error {
+	return x.w.call("UnbindAddress", func() error { return x.w.inner.Addresses.UnbindAddress(dev, a) })
+}
+
+type wrappedSets struct{ w *wrapped }
+
+func (x wrappedSets) EnsureSet(s Set) error {
+	return x.w.call("EnsureSet", func() error { return x.w.inner.IPSets.EnsureSet(s) })
+}
+func (x wrappedSets) ListEntries(set string) ([]SetEntry, error) {
+	return call1(x.w, "ListEntries", func() ([]SetEntry, error) { return x.w.inner.IPSets.ListEntries(set) })
+}
+func (x wrappedSets) AddEntry(set string, e SetEntry) error {
+	return x.w.call("AddEntry", func() error { return x.w.inner.IPSets.AddEntry(set, e) })
+}
+func (x wrappedSets) DelEntry(set string, e SetEntry) error {
+	return x.w.call("DelEntry", func() error { return x.w.inner.IPSets.DelEntry(set, e) })
+}
+
+type wrappedIptables struct{ w *wrapped }
+
+func (x wrappedIptables) Restore(fam Family, rules string) error {
+	return x.w.call("Restore", func() error { return x.w.inner.Iptables.Restore(fam, rules) })
+}
+func (x wrappedIptables) Save(fam Family) (string, error) {
+	return call1(x.w, "Save", func() (string, error) { return x.w.inner.Iptables.Save(fam) })
+}
+
+type wrappedConntrack struct{ w *wrapped }
+
+func (x wrappedConntrack) ClearUDP(vip, ep netip.AddrPort) error {
+	return x.w.call("ClearUDP", func() error { return x.w.inner.Conntrack.ClearUDP(vip, ep) })
+}
+func (x wrappedConntrack) Stats() (ConntrackStats, error) {
+	return call1(x.w, "Stats", x.w.inner.Conntrack.Stats)
+}

@@ -1,0 +1,199 @@
+// Package metrics defines the daemon's Prometheus metrics. The sync metrics keep
+// kube-proxy's names and meanings (pkg/proxy/metrics), so dashboards built for kube-proxy
+// keep working; the ipvs_proxier_* and ipvs_* metrics are our own. Gauges that describe
+// state (object counts, pending changes, the drain queue) are read at scrape time from
+// the daemon's parts, so the sync loop pays nothing for them.
+package metrics
+
+import (
+	"errors"
+	"strconv"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+
+	"github.com/ipvs-proxier/ipvs-proxier/kernel"
+)
+
+// Counts are the kernel objects the daemon has programmed.
+type Counts struct {
+	Services, VirtualServers, RealServers, SetEntries, Addresses int
+}
+
+// Sources are the read-at-scrape-time inputs. Any may be nil.
+type Sources struct {
+	Counts func() Counts
+	// Draining is the graceful-termination queue length.
+	Draining func() int
+	// Pending returns the Services and EndpointSlices changed but not yet synced.
+	Pending func() (services, endpoints int)
+	// ChangesTotal returns the Service and EndpointSlice events seen so far.
+	ChangesTotal func() (services, endpoints uint64)
+	// NoLocal counts Services using the fallback of a Local policy with no local endpoint.
+	NoLocal func() (internal, external int)
+}
+
+// Metrics holds the collectors. A nil *Metrics records nothing, so tests and `plan` can
+// run without one.
+type Metrics struct {
+	// Registry holds every metric, plus the Go and process collectors.
+	Registry *prometheus.Registry
+
+	syncDuration, syncFull, syncPartial prometheus.Histogram
+	lastSync, lastQueued                prometheus.Gauge
+	programming                         prometheus.Histogram
+	syncErrors                          prometheus.Counter
+	kernelErrors                        *prometheus.CounterVec
+	healthz, livez                      *prometheus.CounterVec
+}
+
+// kube-proxy's sync histogram: 1 ms doubling, 15 buckets (pkg/proxy/metrics/metrics.go).
+var syncBuckets = prometheus.ExponentialBuckets(0.001, 2, 15)
+
+// New registers every metric; src feeds the state gauges.
+func New(src Sources) *Metrics {
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	hist := func(name, help string, buckets []float64) prometheus.Histogram {
+		h := prometheus.NewHistogram(prometheus.HistogramOpts{Name: name, Help: help, Buckets: buckets})
+		reg.MustRegister(h)
+		return h
+	}
+	gauge := func(name, help string) prometheus.Gauge {
+		g := prometheus.NewGauge(prometheus.GaugeOpts{Name: name, Help: help})
+		reg.MustRegister(g)
+		return g
+	}
+	m := &Metrics{
+		Registry:     reg,
+		syncDuration: hist("kubeproxy_sync_proxy_rules_duration_seconds", "Time of each sync, full or partial, including failed ones.", syncBuckets),
+		syncFull:     hist("kubeproxy_sync_full_proxy_rules_duration_seconds", "Time of each full sync (kernel dump, diff, repair, prune).", syncBuckets),
+		syncPartial:  hist("kubeproxy_sync_partial_proxy_rules_duration_seconds", "Time of each partial sync (changed Services only).", syncBuckets),
+		lastSync:     gauge("kubeproxy_sync_proxy_rules_last_timestamp_seconds", "Unix time of the last successful sync."),
+		lastQueued:   gauge("kubeproxy_sync_proxy_rules_last_queued_timestamp_seconds", "Unix time of the last change that asked for a sync."),
+		programming: hist("kubeproxy_network_programming_duration_seconds",
+			"Time from an EndpointSlice's last-change-trigger-time to its change being programmed.",
+			append(append(prometheus.LinearBuckets(0.25, 0.25, 2), prometheus.LinearBuckets(1, 1, 59)...),
+				append(prometheus.LinearBuckets(60, 5, 12), prometheus.LinearBuckets(120, 30, 7)...)...)),
+		syncErrors: prometheus.NewCounter(prometheus.CounterOpts{Name: "ipvs_proxier_sync_errors_total", Help: "Syncs that failed (retried early)."}),
+		kernelErrors: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "ipvs_proxier_kernel_operation_errors_total",
+			Help: "Kernel operations that failed, by operation; 'already exists' on add and 'not found' on delete are not errors."}, []string{"operation"}),
+		healthz: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "kubeproxy_proxy_healthz_total", Help: "/healthz responses by code."}, []string{"code"}),
+		livez:   prometheus.NewCounterVec(prometheus.CounterOpts{Name: "kubeproxy_proxy_livez_total", Help: "/livez responses by code."}, []string{"code"}),
+	}
+	reg.MustRegister(m.syncErrors, m.kernelErrors, m.healthz, m.livez)
+	m.registerSources(src)
+	return m
+}
+
+// registerSources registers the scrape-time gauges and counters.
+func (m *Metrics) registerSources(src Sources) {
+	if src.Counts != nil {
+		for name, pick := range map[string]func(Counts) int{
+			"ipvs_proxier_services":        func(c Counts) int { return c.Services },
+			"ipvs_proxier_virtual_servers": func(c Counts) int { return c.VirtualServers },
+			"ipvs_proxier_real_servers":    func(c Counts) int { return c.RealServers },
+			"ipvs_proxier_ipset_entries":   func(c Counts) int { return c.SetEntries },
+			"ipvs_proxier_bound_addresses": func(c Counts) int { return c.Addresses },
+		} {
+			m.Registry.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: name, Help: "Programmed kernel objects: " + name[len("ipvs_proxier_"):] + "."},
+				func() float64 { return float64(pick(src.Counts())) }))
+		}
+	}
+	if src.Draining != nil {
+		m.Registry.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "ipvs_proxier_graceful_termination_queue",
+			Help: "Real servers draining at weight 0."}, func() float64 { return float64(src.Draining()) }))
+	}
+	if src.Pending != nil {
+		m.Registry.MustRegister(
+			prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "kubeproxy_sync_proxy_rules_service_changes_pending", Help: "Pending Service changes."},
+				func() float64 { s, _ := src.Pending(); return float64(s) }),
+			prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "kubeproxy_sync_proxy_rules_endpoint_changes_pending", Help: "Pending EndpointSlice changes."},
+				func() float64 { _, e := src.Pending(); return float64(e) }))
+	}
+	if src.ChangesTotal != nil {
+		m.Registry.MustRegister(
+			prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "kubeproxy_sync_proxy_rules_service_changes_total", Help: "Service events."},
+				func() float64 { s, _ := src.ChangesTotal(); return float64(s) }),
+			prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "kubeproxy_sync_proxy_rules_endpoint_changes_total", Help: "EndpointSlice events."},
+				func() float64 { _, e := src.ChangesTotal(); return float64(e) }))
+	}
+	if src.NoLocal != nil {
+		m.Registry.MustRegister(noLocalCollector{src.NoLocal})
+	}
+}
+
+// ObserveSync records one sync.
+func (m *Metrics) ObserveSync(full bool, took time.Duration, err error, end time.Time) {
+	if m == nil {
+		return
+	}
+	m.syncDuration.Observe(took.Seconds())
+	if full {
+		m.syncFull.Observe(took.Seconds())
+	} else {
+		m.syncPartial.Observe(took.Seconds())
+	}
+	if err != nil {
+		m.syncErrors.Inc()
+		return
+	}
+	m.lastSync.Set(float64(end.UnixNano()) / 1e9)
+}
+
+// Queued records that a change asked for a sync.
+func (m *Metrics) Queued(t time.Time) {
+	if m != nil {
+		m.lastQueued.Set(float64(t.UnixNano()) / 1e9)
+	}
+}
+
+// ObserveProgramming records the latency of one EndpointSlice change.
+func (m *Metrics) ObserveProgramming(d time.Duration) {
+	if m != nil && d >= 0 {
+		m.programming.Observe(d.Seconds())
+	}
+}
+
+// KernelHooks counts failed kernel operations; wrap the kernel with kernel.Wrap.
+func (m *Metrics) KernelHooks() kernel.Hooks {
+	return kernel.Hooks{After: func(op string, err error) {
+		if m != nil && err != nil && !errors.Is(err, kernel.ErrExist) && !errors.Is(err, kernel.ErrNotFound) {
+			m.kernelErrors.WithLabelValues(op).Inc()
+		}
+	}}
+}
+
+// Healthz and Livez count health responses by code.
+func (m *Metrics) Healthz(code int) {
+	if m != nil {
+		m.healthz.WithLabelValues(strconv.Itoa(code)).Inc()
+	}
+}
+
+// Livez counts /livez responses by code.
+func (m *Metrics) Livez(code int) {
+	if m != nil {
+		m.livez.WithLabelValues(strconv.Itoa(code)).Inc()
+	}
+}
+
+// Register adds another collector (the conntrack monitor, the virtual-server stats).
+func (m *Metrics) Register(c prometheus.Collector) {
+	if m != nil {
+		m.Registry.MustRegister(c)
+	}
+}
+
+var noLocalDesc = prometheus.NewDesc("kubeproxy_sync_proxy_rules_no_local_endpoints_total",
+	"Services with a Local traffic policy and no local endpoint, which use the fallback.", []string{"traffic_policy"}, nil)
+
+type noLocalCollector struct{ fn func() (int, int) }
+
+func (c noLocalCollector) Describe(ch chan<- *prometheus.Desc) { ch <- noLocalDesc }
+func (c noLocalCollector) Collect(ch chan<- prometheus.Metric) {
+	in, ex := c.fn()
+	ch <- prometheus.MustNewConstMetric(noLocalDesc, prometheus.GaugeValue, float64(in), "internal")
+	ch <- prometheus.MustNewConstMetric(noLocalDesc, prometheus.GaugeValue, float64(ex), "external")
+}

@@ -1,0 +1,90 @@
+package sync
+
+import (
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+
+	"github.com/ipvs-proxier/ipvs-proxier/kernel"
+	"github.com/ipvs-proxier/ipvs-proxier/proxier"
+	"github.com/ipvs-proxier/ipvs-proxier/sync/metrics"
+)
+
+// HealthCheckSink serves the healthCheckNodePorts of ETP=Local LoadBalancers. The
+// syncer tells it what changed; Apply opens and closes listeners.
+type HealthCheckSink interface {
+	// SetHealthCheck records one Service's health check; nil removes it.
+	SetHealthCheck(k proxier.ServiceKey, hc *proxier.HealthCheck)
+	// ReplaceHealthChecks records the whole set, after a full sync.
+	ReplaceHealthChecks(all map[proxier.ServiceKey]proxier.HealthCheck)
+	// Apply opens and closes listeners to match, retrying ones that failed before.
+	Apply()
+}
+
+// Counts returns the number of kernel objects programmed, for metrics and /status.
+func (s *Syncer) Counts() metrics.Counts {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	c := metrics.Counts{Services: s.desired.Len(), VirtualServers: len(s.vs), Addresses: len(s.addrs)}
+	for _, p := range s.vs {
+		c.RealServers += len(p.rss)
+	}
+	for _, m := range s.members {
+		c.SetEntries += len(m)
+	}
+	return c
+}
+
+// Owners returns the Service that owns each desired virtual server.
+func (s *Syncer) Owners() map[kernel.VSKey]metrics.Owner {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	owners := s.desired.Owners()
+	out := make(map[kernel.VSKey]metrics.Owner, len(owners))
+	for k, o := range owners {
+		out[k] = metrics.Owner{Namespace: o.Namespace, Name: o.Name}
+	}
+	return out
+}
+
+// NoLocal returns the no-local-endpoint fallback counts (internal, external).
+func (s *Syncer) NoLocal() (int, int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.desired.NoLocal()
+}
+
+// noteTriggers queues the network-programming latency of k's slices whose
+// last-change-trigger-time is newer than any seen before. Trigger times older than the
+// syncer are skipped: on start every slice would report its age, not a latency (as
+// kube-proxy's endpointschangetracker does).
+func (s *Syncer) noteTriggers(k proxier.ServiceKey) {
+	if s.opts.Metrics == nil {
+		return
+	}
+	newest := s.triggerSeen[k]
+	slices := s.src.Slices(k)
+	if len(slices) == 0 {
+		delete(s.triggerSeen, k)
+		return
+	}
+	for _, sl := range slices {
+		t, err := time.Parse(time.RFC3339Nano, sl.Annotations[v1.EndpointsLastChangeTriggerTime])
+		if err != nil || !t.After(s.started) || !t.After(s.triggerSeen[k]) {
+			continue
+		}
+		s.triggers = append(s.triggers, t)
+		if t.After(newest) {
+			newest = t
+		}
+	}
+	s.triggerSeen[k] = newest
+}
+
+// observeTriggers records the queued latencies after a successful sync.
+func (s *Syncer) observeTriggers(end time.Time) {
+	for _, t := range s.triggers {
+		s.opts.Metrics.ObserveProgramming(end.Sub(t))
+	}
+	s.triggers = s.triggers[:0]
+}
