@@ -1,0 +1,82 @@
+package metrics
+
+import (
+	"bytes"
+	"io"
+	"maps"
+
+	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
+)
+
+// Families is a parsed scrape, by metric name.
+type Families map[string]*dto.MetricFamily
+
+// ParseText parses the Prometheus text format, as a scraper would.
+func ParseText(r io.Reader) (Families, error) {
+	p := expfmt.NewTextParser(model.UTF8Validation)
+	return p.TextToMetricFamilies(r)
+}
+
+// Scrape renders g in the text format and parses it back, so tests see exactly what a
+// Prometheus server would.
+func Scrape(g prometheus.Gatherer) (Families, error) {
+	mfs, err := g.Gather()
+	if err != nil {
+		return nil, err
+	}
+	var buf bytes.Buffer
+	enc := expfmt.NewEncoder(&buf, expfmt.NewFormat(expfmt.TypeTextPlain))
+	for _, mf := range mfs {
+		if err := enc.Encode(mf); err != nil {
+			return nil, err
+		}
+	}
+	return ParseText(&buf)
+}
+
+// Value returns the value of the sample of name whose labels include want: a gauge's or
+// counter's value, or a histogram's count.
+func (f Families) Value(name string, want map[string]string) (float64, bool) {
+	mf, ok := f[name]
+	if !ok {
+		return 0, false
+	}
+	for _, m := range mf.GetMetric() {
+		have := map[string]string{}
+		for _, l := range m.GetLabel() {
+			have[l.GetName()] = l.GetValue()
+		}
+		match := true
+		for k, v := range want {
+			if have[k] != v {
+				match = false
+			}
+		}
+		if !match {
+			continue
+		}
+		switch {
+		case m.Gauge != nil:
+			return m.GetGauge().GetValue(), true
+		case m.Counter != nil:
+			return m.GetCounter().GetValue(), true
+		case m.Histogram != nil:
+			return float64(m.GetHistogram().GetSampleCount()), true
+		case m.Untyped != nil:
+			return m.GetUntyped().GetValue(), true
+		}
+	}
+	return 0, false
+}
+
+// Names returns the metric names present.
+func (f Families) Names() []string {
+	var out []string
+	for k := range maps.Keys(f) {
+		out = append(out, k)
+	}
+	return out
+}
