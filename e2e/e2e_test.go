@@ -124,8 +124,11 @@ func createService(t *testing.T, svc *v1.Service, port int32, proto v1.Protocol,
 // setEndpoints writes the Service's one EndpointSlice (no controller-manager runs here).
 func setEndpoints(t *testing.T, svcName string, port int32, proto v1.Protocol, eps ...podEP) {
 	t.Helper()
+	// The annotation the EndpointSlice controller sets; the daemon's
+	// network-programming latency metric starts from it.
 	sl := &discovery.EndpointSlice{ObjectMeta: metav1.ObjectMeta{Name: svcName + "-1", Namespace: "default",
-		Labels: map[string]string{discovery.LabelServiceName: svcName}},
+		Labels:      map[string]string{discovery.LabelServiceName: svcName},
+		Annotations: map[string]string{v1.EndpointsLastChangeTriggerTime: time.Now().UTC().Format(time.RFC3339Nano)}},
 		AddressType: discovery.AddressTypeIPv4,
 		Ports:       []discovery.EndpointPort{{Name: ptr.To("p"), Port: ptr.To(port), Protocol: ptr.To(proto)}}}
 	for _, e := range eps {

@@ -141,14 +141,19 @@ func (s *Syncer) relistPendingSets(delta *proxier.Delta) error {
 	return errors.Join(errs...)
 }
 
-// owns reports whether a virtual server found in the kernel is ours to prune: on an
-// address of our dummy interface, or a NodePort on a node IP, and not excluded.
+// owns reports whether a virtual server found in the kernel is ours to prune.
 func (s *Syncer) owns(key kernel.VSKey) bool {
-	if slices.ContainsFunc(s.opts.ExcludeCIDRs, func(p netip.Prefix) bool { return p.Contains(key.Address) }) {
+	_, onDummy := s.addrs[key.Address]
+	return Owns(key, onDummy, s.cfg.NodeIPs, s.opts.ExcludeCIDRs, s.opts.NodePortMin, s.opts.NodePortMax)
+}
+
+// Owns is the one ownership rule, shared by pruning and `ipvs-proxier cleanup`: a
+// virtual server is ours when it is on an address of our dummy interface, or is a
+// NodePort (a port in the NodePort range on a node IP), and is not in an excluded CIDR
+// (--ipvs-exclude-cidrs, kube-proxy's rule for virtual servers made by others).
+func Owns(key kernel.VSKey, onDummy bool, nodeIPs []netip.Addr, exclude []netip.Prefix, portMin, portMax uint16) bool {
+	if slices.ContainsFunc(exclude, func(p netip.Prefix) bool { return p.Contains(key.Address) }) {
 		return false
 	}
-	if _, ok := s.addrs[key.Address]; ok {
-		return true
-	}
-	return slices.Contains(s.cfg.NodeIPs, key.Address) && key.Port >= s.opts.NodePortMin && key.Port <= s.opts.NodePortMax
+	return onDummy || slices.Contains(nodeIPs, key.Address) && key.Port >= portMin && key.Port <= portMax
 }

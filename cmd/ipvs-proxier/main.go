@@ -4,6 +4,7 @@
 //	ipvs-proxier [flags]          run the daemon
 //	ipvs-proxier plan [flags]     print what the daemon would program, touching nothing
 //	ipvs-proxier status [flags]   summarise the local daemon's /status
+//	ipvs-proxier cleanup [flags]  remove everything ipvs-proxier programmed on this node
 //	ipvs-proxier version          print the version
 package main
 
@@ -21,7 +22,7 @@ func main() {
 
 func run(args []string) int {
 	cmd := "run"
-	if len(args) > 0 && (args[0] == "plan" || args[0] == "version" || args[0] == "run" || args[0] == "status") {
+	if len(args) > 0 && (args[0] == "plan" || args[0] == "version" || args[0] == "run" || args[0] == "status" || args[0] == "cleanup") {
 		cmd, args = args[0], args[1:]
 	}
 	var err error
@@ -33,6 +34,8 @@ func run(args []string) int {
 		err = runPlan(args, os.Stdout)
 	case "status":
 		err = runStatus(args, os.Stdout)
+	case "cleanup":
+		err = runCleanup(args, os.Stdout)
 	default:
 		err = runDaemon(args)
 	}

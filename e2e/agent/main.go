@@ -2,6 +2,9 @@
 //
 //	POST /exec       body: a shell command; answers its combined output, status in X-Exit-Code
 //	GET  /ask?ns=&target=&proto=tcp|udp&source=   connects from a netns to target; answers the reply
+//	GET  /get?ns=&url=   an HTTP GET from a netns; answers JSON {code, header, body}
+//	GET  /hold?ns=&target=&n=   opens n TCP connections to target and keeps them open
+//	GET  /release        closes every held connection
 //
 // `agent serve NAME` is the pods' server: it answers "NAME CLIENT-ADDR" on TCP and UDP
 // ports 80 and 53 (TCP connections stay open until the client closes them).
@@ -9,6 +12,7 @@ package main
 
 import (
 	"bufio"
+	"encoding/json"
 	"fmt"
 	"io"
 	"log"
@@ -17,6 +21,8 @@ import (
 	"os"
 	"os/exec"
 	"runtime"
+	"strconv"
+	"sync"
 	"time"
 
 	"github.com/vishvananda/netns"
@@ -62,7 +68,95 @@ func main() {
 		}
 		_, _ = io.WriteString(w, answer)
 	})
+	http.HandleFunc("/get", func(w http.ResponseWriter, r *http.Request) {
+		q := r.URL.Query()
+		var out getResult
+		err := inNetns(q.Get("ns"), func() error {
+			c := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{DisableKeepAlives: true}}
+			resp, err := c.Get(q.Get("url"))
+			if err != nil {
+				return err
+			}
+			defer resp.Body.Close()
+			b, err := io.ReadAll(resp.Body)
+			out = getResult{Code: resp.StatusCode, Header: resp.Header, Body: string(b)}
+			return err
+		})
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusBadGateway)
+			return
+		}
+		_ = json.NewEncoder(w).Encode(out)
+	})
+	http.HandleFunc("/hold", func(w http.ResponseWriter, r *http.Request) {
+		q := r.URL.Query()
+		n, _ := strconv.Atoi(q.Get("n"))
+		opened := 0
+		err := inNetns(q.Get("ns"), func() error {
+			for range n {
+				c, err := net.DialTimeout("tcp", q.Get("target"), 3*time.Second)
+				if err != nil {
+					return err
+				}
+				held.Lock()
+				held.conns = append(held.conns, c)
+				held.Unlock()
+				opened++
+			}
+			return nil
+		})
+		if err != nil {
+			http.Error(w, fmt.Sprintf("opened %d: %v", opened, err), http.StatusBadGateway)
+			return
+		}
+		fmt.Fprint(w, opened)
+	})
+	http.HandleFunc("/release", func(w http.ResponseWriter, r *http.Request) {
+		held.Lock()
+		defer held.Unlock()
+		for _, c := range held.conns {
+			_ = c.Close()
+		}
+		fmt.Fprint(w, len(held.conns))
+		held.conns = nil
+	})
 	log.Fatal(http.ListenAndServe(":7000", nil))
+}
+
+// held are the connections /hold keeps open.
+var held struct {
+	sync.Mutex
+	conns []net.Conn
+}
+
+type getResult struct {
+	Code   int         `json:"code"`
+	Header http.Header `json:"header"`
+	Body   string      `json:"body"`
+}
+
+// inNetns runs fn on a thread in the named netns (the VM's own when empty). Sockets
+// opened there stay in that netns after the thread leaves it.
+func inNetns(ns string, fn func() error) error {
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	if ns != "" {
+		orig, err := netns.Get()
+		if err != nil {
+			return err
+		}
+		defer orig.Close()
+		defer func() { _ = netns.Set(orig) }()
+		h, err := netns.GetFromName(ns)
+		if err != nil {
+			return err
+		}
+		defer h.Close()
+		if err := netns.Set(h); err != nil {
+			return err
+		}
+	}
+	return fn()
 }
 
 // ask dials target from the named netns (or the VM's own when empty), from source
@@ -71,44 +165,31 @@ func ask(ns, proto, source, target string) (string, error) {
 	if proto == "" {
 		proto = "tcp"
 	}
-	runtime.LockOSThread()
-	defer runtime.UnlockOSThread()
-	if ns != "" {
-		orig, err := netns.Get()
+	var answer string
+	err := inNetns(ns, func() error {
+		d := net.Dialer{Timeout: 3 * time.Second}
+		if source != "" {
+			if proto == "udp" {
+				d.LocalAddr = &net.UDPAddr{IP: net.ParseIP(source)}
+			} else {
+				d.LocalAddr = &net.TCPAddr{IP: net.ParseIP(source)}
+			}
+		}
+		c, err := d.Dial(proto, target)
 		if err != nil {
-			return "", err
+			return err
 		}
-		defer orig.Close()
-		defer func() { _ = netns.Set(orig) }()
-		h, err := netns.GetFromName(ns)
-		if err != nil {
-			return "", err
-		}
-		defer h.Close()
-		if err := netns.Set(h); err != nil {
-			return "", err
-		}
-	}
-	d := net.Dialer{Timeout: 3 * time.Second}
-	if source != "" {
+		defer c.Close()
+		_ = c.SetDeadline(time.Now().Add(3 * time.Second))
 		if proto == "udp" {
-			d.LocalAddr = &net.UDPAddr{IP: net.ParseIP(source)}
-		} else {
-			d.LocalAddr = &net.TCPAddr{IP: net.ParseIP(source)}
+			if _, err := c.Write([]byte("q")); err != nil {
+				return err
+			}
 		}
-	}
-	c, err := d.Dial(proto, target)
-	if err != nil {
-		return "", err
-	}
-	defer c.Close()
-	_ = c.SetDeadline(time.Now().Add(3 * time.Second))
-	if proto == "udp" {
-		if _, err := c.Write([]byte("q")); err != nil {
-			return "", err
-		}
-	}
-	return bufio.NewReader(c).ReadString('\n')
+		answer, err = bufio.NewReader(c).ReadString('\n')
+		return err
+	})
+	return answer, err
 }
 
 func serve(name string) {

@@ -159,8 +159,8 @@ func (m *Monitor) message(cur, prev State) string {
 	return fmt.Sprintf("conntrack table at %d of %d entries (%s); %s", cur.Entries, cur.Max, why, fix(cur))
 }
 
-// fix says which sysctl to raise. The kernel sizes the hash table from it only at boot,
-// so nf_conntrack_buckets is named too.
+// fix says which sysctl to raise. The hash table does not grow with nf_conntrack_max, so
+// nf_conntrack_buckets is named too, at a quarter of it (kube-proxy's hashsize ratio).
 func fix(s State) string {
 	return fmt.Sprintf("raise net.netfilter.nf_conntrack_max to %d (sysctl -w net.netfilter.nf_conntrack_max=%d, or --conntrack-max-per-core), "+
 		"and net.netfilter.nf_conntrack_buckets to %d", s.Suggest, s.Suggest, max(s.Suggest/4, 1))

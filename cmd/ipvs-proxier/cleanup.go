@@ -1,0 +1,99 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"net/netip"
+	"time"
+
+	"github.com/spf13/pflag"
+
+	"github.com/ipvs-proxier/ipvs-proxier/kernel"
+	"github.com/ipvs-proxier/ipvs-proxier/kernel/linux"
+	"github.com/ipvs-proxier/ipvs-proxier/proxier"
+	"github.com/ipvs-proxier/ipvs-proxier/sync"
+)
+
+// runCleanup removes everything ipvs-proxier owns on this node, and nothing else: our
+// virtual servers (the prune rule of the daemon), our iptables chains and the jumps to
+// them, our ipsets, and the dummy interface. Run it after stopping the daemon. It is
+// idempotent. Unlike kube-proxy's --cleanup it never flushes the whole IPVS table
+// (kube-proxy-ipvs.md §1.16), and it destroys the KUBE-6-* sets too.
+func runCleanup(args []string, out io.Writer) error {
+	fs := pflag.NewFlagSet("cleanup", pflag.ContinueOnError)
+	dummy := fs.String("dummy-device", proxier.DefaultDummyDevice, "dummy interface that holds the VIPs")
+	leftovers := fs.Bool("iptables-mode-leftovers", false, "also remove kube-proxy iptables-mode chains (KUBE-SVC-*, KUBE-SEP-*, KUBE-NODEPORTS, ...)")
+	excludeFlag := fs.StringSlice("ipvs-exclude-cidrs", nil, "CIDRs whose virtual servers are left alone")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	exclude, err := parsePrefixes("ipvs-exclude-cidrs", *excludeFlag)
+	if err != nil {
+		return err
+	}
+	var errs []error
+	vs, err := cleanupVirtualServers(*dummy, exclude)
+	errs = append(errs, err)
+	fmt.Fprintf(out, "virtual servers deleted: %d\n", vs)
+
+	chains, prefixes := allChains(), []string(nil)
+	if *leftovers {
+		chains = append(chains, linux.IptablesModeChains...)
+		prefixes = linux.IptablesModePrefixes
+	}
+	ipt := linux.NewIptables(chains)
+	for _, f := range []kernel.Family{kernel.IPv4, kernel.IPv6} {
+		n, err := ipt.RemoveChains(f, chains, prefixes)
+		errs = append(errs, err)
+		fmt.Fprintf(out, "%s iptables chains removed (%s): %d\n", f, ipt.Mode(), n)
+	}
+	var names []string
+	for _, s := range proxier.Sets([]kernel.Family{kernel.IPv4, kernel.IPv6}) {
+		names = append(names, s.Name)
+	}
+	n, err := linux.DestroySets(names)
+	errs = append(errs, err)
+	fmt.Fprintf(out, "ipsets destroyed: %d\n", n)
+	deleted, err := linux.DeleteDummy(*dummy)
+	errs = append(errs, err)
+	fmt.Fprintf(out, "dummy interface %s deleted: %v\n", *dummy, deleted)
+	return errors.Join(errs...)
+}
+
+// cleanupVirtualServers deletes the virtual servers the daemon would prune. Without IPVS
+// on the node there is nothing to delete.
+func cleanupVirtualServers(dummy string, exclude []netip.Prefix) (int, error) {
+	x, err := linux.NewIPVS(10 * time.Second)
+	if err != nil {
+		return 0, nil
+	}
+	defer x.Close()
+	vss, err := x.ListVirtualServers()
+	if err != nil {
+		return 0, nil // no ip_vs module: nothing of ours can exist
+	}
+	onDummy := map[netip.Addr]bool{}
+	if addrs, err := (linux.Addresses{}).ListAddresses(dummy); err == nil {
+		for _, a := range addrs {
+			onDummy[a] = true
+		}
+	}
+	nodeIPs, err := linux.LocalAddresses(dummy)
+	if err != nil {
+		return 0, err
+	}
+	n := 0
+	var errs []error
+	for _, vs := range vss {
+		if !sync.Owns(vs.VSKey, onDummy[vs.Address], nodeIPs, exclude, 30000, 32767) {
+			continue
+		}
+		if err := x.DeleteVirtualServer(vs.VSKey); err != nil && !errors.Is(err, kernel.ErrNotFound) {
+			errs = append(errs, err)
+			continue
+		}
+		n++
+	}
+	return n, errors.Join(errs...)
+}

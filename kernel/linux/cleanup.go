@@ -1,0 +1,128 @@
+package linux
+
+import (
+	"bufio"
+	"bytes"
+	"errors"
+	"fmt"
+	"os/exec"
+	"slices"
+	"strings"
+	"syscall"
+
+	"github.com/vishvananda/netlink"
+
+	"github.com/ipvs-proxier/ipvs-proxier/kernel"
+)
+
+// IptablesModeChains are the chains kube-proxy's iptables mode leaves behind that
+// neither it nor we remove when switching to IPVS (kube-proxy-ipvs.md §1.16): exact names,
+// and prefixes of per-Service and per-endpoint chains. KUBE-FIREWALL, KUBE-MARK-DROP and
+// KUBE-KUBELET-CANARY are kubelet's and never listed.
+var (
+	IptablesModeChains   = []string{"KUBE-SERVICES", "KUBE-NODEPORTS", "KUBE-EXTERNAL-SERVICES", "KUBE-POSTROUTING", "KUBE-MARK-MASQ", "KUBE-FORWARD", "KUBE-PROXY-FIREWALL", "KUBE-PROXY-CANARY"}
+	IptablesModePrefixes = []string{"KUBE-SVC-", "KUBE-SVL-", "KUBE-EXT-", "KUBE-FW-", "KUBE-SEP-", "KUBE-XLB-"}
+)
+
+// RemoveChains deletes the named chains (and chains starting with one of prefixes) of
+// the family in the nat, filter and mangle tables, with the rules of other chains that
+// jump to them. It is idempotent: chains that do not exist are skipped. One
+// iptables-restore --noflush per table does it atomically: first the jumps are deleted,
+// then every doomed chain is flushed (so they may reference each other), then deleted.
+func (t *Iptables) RemoveChains(f kernel.Family, chains, prefixes []string) (removed int, err error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	doomed := func(c string) bool {
+		return slices.Contains(chains, c) || slices.ContainsFunc(prefixes, func(p string) bool { return strings.HasPrefix(c, p) })
+	}
+	var errs []error
+	for _, table := range []string{"nat", "filter", "mangle"} {
+		out, err := exec.Command(t.bin(f, "-save"), "-t", table).Output()
+		if err != nil {
+			errs = append(errs, fmt.Errorf("%s -t %s: %w", t.bin(f, "-save"), table, err))
+			continue
+		}
+		var present, deletes []string
+		sc := bufio.NewScanner(bytes.NewReader(out))
+		sc.Buffer(make([]byte, 1<<20), 1<<20)
+		for sc.Scan() {
+			line := sc.Text()
+			switch {
+			case strings.HasPrefix(line, ":"):
+				if name, _, _ := strings.Cut(line[1:], " "); doomed(name) {
+					present = append(present, name)
+				}
+			case strings.HasPrefix(line, "-A "):
+				fields := strings.Fields(line)
+				if !doomed(fields[1]) && slices.ContainsFunc(fields, doomed) && jumpsTo(fields, doomed) {
+					deletes = append(deletes, "-D"+line[2:])
+				}
+			}
+		}
+		if len(present) == 0 && len(deletes) == 0 {
+			continue
+		}
+		var b strings.Builder
+		b.WriteString("*" + table + "\n")
+		for _, d := range deletes {
+			b.WriteString(d + "\n")
+		}
+		for _, c := range present {
+			b.WriteString("-F " + c + "\n")
+		}
+		for _, c := range present {
+			b.WriteString("-X " + c + "\n")
+		}
+		b.WriteString("COMMIT\n")
+		cmd := exec.Command(t.bin(f, "-restore"), "-w", "5", "--noflush")
+		cmd.Stdin = strings.NewReader(b.String())
+		if out, err := cmd.CombinedOutput(); err != nil {
+			errs = append(errs, fmt.Errorf("%s (%s): %w: %s", cmd.Path, table, err, out))
+			continue
+		}
+		removed += len(present)
+	}
+	return removed, errors.Join(errs...)
+}
+
+func jumpsTo(fields []string, doomed func(string) bool) bool {
+	for i := 0; i+1 < len(fields); i++ {
+		if (fields[i] == "-j" || fields[i] == "-g") && doomed(fields[i+1]) {
+			return true
+		}
+	}
+	return false
+}
+
+// DeleteDummy deletes the dummy interface, and with it every address on it. A missing
+// interface is success.
+func DeleteDummy(dev string) (bool, error) {
+	l, err := link(dev)
+	if errors.Is(err, kernel.ErrNotFound) {
+		return false, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	if _, ok := l.(*netlink.Dummy); !ok {
+		return false, fmt.Errorf("%s is a %s, not a dummy interface; left alone", dev, l.Type())
+	}
+	return true, wrapErr("delete "+dev, netlink.LinkDel(l))
+}
+
+// DestroySets destroys the named ipsets; missing ones are skipped. A set still
+// referenced by an iptables rule cannot be destroyed (EBUSY), so remove the chains first.
+func DestroySets(names []string) (destroyed int, err error) {
+	var errs []error
+	for _, n := range names {
+		err := netlink.IpsetDestroy(n)
+		switch {
+		case err == nil:
+			destroyed++
+		case isErrno(err, syscall.ENOENT) || strings.Contains(err.Error(), "does not exist"):
+		default:
+			errs = append(errs, fmt.Errorf("destroy ipset %s: %w", n, err))
+		}
+	}
+	return destroyed, errors.Join(errs...)
+}
