@@ -5,10 +5,8 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
-	"os/exec"
 	"slices"
 	"strings"
-	"syscall"
 
 	"github.com/vishvananda/netlink"
 
@@ -37,7 +35,7 @@ func (t *Iptables) RemoveChains(f kernel.Family, chains, prefixes []string) (rem
 	}
 	var errs []error
 	for _, table := range []string{"nat", "filter", "mangle"} {
-		out, err := exec.Command(t.bin(f, "-save"), "-t", table).Output()
+		out, err := command(t.bin(f, "-save"), "-t", table).Output()
 		if err != nil {
 			errs = append(errs, fmt.Errorf("%s -t %s: %w", t.bin(f, "-save"), table, err))
 			continue
@@ -74,7 +72,7 @@ func (t *Iptables) RemoveChains(f kernel.Family, chains, prefixes []string) (rem
 			b.WriteString("-X " + c + "\n")
 		}
 		b.WriteString("COMMIT\n")
-		cmd := exec.Command(t.bin(f, "-restore"), "-w", "5", "--noflush")
+		cmd := command(t.bin(f, "-restore"), "-w", "5", "--noflush")
 		cmd.Stdin = strings.NewReader(b.String())
 		if out, err := cmd.CombinedOutput(); err != nil {
 			errs = append(errs, fmt.Errorf("%s (%s): %w: %s", cmd.Path, table, err, out))
@@ -115,14 +113,15 @@ func DeleteDummy(dev string) (bool, error) {
 func DestroySets(names []string) (destroyed int, err error) {
 	var errs []error
 	for _, n := range names {
-		err := netlink.IpsetDestroy(n)
-		switch {
-		case err == nil:
-			destroyed++
-		case isErrno(err, syscall.ENOENT) || strings.Contains(err.Error(), "does not exist"):
-		default:
-			errs = append(errs, fmt.Errorf("destroy ipset %s: %w", n, err))
+		// netlink's destroy reports success for a missing set, so look first.
+		if _, err := netlink.IpsetList(n); err != nil {
+			continue
 		}
+		if err := netlink.IpsetDestroy(n); err != nil {
+			errs = append(errs, fmt.Errorf("destroy ipset %s: %w", n, err))
+			continue
+		}
+		destroyed++
 	}
 	return destroyed, errors.Join(errs...)
 }

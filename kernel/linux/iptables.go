@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"bytes"
 	"fmt"
-	"os/exec"
 	"slices"
 	"strings"
 	"sync"
@@ -39,13 +38,13 @@ func (t *Iptables) Mode() string { return t.mode }
 // in the mangle table; failing that, the one with more rules. With neither, nft.
 func DetectIptablesMode() string {
 	for _, mode := range []string{"nft", "legacy"} {
-		out, err := exec.Command("iptables-"+mode+"-save", "-t", "mangle").Output()
+		out, err := command("iptables-"+mode+"-save", "-t", "mangle").Output()
 		if err == nil && (bytes.Contains(out, []byte(":KUBE-IPTABLES-HINT")) || bytes.Contains(out, []byte(":KUBE-KUBELET-CANARY"))) {
 			return mode
 		}
 	}
 	count := func(mode string) int {
-		out, err := exec.Command("iptables-" + mode + "-save").Output()
+		out, err := command("iptables-" + mode + "-save").Output()
 		if err != nil {
 			return -1
 		}
@@ -84,18 +83,18 @@ func (t *Iptables) Restore(f kernel.Family, rules string) error {
 		}
 		body.WriteString(line + "\n")
 	}
-	cmd := exec.Command(t.bin(f, "-restore"), "-w", "5", "--noflush")
+	cmd := command(t.bin(f, "-restore"), "-w", "5", "--noflush")
 	cmd.Stdin = strings.NewReader(body.String())
 	if out, err := cmd.CombinedOutput(); err != nil {
 		return fmt.Errorf("%s: %w: %s", cmd.Path, err, out)
 	}
 	for _, j := range jumps {
 		args := append([]string{"-w", "5", "-t", j.table}, splitRule(j.rule)...)
-		check := exec.Command(t.bin(f, ""), append([]string{"-C", j.chain}, args...)...)
+		check := command(t.bin(f, ""), append([]string{"-C", j.chain}, args...)...)
 		if check.Run() == nil {
 			continue
 		}
-		ins := exec.Command(t.bin(f, ""), append([]string{"-I", j.chain, "1"}, args...)...)
+		ins := command(t.bin(f, ""), append([]string{"-I", j.chain, "1"}, args...)...)
 		if out, err := ins.CombinedOutput(); err != nil {
 			return fmt.Errorf("insert jump in %s/%s: %w: %s", j.table, j.chain, err, out)
 		}
@@ -134,7 +133,7 @@ func (t *Iptables) Save(f kernel.Family) (string, error) {
 	defer t.mu.Unlock()
 	var b strings.Builder
 	for _, table := range []string{"nat", "filter"} {
-		out, err := exec.Command(t.bin(f, "-save"), "-t", table).Output()
+		out, err := command(t.bin(f, "-save"), "-t", table).Output()
 		if err != nil {
 			return "", fmt.Errorf("%s -t %s: %w", t.bin(f, "-save"), table, err)
 		}

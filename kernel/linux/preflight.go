@@ -3,7 +3,6 @@ package linux
 import (
 	"bufio"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -53,7 +52,7 @@ func (p Preflight) Check(schedulers []string) PreflightReport {
 	}
 	modprobe := p.Modprobe
 	if modprobe == nil {
-		modprobe = func(name string) error { return exec.Command("modprobe", name).Run() }
+		modprobe = func(name string) error { return command("modprobe", name).Run() }
 	}
 	release := strings.TrimSpace(readFile(filepath.Join(root, "proc/sys/kernel/osrelease")))
 	loaded := lines(filepath.Join(root, "proc/modules"), func(l string) string { return strings.Fields(l + " ")[0] })

@@ -149,10 +149,12 @@ func (m *Metrics) Queued(t time.Time) {
 	}
 }
 
-// ObserveProgramming records the latency of one EndpointSlice change.
+// ObserveProgramming records the latency of one EndpointSlice change. The trigger time
+// comes from another machine's clock; a change that seems to come from the future
+// (skew) counts as 0 rather than being dropped or skewing the sum negative.
 func (m *Metrics) ObserveProgramming(d time.Duration) {
-	if m != nil && d >= 0 {
-		m.programming.Observe(d.Seconds())
+	if m != nil {
+		m.programming.Observe(max(d, 0).Seconds())
 	}
 }
 
