@@ -138,7 +138,7 @@ func TestHealthCheckNodePort(t *testing.T) {
 	}
 	url := fmt.Sprintf("http://%s:%d/", harness.NodeIP, svc.Spec.HealthCheckNodePort)
 	type hcBody struct {
-		Service struct{ Namespace, Name string }
+		Service             struct{ Namespace, Name string }
 		LocalEndpoints      int
 		ServiceProxyHealthy bool
 	}

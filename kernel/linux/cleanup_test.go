@@ -44,7 +44,7 @@ func TestCleanupReal(t *testing.T) {
 		}
 	}
 	save := func() string {
-		out, err := execOut(bin+"-save")
+		out, err := execOut(bin + "-save")
 		if err != nil {
 			t.Fatal(out, err)
 		}
