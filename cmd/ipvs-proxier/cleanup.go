@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"net/netip"
+	"slices"
 	"time"
 
 	"github.com/spf13/pflag"
@@ -20,13 +21,30 @@ import (
 // them, our ipsets, and the dummy interface. Run it after stopping the daemon. It is
 // idempotent. Unlike kube-proxy's --cleanup it never flushes the whole IPVS table
 // (kube-proxy-ipvs.md §1.16), and it destroys the KUBE-6-* sets too.
+//
+// Two narrower modes serve migrations (docs/migration.md): --leftovers-only removes
+// just the kube-proxy iptables-mode chains we do not use, and is safe while the daemon
+// runs; --keep-shared-chains leaves the chains kube-proxy's iptables mode also uses,
+// for a rollback where kube-proxy already runs again.
 func runCleanup(args []string, out io.Writer) error {
 	fs := pflag.NewFlagSet("cleanup", pflag.ContinueOnError)
 	dummy := fs.String("dummy-device", proxier.DefaultDummyDevice, "dummy interface that holds the VIPs")
 	leftovers := fs.Bool("iptables-mode-leftovers", false, "also remove kube-proxy iptables-mode chains (KUBE-SVC-*, KUBE-SEP-*, KUBE-NODEPORTS, ...)")
 	excludeFlag := fs.StringSlice("ipvs-exclude-cidrs", nil, "CIDRs whose virtual servers are left alone")
+	leftoversOnly := fs.Bool("leftovers-only", false, "remove only kube-proxy iptables-mode chains ipvs-proxier does not use; safe while the daemon runs")
+	keepShared := fs.Bool("keep-shared-chains", false, "leave the chains kube-proxy's iptables mode also uses (KUBE-SERVICES, ...): for a rollback with kube-proxy running")
 	if err := fs.Parse(args); err != nil {
 		return err
+	}
+	if *leftoversOnly {
+		ipt := linux.NewIptables(nil)
+		var errs []error
+		for _, f := range []kernel.Family{kernel.IPv4, kernel.IPv6} {
+			n, err := ipt.RemoveChains(f, chainsMinus(linux.IptablesModeChains, proxier.RuleChains), linux.IptablesModePrefixes)
+			errs = append(errs, err)
+			fmt.Fprintf(out, "%s kube-proxy iptables-mode chains removed (%s): %d\n", f, ipt.Mode(), n)
+		}
+		return errors.Join(errs...)
 	}
 	exclude, err := parsePrefixes("ipvs-exclude-cidrs", *excludeFlag)
 	if err != nil {
@@ -37,12 +55,15 @@ func runCleanup(args []string, out io.Writer) error {
 	errs = append(errs, err)
 	fmt.Fprintf(out, "virtual servers deleted: %d\n", vs)
 
-	chains, prefixes := allChains(), []string(nil)
-	if *leftovers {
-		chains = append(chains, linux.IptablesModeChains...)
+	chains, prefixes := proxier.RuleChains, []string(nil)
+	switch {
+	case *keepShared:
+		chains = chainsMinus(chains, linux.IptablesModeChains)
+	case *leftovers:
+		chains = chainsUnion(chains, linux.IptablesModeChains)
 		prefixes = linux.IptablesModePrefixes
 	}
-	ipt := linux.NewIptables(chains)
+	ipt := linux.NewIptables(nil)
 	for _, f := range []kernel.Family{kernel.IPv4, kernel.IPv6} {
 		n, err := ipt.RemoveChains(f, chains, prefixes)
 		errs = append(errs, err)
@@ -96,4 +117,32 @@ func cleanupVirtualServers(dummy string, exclude []netip.Prefix) (int, error) {
 		n++
 	}
 	return n, errors.Join(errs...)
+}
+
+// chainsMinus returns a's chains that b does not list in the same table.
+func chainsMinus(a, b map[string][]string) map[string][]string {
+	out := map[string][]string{}
+	for table, cs := range a {
+		for _, c := range cs {
+			if !slices.Contains(b[table], c) {
+				out[table] = append(out[table], c)
+			}
+		}
+	}
+	return out
+}
+
+// chainsUnion returns the chains of a and b, by table.
+func chainsUnion(a, b map[string][]string) map[string][]string {
+	out := map[string][]string{}
+	for _, m := range []map[string][]string{a, b} {
+		for table, cs := range m {
+			for _, c := range cs {
+				if !slices.Contains(out[table], c) {
+					out[table] = append(out[table], c)
+				}
+			}
+		}
+	}
+	return out
 }

@@ -13,28 +13,34 @@ import (
 	"github.com/ipvs-proxier/ipvs-proxier/kernel"
 )
 
-// IptablesModeChains are the chains kube-proxy's iptables mode leaves behind that
-// neither it nor we remove when switching to IPVS (kube-proxy-ipvs.md §1.16): exact names,
-// and prefixes of per-Service and per-endpoint chains. KUBE-FIREWALL, KUBE-MARK-DROP and
+// IptablesModeChains are the chains kube-proxy's iptables mode makes, by table
+// (pkg/proxy/iptables/proxier.go), and IptablesModePrefixes the prefixes of its
+// per-Service and per-endpoint chains. Neither it nor we remove them when a node switches
+// to IPVS (kube-proxy-ipvs.md §1.16), and the stale filter KUBE-SERVICES REJECTs
+// Services that had no endpoints at the switch. KUBE-FIREWALL, KUBE-MARK-DROP and
 // KUBE-KUBELET-CANARY are kubelet's and never listed.
 var (
-	IptablesModeChains   = []string{"KUBE-SERVICES", "KUBE-NODEPORTS", "KUBE-EXTERNAL-SERVICES", "KUBE-POSTROUTING", "KUBE-MARK-MASQ", "KUBE-FORWARD", "KUBE-PROXY-FIREWALL", "KUBE-PROXY-CANARY"}
+	IptablesModeChains = map[string][]string{
+		"nat":    {"KUBE-SERVICES", "KUBE-NODEPORTS", "KUBE-POSTROUTING", "KUBE-MARK-MASQ", "KUBE-PROXY-CANARY"},
+		"filter": {"KUBE-SERVICES", "KUBE-EXTERNAL-SERVICES", "KUBE-NODEPORTS", "KUBE-FORWARD", "KUBE-PROXY-FIREWALL", "KUBE-PROXY-CANARY"},
+		"mangle": {"KUBE-PROXY-CANARY"},
+	}
 	IptablesModePrefixes = []string{"KUBE-SVC-", "KUBE-SVL-", "KUBE-EXT-", "KUBE-FW-", "KUBE-SEP-", "KUBE-XLB-"}
 )
 
-// RemoveChains deletes the named chains (and chains starting with one of prefixes) of
-// the family in the nat, filter and mangle tables, with the rules of other chains that
-// jump to them. It is idempotent: chains that do not exist are skipped. One
-// iptables-restore --noflush per table does it atomically: first the jumps are deleted,
-// then every doomed chain is flushed (so they may reference each other), then deleted.
-func (t *Iptables) RemoveChains(f kernel.Family, chains, prefixes []string) (removed int, err error) {
+// RemoveChains deletes the named chains of each table (and chains starting with one of
+// prefixes, in any table) of the family, with the rules of other chains that jump to
+// them. It is idempotent: chains that do not exist are skipped. One iptables-restore
+// --noflush per table does it atomically: first the jumps are deleted, then every doomed
+// chain is flushed (so they may reference each other), then deleted.
+func (t *Iptables) RemoveChains(f kernel.Family, chains map[string][]string, prefixes []string) (removed int, err error) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	doomed := func(c string) bool {
-		return slices.Contains(chains, c) || slices.ContainsFunc(prefixes, func(p string) bool { return strings.HasPrefix(c, p) })
-	}
 	var errs []error
 	for _, table := range []string{"nat", "filter", "mangle"} {
+		doomed := func(c string) bool {
+			return slices.Contains(chains[table], c) || slices.ContainsFunc(prefixes, func(p string) bool { return strings.HasPrefix(c, p) })
+		}
 		out, err := command(t.bin(f, "-save"), "-t", table).Output()
 		if err != nil {
 			errs = append(errs, fmt.Errorf("%s -t %s: %w", t.bin(f, "-save"), table, err))

@@ -12,11 +12,12 @@ import (
 // and our sets go; another program's chain and rule stay; a second run is a no-op.
 func TestCleanupReal(t *testing.T) {
 	requireNetns(t)
-	var chains []string
+	var all []string
 	for _, cs := range proxier.RuleChains {
-		chains = append(chains, cs...)
+		all = append(all, cs...)
 	}
-	ipt := NewIptables(chains)
+	chains := proxier.RuleChains
+	ipt := NewIptables(all)
 	sets := proxier.Sets([]kernel.Family{kernel.IPv4})
 	for _, s := range sets {
 		if err := (IPSets{}).EnsureSet(s); err != nil {
@@ -29,7 +30,7 @@ func TestCleanupReal(t *testing.T) {
 	}
 	bin := "iptables-" + ipt.Mode()
 	t.Cleanup(func() { // leave the netns as other tests expect it
-		_, _ = ipt.RemoveChains(kernel.IPv4, []string{"OTHER", "KUBE-FIREWALL"}, nil)
+		_, _ = ipt.RemoveChains(kernel.IPv4, map[string][]string{"filter": {"OTHER", "KUBE-FIREWALL"}}, nil)
 	})
 	// kube-proxy iptables-mode leftovers, and another program's chain with a jump and a rule.
 	for _, args := range [][]string{
@@ -56,11 +57,11 @@ func TestCleanupReal(t *testing.T) {
 		t.Fatal(err)
 	}
 	after := save()
-	if n != len(chains) {
-		t.Errorf("removed %d chains, want %d", n, len(chains))
+	if n != len(chains["nat"])+len(chains["filter"]) {
+		t.Errorf("removed %d chains, want %d", n, len(chains["nat"])+len(chains["filter"]))
 	}
-	for _, c := range chains {
-		if strings.Contains(after, ":"+c+" ") || strings.Contains(after, "-j "+c) {
+	for _, c := range all {
+		if c != "KUBE-SERVICES" && (strings.Contains(after, ":"+c+" ") || strings.Contains(after, "-j "+c)) {
 			t.Errorf("chain %s or a jump to it left:\n%s", c, after)
 		}
 	}
@@ -70,12 +71,19 @@ func TestCleanupReal(t *testing.T) {
 		}
 	}
 
-	all := append(chains, IptablesModeChains...)
-	if n, err = ipt.RemoveChains(kernel.IPv4, all, IptablesModePrefixes); err != nil || n != 3 {
-		t.Errorf("leftovers: removed %d (want 3: KUBE-SVC-, KUBE-SEP-, KUBE-NODEPORTS), %v", n, err)
+	// The iptables-mode leftovers, with a filter KUBE-SERVICES REJECT as kube-proxy's
+	// iptables mode writes for a Service without endpoints.
+	for _, args := range [][]string{{"-N", "KUBE-SERVICES"}, {"-A", "KUBE-SERVICES", "-d", "10.96.0.9/32", "-p", "tcp", "-j", "REJECT"},
+		{"-A", "OUTPUT", "-j", "KUBE-SERVICES"}} {
+		if out, err := execOut(bin, append([]string{"-w"}, args...)...); err != nil {
+			t.Fatalf("%v: %s %v", args, out, err)
+		}
+	}
+	if n, err = ipt.RemoveChains(kernel.IPv4, IptablesModeChains, IptablesModePrefixes); err != nil || n != 4 {
+		t.Errorf("leftovers: removed %d (want 4: KUBE-SVC-, KUBE-SEP-, nat KUBE-NODEPORTS, filter KUBE-SERVICES), %v", n, err)
 	}
 	after = save()
-	for _, gone := range []string{"KUBE-SVC-ABCDEF", "KUBE-SEP-123456", "KUBE-NODEPORTS"} {
+	for _, gone := range []string{"KUBE-SVC-ABCDEF", "KUBE-SEP-123456", "KUBE-NODEPORTS", "KUBE-SERVICES", "REJECT"} {
 		if strings.Contains(after, gone) {
 			t.Errorf("%s left:\n%s", gone, after)
 		}
@@ -83,7 +91,7 @@ func TestCleanupReal(t *testing.T) {
 	if !strings.Contains(after, ":KUBE-FIREWALL") || !strings.Contains(after, "-A INPUT -j OTHER") {
 		t.Errorf("kubelet's or another program's chain removed:\n%s", after)
 	}
-	if n, err := ipt.RemoveChains(kernel.IPv4, all, IptablesModePrefixes); n != 0 || err != nil {
+	if n, err := ipt.RemoveChains(kernel.IPv4, IptablesModeChains, IptablesModePrefixes); n != 0 || err != nil {
 		t.Errorf("second run: removed %d, %v", n, err)
 	}
 

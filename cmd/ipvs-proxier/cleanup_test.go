@@ -1,0 +1,38 @@
+package main
+
+import (
+	"slices"
+	"testing"
+
+	"github.com/ipvs-proxier/ipvs-proxier/kernel/linux"
+	"github.com/ipvs-proxier/ipvs-proxier/proxier"
+)
+
+// TestCleanupChainSets: --leftovers-only never touches a chain we use, and
+// --keep-shared-chains never touches one kube-proxy's iptables mode uses.
+func TestCleanupChainSets(t *testing.T) {
+	leftovers := chainsMinus(linux.IptablesModeChains, proxier.RuleChains)
+	for table, cs := range leftovers {
+		for _, c := range cs {
+			if slices.Contains(proxier.RuleChains[table], c) {
+				t.Errorf("--leftovers-only would remove our %s %s", table, c)
+			}
+		}
+	}
+	if !slices.Contains(leftovers["filter"], "KUBE-SERVICES") || slices.Contains(leftovers["nat"], "KUBE-SERVICES") {
+		t.Errorf("leftovers %v: the stale filter KUBE-SERVICES must go, our nat KUBE-SERVICES stay", leftovers)
+	}
+	kept := chainsMinus(proxier.RuleChains, linux.IptablesModeChains)
+	for _, shared := range []string{"KUBE-SERVICES", "KUBE-MARK-MASQ", "KUBE-POSTROUTING"} {
+		if slices.Contains(kept["nat"], shared) {
+			t.Errorf("--keep-shared-chains would remove nat %s", shared)
+		}
+	}
+	if !slices.Contains(kept["filter"], "KUBE-IPVS-FILTER") {
+		t.Errorf("--keep-shared-chains keeps our own KUBE-IPVS-FILTER: %v", kept)
+	}
+	all := chainsUnion(proxier.RuleChains, linux.IptablesModeChains)
+	if n := len(all["nat"]); n != len(proxier.RuleChains["nat"])+2 { // + KUBE-NODEPORTS, KUBE-PROXY-CANARY
+		t.Errorf("union nat %v", all["nat"])
+	}
+}
