@@ -76,7 +76,9 @@ func TestCanaryOverlay(t *testing.T) {
 	if _, err := cp.Admin.AppsV1().DaemonSets("kube-system").Create(ctx, kp, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = cp.Admin.AppsV1().DaemonSets("kube-system").Delete(context.Background(), "kube-proxy", metav1.DeleteOptions{}) })
+	t.Cleanup(func() {
+		_ = cp.Admin.AppsV1().DaemonSets("kube-system").Delete(context.Background(), "kube-proxy", metav1.DeleteOptions{})
+	})
 	raw, err := os.ReadFile(filepath.Join(dir, "kube-proxy-patch.yaml"))
 	if err != nil {
 		t.Fatal(err)
