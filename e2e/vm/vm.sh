@@ -88,7 +88,8 @@ for mod in crc32c_generic e1000 dummy veth ip_vs ip_vs_rr ip_vs_wrr ip_vs_lc ip_
   ip_set_hash_ipportip ip_set_hash_ipportnet ip_set_hash_net ip_set_bitmap_port xt_set nf_tables nft_compat \
   nft_chain_nat nf_nat xt_MASQUERADE xt_mark xt_comment xt_addrtype xt_conntrack xt_nat xt_multiport ip_tables \
   iptable_nat iptable_filter br_netfilter nf_reject_ipv4 xt_REJECT xt_physdev xt_ipvs ip6_tables ip6table_nat \
-  ip6table_filter iptable_mangle ip6table_mangle nf_reject_ipv6 ip6t_REJECT ipt_REJECT nft_reject nft_reject_inet sctp; do
+  ip6table_filter iptable_mangle ip6table_mangle nf_reject_ipv6 ip6t_REJECT ipt_REJECT nft_reject nft_reject_inet sctp \
+  xt_statistic xt_recent xt_tcpudp; do
   modprobe $mod 2>/dev/null
 done
 ip link set lo up

@@ -1,0 +1,182 @@
+package e2e
+
+import (
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// The node's proxy switches, as docs/migration.md does them (the pods' delete and
+// create become kill and start in the VM; the kernel state is what matters).
+
+// wipeNode stops ipvs-proxier and removes every proxy's state: a fresh node.
+func wipeNode(t *testing.T) {
+	t.Helper()
+	if _, err := node.MustExec(`kill $(cat /tmp/daemon.pid) 2>/dev/null; sleep 1; ipvsadm -C; ip link del kube-ipvs0 2>/dev/null;
+for t in nat filter mangle; do for c in iptables ip6tables; do $c -t $t -F; $c -t $t -X; done; done; ipset destroy; true`); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// startKubeProxy starts stock kube-proxy in mode ("ipvs" or "iptables").
+func startKubeProxy(t *testing.T, mode string) {
+	t.Helper()
+	if _, err := node.MustExec("test -x /usr/local/bin/kube-proxy"); err != nil {
+		t.Skipf("no kube-proxy binary in the node: %v", err)
+	}
+	cmd := "sed 's/^mode: .*/mode: " + mode + "/' /var/lib/kube-proxy/config.conf > /tmp/kp.conf && " +
+		"/usr/local/bin/kube-proxy --config=/tmp/kp.conf >> /tmp/kube-proxy.log 2>&1 & echo $! > /tmp/kube-proxy.pid"
+	if _, err := node.MustExec(cmd); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func stopKubeProxy(t *testing.T) {
+	t.Helper()
+	if _, err := node.MustExec("kill $(cat /tmp/kube-proxy.pid); sleep 1"); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func stopDaemon(t *testing.T) {
+	t.Helper()
+	if _, err := node.MustExec("kill $(cat /tmp/daemon.pid); sleep 1"); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// startDaemon starts ipvs-proxier as deploy/ runs it and waits for its first sync.
+func startDaemon(t *testing.T) {
+	t.Helper()
+	count := func() int {
+		out, _ := node.MustExec("grep -c '\"Running\"' /tmp/daemon.log || true")
+		n, _ := strconv.Atoi(strings.TrimSpace(out))
+		return n
+	}
+	before := count()
+	if _, err := node.MustExec("sh /start-daemon.sh"); err != nil {
+		t.Fatal(err)
+	}
+	if err := waitFor(60*time.Second, func() bool {
+		r, err := node.Get("", "http://127.0.0.1:10256/readyz")
+		return count() > before && err == nil && r.Code == 200
+	}); err != nil {
+		t.Fatal("ipvs-proxier never became ready")
+	}
+}
+
+// restoreNode leaves the node to ipvs-proxier whatever a test did: kube-proxy stopped,
+// its iptables-mode leftovers gone, the daemon running.
+func restoreNode(t *testing.T) {
+	_, _ = node.MustExec(`kill $(cat /tmp/kube-proxy.pid) 2>/dev/null; sleep 1; /usr/local/bin/ipvs-proxier cleanup --leftovers-only;
+kill -0 $(cat /tmp/daemon.pid) 2>/dev/null || sh /start-daemon.sh`)
+}
+
+func iptablesSave(t *testing.T) string {
+	t.Helper()
+	out, err := node.MustExec("iptables-save")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// TestMigrateFromIptablesMode: kube-proxy's iptables mode serves a request loop; the
+// node switches to ipvs-proxier and the iptables-mode leftovers are removed; then it
+// rolls back to kube-proxy's iptables mode. Failed requests are counted on both paths.
+func TestMigrateFromIptablesMode(t *testing.T) {
+	requireEnv(t)
+	svc := createService(t, &v1.Service{ObjectMeta: metav1.ObjectMeta{Name: "mig-ipt"}}, 80, v1.ProtocolTCP,
+		podEP{"10.244.0.11", "node-1"}, podEP{"10.244.0.12", "node-1"})
+	vip := svc.Spec.ClusterIP + ":80"
+	// A Service without endpoints: iptables mode REJECTs it in filter KUBE-SERVICES,
+	// a rule that would outlive the switch if the leftovers stayed.
+	empty := createService(t, &v1.Service{ObjectMeta: metav1.ObjectMeta{Name: "mig-empty"}}, 80, v1.ProtocolTCP)
+	emptyVIP := empty.Spec.ClusterIP + ":80"
+
+	t.Cleanup(func() { restoreNode(t) })
+	wipeNode(t)
+	startKubeProxy(t, "iptables")
+	if err := waitFor(60*time.Second, func() bool {
+		_, err := node.Ask("client", "tcp", vip)
+		return err == nil && strings.Contains(iptablesSave(t), "-d "+empty.Spec.ClusterIP+"/32 -p tcp -m comment --comment \"default/mig-empty:p has no endpoints\"")
+	}); err != nil {
+		log, _ := node.MustExec("tail -20 /tmp/kube-proxy.log")
+		t.Fatalf("kube-proxy (iptables mode) never served the Service:\n%s\nkube-proxy log:\n%s", iptablesSave(t), log)
+	}
+	if out := ipvsadm(t); strings.Contains(out, vip) {
+		t.Fatalf("IPVS state under iptables mode:\n%s", out)
+	}
+
+	stop := requestLoop(vip)
+	time.Sleep(2 * time.Second)
+	stopKubeProxy(t)
+	startDaemon(t)
+	if out, err := node.MustExec("/usr/local/bin/ipvs-proxier cleanup --leftovers-only"); err != nil {
+		t.Fatal(err)
+	} else {
+		t.Logf("cleanup --leftovers-only:\n%s", out)
+	}
+	time.Sleep(3 * time.Second)
+	ok, failed := stop()
+	t.Logf("requests during the switch from iptables mode: %d ok, %d failed", ok, failed)
+	if failed != 0 || ok < 5 {
+		t.Errorf("switch from iptables mode: %d failed, %d ok", failed, ok)
+	}
+	saved := iptablesSave(t)
+	for _, gone := range []string{"KUBE-SVC-", "KUBE-SEP-", "KUBE-EXTERNAL-SERVICES", "has no endpoints"} {
+		if strings.Contains(saved, gone) {
+			t.Errorf("iptables-mode leftover %q after cleanup --leftovers-only:\n%s", gone, saved)
+		}
+	}
+	if !strings.Contains(vsBlock(ipvsadm(t), vip), "10.244.0.12") {
+		t.Errorf("ipvs-proxier did not program the Service:\n%s", ipvsadm(t))
+	}
+	// The Service that had no endpoints at the switch works once it has some.
+	setEndpoints(t, "mig-empty", 80, v1.ProtocolTCP, podEP{"10.244.0.13", "node-1"})
+	waitIPVS(t, "mig-empty endpoints", func(s string) bool { return strings.Contains(vsBlock(s, emptyVIP), "10.244.0.13") })
+	if a, err := node.Ask("client", "tcp", emptyVIP); err != nil || !strings.HasPrefix(a, "pod3") {
+		t.Errorf("mig-empty after it got endpoints: %q %v", a, err)
+	}
+
+	// Rollback: kube-proxy's iptables mode starts again, then our state goes, keeping the
+	// chains both use (kube-proxy rewrote them already).
+	stop = requestLoop(vip)
+	time.Sleep(2 * time.Second)
+	stopDaemon(t)
+	startKubeProxy(t, "iptables")
+	if err := waitFor(60*time.Second, func() bool { return strings.Contains(iptablesSave(t), "KUBE-SVC-") }); err != nil {
+		t.Fatal("kube-proxy never synced after the rollback")
+	}
+	out, err := node.MustExec("/usr/local/bin/ipvs-proxier cleanup --keep-shared-chains")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("cleanup --keep-shared-chains:\n%s", out)
+	time.Sleep(3 * time.Second)
+	ok, failed = stop()
+	t.Logf("requests during the rollback to iptables mode: %d ok, %d failed", ok, failed)
+	if failed != 0 || ok < 5 {
+		t.Errorf("rollback to iptables mode: %d failed, %d ok", failed, ok)
+	}
+	if out := ipvsadm(t); strings.Contains(out, vip) {
+		t.Errorf("virtual servers left after the rollback:\n%s", out)
+	}
+	if out, _, _ := node.Exec("ip link show kube-ipvs0; ipset list -n"); strings.Contains(out, "kube-ipvs0:") || strings.Contains(out, "KUBE-") {
+		t.Errorf("dummy interface or sets left after the rollback:\n%s", out)
+	}
+	if _, err := node.Ask("client", "tcp", vip); err != nil {
+		t.Errorf("kube-proxy's iptables mode does not serve after the rollback: %v", err)
+	}
+
+	// Back to ipvs-proxier for the tests that follow.
+	stopKubeProxy(t)
+	if _, err := node.MustExec("/usr/local/bin/ipvs-proxier cleanup --leftovers-only"); err != nil {
+		t.Fatal(err)
+	}
+	startDaemon(t)
+}
