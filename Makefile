@@ -4,6 +4,7 @@ GO ?= go
 STATICCHECK := honnef.co/go/tools/cmd/staticcheck@v0.8.2
 BIN := bin/ipvs-proxier
 VERSION ?= $(shell git describe --always --dirty 2>/dev/null || echo dev)
+IMAGE ?= ghcr.io/ipvs-proxier/ipvs-proxier:$(VERSION)
 
 .DEFAULT_GOAL := help
 
@@ -37,6 +38,7 @@ fuzz: ## Fuzz the translation for 60s
 bench: ## Go benchmarks: one change and full syncs at 30,000 Services x 4 endpoints
 	$(GO) test ./sync -run '^$$' -bench EndpointChange30k -benchtime 2000x -benchmem
 	$(GO) test ./sync -run '^$$' -bench FullSync -benchtime 5x -benchmem
+	$(GO) test ./sync -run '^$$' -bench RetainedHeap30k -benchtime 1x
 
 e2e: ## End to end: real kube-apiserver + etcd, the daemon in a VM node as deploy/ runs it, real traffic
 	cd e2e && IPVS_PROXIER_E2E=1 $(GO) test -count=1 -v -timeout 60m ./...
@@ -47,7 +49,11 @@ demo: ## The main job: local apiserver, a real-kernel VM node running the daemon
 demo-down: ## Stop a running `make demo`
 	@pid=$$(cat $${IPVS_PROXIER_CACHE:-$$HOME/.cache/ipvs-proxier}/demo.pid 2>/dev/null) && kill $$pid && echo "stopped demo (pid $$pid)" || echo "no demo running"
 
+image: ## Build the container image with docker or podman (no engine runs in CI; a test checks the Dockerfile instead)
+	@engine=$$(command -v docker || command -v podman) || { echo "make image: needs docker or podman"; exit 1; }; \
+	$$engine build --build-arg VERSION=$(VERSION) -t $(IMAGE) .
+
 plan-example: build ## Print what the daemon would program for examples/cluster.yaml
 	$(BIN) plan -f examples/cluster.yaml --hostname-override test-node --cluster-cidr 10.244.0.0/16
 
-.PHONY: help build test test-unit test-netns test-vm e2e lint fuzz bench demo demo-down plan-example
+.PHONY: help build test test-unit test-netns test-vm e2e lint fuzz bench demo demo-down image plan-example

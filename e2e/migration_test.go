@@ -128,7 +128,7 @@ func TestMigrateFromIptablesMode(t *testing.T) {
 		t.Errorf("switch from iptables mode: %d failed, %d ok", failed, ok)
 	}
 	saved := iptablesSave(t)
-	for _, gone := range []string{"KUBE-SVC-", "KUBE-SEP-", "KUBE-EXTERNAL-SERVICES", "has no endpoints"} {
+	for _, gone := range []string{"KUBE-SVC-", "KUBE-SEP-", "KUBE-EXTERNAL-SERVICES", "mig-empty:p has no endpoints"} {
 		if strings.Contains(saved, gone) {
 			t.Errorf("iptables-mode leftover %q after cleanup --leftovers-only:\n%s", gone, saved)
 		}

@@ -45,7 +45,10 @@ func TestTakeoverFromKubeProxy(t *testing.T) {
 	t.Cleanup(func() { restoreNode(t) })
 	wipeNode(t)
 	startKubeProxy(t, "ipvs")
-	waitIPVS(t, "kube-proxy programmed", func(s string) bool { return strings.Contains(vsBlock(s, vip), "10.244.0.12") })
+	if err := waitFor(60*time.Second, func() bool { return strings.Contains(vsBlock(ipvsadm(t), vip), "10.244.0.12") }); err != nil {
+		log, _ := node.MustExec("tail -30 /tmp/kube-proxy.log")
+		t.Fatalf("kube-proxy never programmed the Service:\n%s\nkube-proxy log:\n%s", ipvsadm(t), log)
+	}
 	if err := waitFor(60*time.Second, func() bool {
 		out, _ := node.MustExec("ipset list KUBE-CLUSTER-IP")
 		return strings.Contains(out, svc.Spec.ClusterIP+",tcp:80")

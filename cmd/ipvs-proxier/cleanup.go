@@ -56,15 +56,23 @@ func runCleanup(args []string, out io.Writer) error {
 	fmt.Fprintf(out, "virtual servers deleted: %d\n", vs)
 
 	chains, prefixes := proxier.RuleChains, []string(nil)
-	switch {
-	case *keepShared:
-		chains = chainsMinus(chains, linux.IptablesModeChains)
-	case *leftovers:
+	if *leftovers {
 		chains = chainsUnion(chains, linux.IptablesModeChains)
 		prefixes = linux.IptablesModePrefixes
 	}
 	ipt := linux.NewIptables(nil)
 	for _, f := range []kernel.Family{kernel.IPv4, kernel.IPv6} {
+		if *keepShared {
+			// Keep a shared chain only where kube-proxy took it over: in a family it
+			// does not serve (say IPv6 on an IPv4 node) the chain still holds our rules,
+			// which match our sets and would keep them from being destroyed.
+			using, err := ipt.ChainsMatchingSets(f, "KUBE-")
+			if err != nil {
+				errs = append(errs, err)
+				continue
+			}
+			chains = chainsUnion(chainsMinus(proxier.RuleChains, linux.IptablesModeChains), chainsIntersect(proxier.RuleChains, using))
+		}
 		n, err := ipt.RemoveChains(f, chains, prefixes)
 		errs = append(errs, err)
 		fmt.Fprintf(out, "%s iptables chains removed (%s): %d\n", f, ipt.Mode(), n)
@@ -145,4 +153,9 @@ func chainsUnion(a, b map[string][]string) map[string][]string {
 		}
 	}
 	return out
+}
+
+// chainsIntersect returns a's chains that b lists in the same table.
+func chainsIntersect(a, b map[string][]string) map[string][]string {
+	return chainsMinus(a, chainsMinus(a, b))
 }

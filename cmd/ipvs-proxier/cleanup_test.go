@@ -31,6 +31,10 @@ func TestCleanupChainSets(t *testing.T) {
 	if !slices.Contains(kept["filter"], "KUBE-IPVS-FILTER") {
 		t.Errorf("--keep-shared-chains keeps our own KUBE-IPVS-FILTER: %v", kept)
 	}
+	both := chainsIntersect(proxier.RuleChains, linux.IptablesModeChains)
+	if !slices.Contains(both["nat"], "KUBE-SERVICES") || slices.Contains(both["filter"], "KUBE-IPVS-FILTER") || slices.Contains(both["filter"], "KUBE-EXTERNAL-SERVICES") {
+		t.Errorf("shared chains %v", both)
+	}
 	all := chainsUnion(proxier.RuleChains, linux.IptablesModeChains)
 	if n := len(all["nat"]); n != len(proxier.RuleChains["nat"])+2 { // + KUBE-NODEPORTS, KUBE-PROXY-CANARY
 		t.Errorf("union nat %v", all["nat"])

@@ -131,3 +131,33 @@ func DestroySets(names []string) (destroyed int, err error) {
 	}
 	return destroyed, errors.Join(errs...)
 }
+
+// ChainsMatchingSets returns, by table, the family's chains with a rule that matches an
+// ipset whose name starts with prefix. kube-proxy's iptables mode never matches ipsets,
+// so a chain name both use still holds our rules exactly when it matches our sets.
+func (t *Iptables) ChainsMatchingSets(f kernel.Family, prefix string) (map[string][]string, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	out := map[string][]string{}
+	for _, table := range []string{"nat", "filter", "mangle"} {
+		save, err := command(t.bin(f, "-save"), "-t", table).Output()
+		if err != nil {
+			return nil, fmt.Errorf("%s -t %s: %w", t.bin(f, "-save"), table, err)
+		}
+		sc := bufio.NewScanner(bytes.NewReader(save))
+		sc.Buffer(make([]byte, 1<<20), 1<<20)
+		for sc.Scan() {
+			fields := strings.Fields(sc.Text())
+			if len(fields) < 2 || fields[0] != "-A" || slices.Contains(out[table], fields[1]) {
+				continue
+			}
+			for i := 0; i+1 < len(fields); i++ {
+				if fields[i] == "--match-set" && strings.HasPrefix(fields[i+1], prefix) {
+					out[table] = append(out[table], fields[1])
+					break
+				}
+			}
+		}
+	}
+	return out, nil
+}

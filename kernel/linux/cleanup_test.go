@@ -1,6 +1,7 @@
 package linux
 
 import (
+	"slices"
 	"strings"
 	"testing"
 
@@ -52,6 +53,11 @@ func TestCleanupReal(t *testing.T) {
 		return out
 	}
 
+	using, err := ipt.ChainsMatchingSets(kernel.IPv4, "KUBE-")
+	if err != nil || !slices.Contains(using["nat"], "KUBE-SERVICES") || !slices.Contains(using["filter"], "KUBE-IPVS-FILTER") ||
+		slices.Contains(using["filter"], "OTHER") || slices.Contains(using["nat"], "KUBE-SVC-ABCDEF") {
+		t.Errorf("chains matching our sets: %v %v", using, err)
+	}
 	n, err := ipt.RemoveChains(kernel.IPv4, chains, nil)
 	if err != nil {
 		t.Fatal(err)
