@@ -40,8 +40,10 @@ func TestDashboardUsesRealMetrics(t *testing.T) {
 	})
 	key := kernel.VSKey{Protocol: kernel.TCP, Address: netip.MustParseAddr("10.96.0.1"), Port: 443}
 	m.Register(metrics.VSCollector{
-		Stats:  func() (map[kernel.VSKey]kernel.VSStats, error) { return map[kernel.VSKey]kernel.VSStats{key: {}}, nil },
-		Owners: func() map[kernel.VSKey]metrics.Owner { return map[kernel.VSKey]metrics.Owner{key: {Namespace: "default", Name: "kubernetes"}} },
+		Stats: func() (map[kernel.VSKey]kernel.VSStats, error) { return map[kernel.VSKey]kernel.VSStats{key: {}}, nil },
+		Owners: func() map[kernel.VSKey]metrics.Owner {
+			return map[kernel.VSKey]metrics.Owner{key: {Namespace: "default", Name: "kubernetes"}}
+		},
 	})
 	mon := pressure.New(func() (kernel.ConntrackStats, error) { return kernel.ConntrackStats{Max: 10}, nil }, 0.8, nil, nil, nil)
 	mon.Sample()
