@@ -18,10 +18,13 @@ import (
 	"github.com/ipvs-proxier/ipvs-proxier/e2e/harness"
 )
 
-// The suite shares one control plane and one node VM; each test uses its own Services.
+// The suite shares one control plane and two node VMs, joined by a link that carries
+// the pod network (10.244.0.0/24 on node-1, 10.244.1.0/24 on node-2); each test uses its
+// own Services. Most tests drive node-1; the two-node tests use both.
 var (
-	cp   *harness.ControlPlane
-	node *harness.Node
+	cp    *harness.ControlPlane
+	node  *harness.Node
+	node2 *harness.Node
 )
 
 func TestMain(m *testing.M) {
@@ -49,13 +52,36 @@ func run(m *testing.M) int {
 		fmt.Println(err)
 		return 1
 	}
-	if node, err = cp.StartNode(ctx, "node-1", dep); err != nil {
+	linkPort, err := harness.FreePort()
+	if err != nil {
 		fmt.Println(err)
 		return 1
 	}
+	// node-1's qemu listens on the link; node-2's connects once it is up.
+	started := make(chan error, 1)
+	go func() {
+		var err error
+		node, err = cp.StartNode(ctx, "node-1", dep, &harness.Link{Port: linkPort, Listen: true, IP: "192.168.100.1",
+			MAC: "52:54:00:00:01:01", Routes: map[string]string{"10.244.1.0/24": "192.168.100.2"}})
+		started <- err
+	}()
+	time.Sleep(3 * time.Second)
+	node2, err = cp.StartNode(ctx, "node-2", dep, &harness.Link{Port: linkPort, IP: "192.168.100.2",
+		MAC: "52:54:00:00:01:02", Routes: map[string]string{"10.244.0.0/24": "192.168.100.1"}})
+	if err1 := <-started; err1 != nil || err != nil {
+		fmt.Println("nodes:", err1, err)
+		return 1
+	}
 	defer node.Stop()
+	defer node2.Stop()
 	for _, p := range [][2]string{{"pod1", "10.244.0.11"}, {"pod2", "10.244.0.12"}, {"pod3", "10.244.0.13"}} {
 		if err := node.AddPod(p[0], p[1]); err != nil {
+			fmt.Println(err)
+			return 1
+		}
+	}
+	for _, p := range [][2]string{{"pod4", "10.244.1.11"}, {"pod5", "10.244.1.12"}} {
+		if err := node2.AddPod(p[0], p[1]); err != nil {
 			fmt.Println(err)
 			return 1
 		}
@@ -64,15 +90,21 @@ func run(m *testing.M) int {
 		fmt.Println(err)
 		return 1
 	}
+	if err := node2.AddClient("client", "192.168.60.2", "192.168.60.1"); err != nil {
+		fmt.Println(err)
+		return 1
+	}
 	if _, err := node.MustExec("ip netns exec client ip addr add 192.168.50.3/24 dev eth0"); err != nil {
 		fmt.Println(err)
 		return 1
 	}
 	// The daemon is up once it programs the apiserver's own "kubernetes" Service.
-	if err := waitFor(2*time.Minute, func() bool { out, _ := node.MustExec("ipvsadm -Ln"); return strings.Contains(out, "10.96.0.1:443") }); err != nil {
-		out, _ := node.MustExec("tail -50 /tmp/daemon.log")
-		fmt.Println("daemon never synced:", out)
-		return 1
+	for _, n := range []*harness.Node{node, node2} {
+		if err := waitFor(2*time.Minute, func() bool { out, _ := n.MustExec("ipvsadm -Ln"); return strings.Contains(out, "10.96.0.1:443") }); err != nil {
+			out, _ := n.MustExec("tail -50 /tmp/daemon.log")
+			fmt.Println(n.Name+": daemon never synced:", out)
+			return 1
+		}
 	}
 	code := m.Run()
 	if code != 0 {

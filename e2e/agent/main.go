@@ -3,11 +3,15 @@
 //	POST /exec       body: a shell command; answers its combined output, status in X-Exit-Code
 //	GET  /ask?ns=&target=&proto=tcp|udp&source=   connects from a netns to target; answers the reply
 //	GET  /get?ns=&url=   an HTTP GET from a netns; answers JSON {code, header, body}
-//	GET  /hold?ns=&target=&n=   opens n TCP connections to target and keeps them open
+//	GET  /hold?ns=&target=&n=&greeting=1   opens n TCP connections to target and keeps them
+//	                     open; with greeting, reads and returns each server's first line
 //	GET  /release        closes every held connection
 //
 // `agent serve NAME` is the pods' server: it answers "NAME CLIENT-ADDR" on TCP and UDP
-// ports 80 and 53 (TCP connections stay open until the client closes them).
+// ports 80 and 53 and SCTP port 80; a TCP connection then echoes lines until the client
+// closes it (so a held connection can be checked with /check).
+//
+//	GET  /check          sends a line on every held connection; answers "ok N" when all echo it
 package main
 
 import (
@@ -92,11 +96,19 @@ func main() {
 		q := r.URL.Query()
 		n, _ := strconv.Atoi(q.Get("n"))
 		opened := 0
+		var greetings []string
 		err := inNetns(q.Get("ns"), func() error {
 			for range n {
 				c, err := net.DialTimeout("tcp", q.Get("target"), 3*time.Second)
 				if err != nil {
 					return err
+				}
+				if q.Get("greeting") != "" {
+					line, err := readLine(c)
+					if err != nil {
+						return err
+					}
+					greetings = append(greetings, line)
 				}
 				held.Lock()
 				held.conns = append(held.conns, c)
@@ -110,6 +122,31 @@ func main() {
 			return
 		}
 		fmt.Fprint(w, opened)
+		for _, g := range greetings {
+			fmt.Fprint(w, "\n"+g)
+		}
+	})
+	http.HandleFunc("/check", func(w http.ResponseWriter, r *http.Request) {
+		held.Lock()
+		defer held.Unlock()
+		for i, c := range held.conns {
+			_ = c.SetDeadline(time.Now().Add(3 * time.Second))
+			if _, err := c.Write([]byte("ping\n")); err != nil {
+				http.Error(w, fmt.Sprintf("conn %d: %v", i, err), http.StatusBadGateway)
+				return
+			}
+			for {
+				line, err := readLine(c)
+				if err != nil {
+					http.Error(w, fmt.Sprintf("conn %d: %v", i, err), http.StatusBadGateway)
+					return
+				}
+				if line == "ping" {
+					break
+				}
+			}
+		}
+		fmt.Fprintf(w, "ok %d", len(held.conns))
 	})
 	http.HandleFunc("/release", func(w http.ResponseWriter, r *http.Request) {
 		held.Lock()
@@ -121,6 +158,22 @@ func main() {
 		held.conns = nil
 	})
 	log.Fatal(http.ListenAndServe(":7000", nil))
+}
+
+// readLine reads one line byte by byte, so nothing is buffered past it.
+func readLine(c net.Conn) (string, error) {
+	_ = c.SetReadDeadline(time.Now().Add(3 * time.Second))
+	var b []byte
+	one := make([]byte, 1)
+	for {
+		if _, err := c.Read(one); err != nil {
+			return string(b), err
+		}
+		if one[0] == '\n' {
+			return string(b), nil
+		}
+		b = append(b, one[0])
+	}
 }
 
 // held are the connections /hold keeps open.
@@ -167,12 +220,22 @@ func ask(ns, proto, source, target string) (string, error) {
 	}
 	var answer string
 	err := inNetns(ns, func() error {
+		if proto == "sctp" {
+			a, err := askSCTP(target)
+			answer = a
+			return err
+		}
 		d := net.Dialer{Timeout: 3 * time.Second}
-		if source != "" {
+		if source != "" { // "IP" or "IP:PORT"
+			ip, port := source, 0
+			if h, p, err := net.SplitHostPort(source); err == nil {
+				ip = h
+				port, _ = strconv.Atoi(p)
+			}
 			if proto == "udp" {
-				d.LocalAddr = &net.UDPAddr{IP: net.ParseIP(source)}
+				d.LocalAddr = &net.UDPAddr{IP: net.ParseIP(ip), Port: port}
 			} else {
-				d.LocalAddr = &net.TCPAddr{IP: net.ParseIP(source)}
+				d.LocalAddr = &net.TCPAddr{IP: net.ParseIP(ip), Port: port}
 			}
 		}
 		c, err := d.Dial(proto, target)
@@ -209,6 +272,9 @@ func serve(name string) {
 			}
 		}()
 	}
+	if err := serveSCTP(name); err != nil {
+		log.Printf("no SCTP: %v", err)
+	}
 	l, err := net.Listen("tcp", ":80")
 	if err != nil {
 		log.Fatal(err)
@@ -221,7 +287,7 @@ func serve(name string) {
 		go func() {
 			defer c.Close()
 			fmt.Fprintf(c, "%s %s\n", name, c.RemoteAddr())
-			_, _ = io.Copy(io.Discard, c)
+			_, _ = io.Copy(c, c) // echo until the client closes
 		}()
 	}
 }

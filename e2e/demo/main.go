@@ -53,7 +53,7 @@ func run() error {
 		return err
 	}
 	step("booting node-1: a Debian kernel under qemu running ipvs-proxier with the DaemonSet's command and token")
-	node, err := cp.StartNode(ctx, "node-1", dep)
+	node, err := cp.StartNode(ctx, "node-1", dep, nil)
 	if err != nil {
 		return err
 	}

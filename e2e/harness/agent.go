@@ -45,6 +45,24 @@ func (n *Node) Hold(ns, target string, count int) error {
 	return err
 }
 
+// HoldGreeted is Hold that also returns each connection's first line from the server
+// ("POD CLIENT-ADDR"), so a test knows which backend each one reached.
+func (n *Node) HoldGreeted(ns, target string, count int) ([]string, error) {
+	body, err := n.agentGet("/hold", url.Values{"ns": {ns}, "target": {target}, "n": {fmt.Sprint(count)}, "greeting": {"1"}})
+	if err != nil {
+		return nil, err
+	}
+	lines := strings.Split(strings.TrimSpace(body), "\n")
+	return lines[1:], nil
+}
+
+// CheckHeld sends a line on every held connection and waits for its echo: an error
+// means some held connection broke.
+func (n *Node) CheckHeld() error {
+	_, err := n.agentGet("/check", nil)
+	return err
+}
+
 // Release closes every connection Hold opened.
 func (n *Node) Release() error {
 	_, err := n.agentGet("/release", nil)

@@ -45,7 +45,7 @@ func StartControlPlane(bins Binaries) (*ControlPlane, error) {
 	cp.CACert = cert
 	ports := make([]int, 3)
 	for i := range ports {
-		if ports[i], err = freePort(); err != nil {
+		if ports[i], err = FreePort(); err != nil {
 			return nil, err
 		}
 	}

@@ -22,24 +22,47 @@ const NodeIP = "10.0.2.15"
 
 // Node is a VM running ipvs-proxier and the agent.
 type Node struct {
-	Name      string
+	Name string
+	// IP is the Node's InternalIP: the link address when the node has a Link, NodeIP
+	// otherwise.
+	IP        string
 	dir       string
 	agentPort int
 	cmd       *exec.Cmd
 	Console   string
 }
 
+// Link is a second NIC joining nodes on an L2 segment: a qemu socket network over the
+// host's loopback, one node listening, the others connecting. Pod CIDRs of other nodes
+// are routed through it, as a flat pod network (Calico without encapsulation) would.
+type Link struct {
+	Port   int    // host loopback port of the socket network
+	Listen bool   // this node's qemu listens; start it first
+	IP     string // the node's address on the link, /24
+	MAC    string // distinct per node
+	// Routes: destination CIDR -> gateway on the link.
+	Routes map[string]string
+}
+
 // StartNode registers a Node object, boots a VM that runs the daemon as the DaemonSet
 // does (same command, config file, in-cluster ServiceAccount credentials), and waits
 // for its agent.
-func (cp *ControlPlane) StartNode(ctx context.Context, name string, dep *Deployment) (*Node, error) {
-	n := &Node{Name: name, dir: filepath.Join(cp.Dir, "node-"+name)}
+func (cp *ControlPlane) StartNode(ctx context.Context, name string, dep *Deployment, link *Link) (*Node, error) {
+	n := &Node{Name: name, IP: NodeIP, dir: filepath.Join(cp.Dir, "node-"+name)}
+	linkSetup := ""
+	if link != nil {
+		n.IP = link.IP
+		linkSetup = "/usr/sbin/ip link set eth1 up\n/usr/sbin/ip addr add " + link.IP + "/24 dev eth1\n"
+		for cidr, gw := range link.Routes {
+			linkSetup += "/usr/sbin/ip route add " + cidr + " via " + gw + "\n"
+		}
+	}
 	node, err := cp.Admin.CoreV1().Nodes().Create(ctx, &v1.Node{ObjectMeta: metav1.ObjectMeta{Name: name,
 		Labels: map[string]string{v1.LabelTopologyZone: "zone-a", v1.LabelHostname: name}}}, metav1.CreateOptions{})
 	if err != nil {
 		return nil, err
 	}
-	node.Status.Addresses = []v1.NodeAddress{{Type: v1.NodeInternalIP, Address: NodeIP}, {Type: v1.NodeHostName, Address: name}}
+	node.Status.Addresses = []v1.NodeAddress{{Type: v1.NodeInternalIP, Address: n.IP}, {Type: v1.NodeHostName, Address: name}}
 	if _, err := cp.Admin.CoreV1().Nodes().UpdateStatus(ctx, node, metav1.UpdateOptions{}); err != nil {
 		return nil, err
 	}
@@ -61,7 +84,7 @@ func (cp *ControlPlane) StartNode(ctx context.Context, name string, dep *Deploym
 		"start-daemon.sh": "#!/bin/sh\nexport KUBERNETES_SERVICE_HOST=" + APIServerGuestIP + " KUBERNETES_SERVICE_PORT=6443 NODE_NAME=" + name +
 			"\n" + shellJoin(cmd) + " >> /tmp/daemon.log 2>&1 &\necho $! > /tmp/daemon.pid\n",
 		"scenario.sh": "/usr/sbin/ip link set eth0 up\n/usr/sbin/ip addr add " + NodeIP + "/24 dev eth0\n/usr/sbin/ip route add default via 10.0.2.2\n" +
-			"echo 1 > /proc/sys/net/ipv4/ip_forward\n/agent > /tmp/agent.log 2>&1 &\nsh /start-daemon.sh\nwhile true; do sleep 3600; done\n",
+			linkSetup + "echo 1 > /proc/sys/net/ipv4/ip_forward\n/agent > /tmp/agent.log 2>&1 &\nsh /start-daemon.sh\nwhile true; do sleep 3600; done\n",
 	}
 	// Stock kube-proxy, for the takeover and differential tests: IPVS mode, its own
 	// kubeconfig (admin token), started only when a test asks for it.
@@ -69,7 +92,7 @@ func (cp *ControlPlane) StartNode(ctx context.Context, name string, dep *Deploym
 		":6443\", certificate-authority: /var/run/secrets/kubernetes.io/serviceaccount/ca.crt}\nusers:\n- name: u\n  user: {token: " + adminToken +
 		"}\ncontexts:\n- name: x\n  context: {cluster: c, user: u}\ncurrent-context: x\n"
 	files["var/lib/kube-proxy/config.conf"] = "apiVersion: kubeproxy.config.k8s.io/v1alpha1\nkind: KubeProxyConfiguration\nmode: ipvs\n" +
-		"hostnameOverride: " + name + "\nclientConnection: {kubeconfig: /var/lib/kube-proxy/kubeconfig}\nipvs: {minSyncPeriod: 1s, syncPeriod: 30s}\n"
+		"hostnameOverride: " + name + "\nclusterCIDR: 10.244.0.0/16\nclientConnection: {kubeconfig: /var/lib/kube-proxy/kubeconfig}\nipvs: {minSyncPeriod: 1s, syncPeriod: 30s}\n"
 	files["start-kube-proxy.sh"] = "#!/bin/sh\n/usr/local/bin/kube-proxy --config=/var/lib/kube-proxy/config.conf >> /tmp/kube-proxy.log 2>&1 &\necho $! > /tmp/kube-proxy.pid\n"
 	if kp, err := os.ReadFile(cp.Bins.KubeProxy); err == nil {
 		files["usr/local/bin/kube-proxy"] = string(kp)
@@ -92,15 +115,23 @@ func (cp *ControlPlane) StartNode(ctx context.Context, name string, dep *Deploym
 	if err != nil {
 		return nil, fmt.Errorf("kernel: %w", err)
 	}
-	if n.agentPort, err = freePort(); err != nil {
+	if n.agentPort, err = FreePort(); err != nil {
 		return nil, err
 	}
 	n.Console = filepath.Join(n.dir, "console.log")
 	netdev := fmt.Sprintf("user,id=n0,restrict=on,net=10.0.2.0/24,guestfwd=tcp:%s:6443-cmd:socat - TCP:127.0.0.1:%d,hostfwd=tcp:127.0.0.1:%d-:7000",
 		APIServerGuestIP, cp.Port, n.agentPort)
-	n.cmd = exec.Command("qemu-system-x86_64", "-accel", "tcg", "-m", "1536", "-smp", "2",
+	args := []string{"-accel", "tcg", "-m", "1536", "-smp", "2",
 		"-kernel", strings.TrimSpace(string(kernelOut)), "-initrd", initrd, "-append", "console=ttyS0 quiet panic=-1",
-		"-netdev", netdev, "-device", "e1000,netdev=n0", "-display", "none", "-serial", "file:"+n.Console, "-monitor", "none", "-no-reboot")
+		"-netdev", netdev, "-device", "e1000,netdev=n0", "-display", "none", "-serial", "file:" + n.Console, "-monitor", "none", "-no-reboot"}
+	if link != nil {
+		mode := "connect"
+		if link.Listen {
+			mode = "listen"
+		}
+		args = append(args, "-netdev", fmt.Sprintf("socket,id=n1,%s=127.0.0.1:%d", mode, link.Port), "-device", "e1000,netdev=n1,mac="+link.MAC)
+	}
+	n.cmd = exec.Command("qemu-system-x86_64", args...)
 	Logf("booting node %s (qemu TCG)", name)
 	if err := n.cmd.Start(); err != nil {
 		return nil, err

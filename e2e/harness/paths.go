@@ -35,8 +35,8 @@ func RepoRoot() string {
 // E2EDir is the e2e module's folder.
 func E2EDir() string { return filepath.Join(RepoRoot(), "e2e") }
 
-// freePort asks the kernel for an unused loopback port.
-func freePort() (int, error) {
+// FreePort asks the kernel for an unused loopback port.
+func FreePort() (int, error) {
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return 0, err

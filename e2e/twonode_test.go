@@ -1,0 +1,151 @@
+package e2e
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/ipvs-proxier/ipvs-proxier/e2e/harness"
+)
+
+// answersFrom asks n times from netns ns on node nd and returns the distinct answering
+// pods and the client addresses they saw.
+func answersFrom(t *testing.T, nd *harness.Node, ns, proto, target string, n int) (pods, clients []string) {
+	t.Helper()
+	seenPods, seenClients := map[string]bool{}, map[string]bool{}
+	for range n {
+		a, err := nd.Ask(ns, proto, target)
+		if err != nil {
+			t.Fatalf("%s %s from %s on %s: %v", proto, target, ns, nd.Name, err)
+		}
+		f := strings.Fields(a)
+		seenPods[f[0]] = true
+		if host, _, ok := strings.Cut(f[1], ":"); ok {
+			seenClients[host] = true
+		}
+	}
+	for k := range seenPods {
+		pods = append(pods, k)
+	}
+	for k := range seenClients {
+		clients = append(clients, k)
+	}
+	sort.Strings(pods)
+	sort.Strings(clients)
+	return pods, clients
+}
+
+func waitIPVSOn(t *testing.T, nd *harness.Node, what string, ok func(string) bool) {
+	t.Helper()
+	var last string
+	if err := waitFor(30*time.Second, func() bool { last, _ = nd.MustExec("ipvsadm -Ln"); return ok(last) }); err != nil {
+		t.Fatalf("%s on %s: %v\n%s", what, nd.Name, err, last)
+	}
+}
+
+// TestCrossNodeEndpoints: a ClusterIP with one endpoint per node is served from both
+// nodes, across the link; a pod's own address reaches the remote backend unchanged.
+func TestCrossNodeEndpoints(t *testing.T) {
+	requireEnv(t)
+	svc := createService(t, &v1.Service{ObjectMeta: metav1.ObjectMeta{Name: "spread"}}, 80, v1.ProtocolTCP,
+		podEP{"10.244.0.11", "node-1"}, podEP{"10.244.1.11", "node-2"})
+	vip := svc.Spec.ClusterIP + ":80"
+	for _, nd := range []*harness.Node{node, node2} {
+		waitIPVSOn(t, nd, "both endpoints", func(s string) bool {
+			b := vsBlock(s, vip)
+			return strings.Contains(b, "10.244.0.11:80") && strings.Contains(b, "10.244.1.11:80")
+		})
+	}
+	for _, c := range []struct {
+		nd *harness.Node
+		ns string
+	}{{node, "client"}, {node2, "client"}, {node, "pod2"}, {node2, "pod5"}} {
+		pods, clients := answersFrom(t, c.nd, c.ns, "tcp", vip, 8)
+		if !slices.Equal(pods, []string{"pod1", "pod4"}) {
+			t.Errorf("from %s on %s: answers %v, want pod1 and pod4", c.ns, c.nd.Name, pods)
+		}
+		if c.ns != "client" && !slices.Equal(clients, []string{map[string]string{"pod2": "10.244.0.12", "pod5": "10.244.1.12"}[c.ns]}) {
+			t.Errorf("from %s on %s: backends saw %v; in-cluster traffic must keep the pod's address", c.ns, c.nd.Name, clients)
+		}
+	}
+}
+
+// hcAsk reads a healthCheckNodePort answer: code and localEndpoints.
+func hcAsk(t *testing.T, from *harness.Node, url string) (int, int) {
+	t.Helper()
+	r, err := from.Get("client", url)
+	if err != nil {
+		t.Fatalf("GET %s: %v", url, err)
+	}
+	var b struct{ LocalEndpoints int }
+	if err := json.Unmarshal([]byte(r.Body), &b); err != nil {
+		t.Fatalf("GET %s: body %q", url, r.Body)
+	}
+	return r.Code, b.LocalEndpoints
+}
+
+// TestExternalTrafficPolicyLocalTwoNodes: an ETP=Local LoadBalancer with its only
+// endpoint on node-2. Through node-2 the backend sees the real client address; through
+// node-1 external traffic is refused while in-cluster clients still reach the LB IP; the
+// health checks say which node to use, and flip when the endpoint moves.
+func TestExternalTrafficPolicyLocalTwoNodes(t *testing.T) {
+	requireEnv(t)
+	ctx := context.Background()
+	svc := createService(t, &v1.Service{ObjectMeta: metav1.ObjectMeta{Name: "etp-lb"}, Spec: v1.ServiceSpec{Type: v1.ServiceTypeLoadBalancer,
+		ExternalTrafficPolicy: v1.ServiceExternalTrafficPolicyLocal}}, 80, v1.ProtocolTCP, podEP{"10.244.1.11", "node-2"})
+	const lbIP = "203.0.113.40"
+	svc.Status.LoadBalancer.Ingress = []v1.LoadBalancerIngress{{IP: lbIP}}
+	if _, err := cp.Admin.CoreV1().Services("default").UpdateStatus(ctx, svc, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	lb, np := lbIP+":80", fmt.Sprint(svc.Spec.Ports[0].NodePort)
+	// Both nodes program the LB IP with the endpoint (node-1 for in-cluster clients).
+	for _, nd := range []*harness.Node{node, node2} {
+		waitIPVSOn(t, nd, "LB virtual server", func(s string) bool { return strings.Contains(vsBlock(s, lb), "10.244.1.11:80") })
+	}
+
+	// node-2 has the endpoint: its external client is served and keeps its address.
+	for _, target := range []string{lb, "192.168.100.2:" + np} {
+		pods, clients := answersFrom(t, node2, "client", "tcp", target, 3)
+		if !slices.Equal(pods, []string{"pod4"}) || !slices.Equal(clients, []string{"192.168.60.2"}) {
+			t.Errorf("%s via node-2: pods %v saw clients %v; want pod4 seeing 192.168.60.2", target, pods, clients)
+		}
+	}
+	// node-1 has none: external traffic is refused, in-cluster traffic still served.
+	for _, target := range []string{lb, "192.168.100.1:" + np} {
+		if a, err := node.Ask("client", "tcp", target); err == nil {
+			t.Errorf("%s via node-1 (no local endpoint) answered %q; external traffic must not be forwarded", target, a)
+		}
+	}
+	if pods, _ := answersFrom(t, node, "pod1", "tcp", lb, 3); !slices.Equal(pods, []string{"pod4"}) {
+		t.Errorf("in-cluster client on node-1 to the LB IP: %v, want pod4", pods)
+	}
+
+	hc := func(ip string) string { return fmt.Sprintf("http://%s:%d/", ip, svc.Spec.HealthCheckNodePort) }
+	if code, n := hcAsk(t, node, hc("192.168.100.1")); code != 503 || n != 0 {
+		t.Errorf("node-1 health check %d %d, want 503 0", code, n)
+	}
+	if code, n := hcAsk(t, node2, hc("192.168.100.2")); code != 200 || n != 1 {
+		t.Errorf("node-2 health check %d %d, want 200 1", code, n)
+	}
+	// The endpoint moves to node-1: the health checks flip.
+	setEndpoints(t, "etp-lb", 80, v1.ProtocolTCP, podEP{"10.244.0.13", "node-1"})
+	if err := waitFor(15*time.Second, func() bool {
+		c1, _ := hcAsk(t, node, hc("192.168.100.1"))
+		c2, _ := hcAsk(t, node2, hc("192.168.100.2"))
+		return c1 == 200 && c2 == 503
+	}); err != nil {
+		t.Error("health checks did not flip after the endpoint moved to node-1")
+	}
+	if pods, clients := answersFrom(t, node, "client", "tcp", lb, 3); !slices.Equal(pods, []string{"pod3"}) || !slices.Equal(clients, []string{"192.168.50.2"}) {
+		t.Errorf("after the move, via node-1: %v %v", pods, clients)
+	}
+}
