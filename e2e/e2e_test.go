@@ -98,6 +98,13 @@ func run(m *testing.M) int {
 		fmt.Println(err)
 		return 1
 	}
+	// IPv6 for the dual-stack test: two pods and the client on node-1.
+	for _, p := range [][3]string{{"pod1", "fd00:244::11", "fd00:1::1"}, {"pod2", "fd00:244::12", "fd00:1::1"}, {"client", "fd00:50::2", "fd00:50::1"}} {
+		if err := node.AddIPv6(p[0], p[1], p[2], p[0] == "client"); err != nil {
+			fmt.Println(err)
+			return 1
+		}
+	}
 	// The daemon is up once it programs the apiserver's own "kubernetes" Service.
 	for _, n := range []*harness.Node{node, node2} {
 		if err := waitFor(2*time.Minute, func() bool { out, _ := n.MustExec("ipvsadm -Ln"); return strings.Contains(out, "10.96.0.1:443") }); err != nil {

@@ -42,11 +42,23 @@ func TestUDPEndpointReplacement(t *testing.T) {
 			t.Fatalf("before: %q %v", a, err)
 		}
 	}
+	stale := "conntrack -L -p udp --orig-dst " + svc.Spec.ClusterIP + " --reply-src 10.244.0.11 2>/dev/null | grep -c 'dport=53' || true"
+	if out, _ := node.MustExec(stale); strings.TrimSpace(out) == "0" {
+		t.Fatal("no conntrack entry for the flow before the change; the check below would prove nothing")
+	}
 	setEndpoints(t, "dns-like", 53, v1.ProtocolUDP, podEP{"10.244.0.12", "node-1"})
 	waitIPVS(t, "replaced", func(s string) bool {
 		b := vsBlock(s, vip)
 		return strings.Contains(b, "10.244.0.12:53") && !strings.Contains(b, "10.244.0.11:53")
 	})
+	// The old flow's conntrack entry is gone, not left to time out (kubernetes#125467).
+	// On 5.9+ kernels IPVS itself expires a deleted destination's connections and their
+	// conntrack entries (expire_nodest_conn=1, which the daemon sets); the daemon's own
+	// filtered flush covers older kernels, and sync/sync_test.go checks it is called.
+	if err := waitFor(3*time.Second, func() bool { out, _ := node.MustExec(stale); return strings.TrimSpace(out) == "0" }); err != nil {
+		out, _ := node.MustExec("conntrack -L -p udp --orig-dst " + svc.Spec.ClusterIP)
+		t.Errorf("stale conntrack entries to the removed endpoint:\n%s", out)
+	}
 	var a string
 	var err error
 	if werr := waitFor(3*time.Second, func() bool { a, err = node.AskFrom("client", "udp", src, vip); return err == nil }); werr != nil {
@@ -54,6 +66,33 @@ func TestUDPEndpointReplacement(t *testing.T) {
 	}
 	if !strings.HasPrefix(a, "pod2") {
 		t.Errorf("after the replacement the flow reached %q, want pod2", a)
+	}
+}
+
+// TestUDPScaleFromZero: a UDP stream runs while its Service has no endpoints (each
+// datagram is refused), then an endpoint appears; the same 5-tuple reaches it at once
+// (kubernetes#139628: a stale entry made during zero endpoints blackholed a stream for 13 h).
+func TestUDPScaleFromZero(t *testing.T) {
+	requireEnv(t)
+	svc := createService(t, &v1.Service{ObjectMeta: metav1.ObjectMeta{Name: "statsd"}}, 53, v1.ProtocolUDP)
+	vip := svc.Spec.ClusterIP + ":53"
+	waitIPVS(t, "created", func(s string) bool { return strings.Contains(s, "UDP  "+vip) })
+	const src = "192.168.50.2:40054"
+	for range 3 {
+		if a, err := node.AskFrom("client", "udp", src, vip); err == nil {
+			t.Fatalf("a Service without endpoints answered %q", a)
+		}
+	}
+	setEndpoints(t, "statsd", 53, v1.ProtocolUDP, podEP{"10.244.0.13", "node-1"})
+	waitIPVS(t, "endpoint", func(s string) bool { return strings.Contains(vsBlock(s, vip), "10.244.0.13:53") })
+	var a string
+	var err error
+	if werr := waitFor(3*time.Second, func() bool { a, err = node.AskFrom("client", "udp", src, vip); return err == nil }); werr != nil {
+		out, _ := node.MustExec("conntrack -L -p udp --orig-dst " + svc.Spec.ClusterIP)
+		t.Fatalf("the UDP stream is blackholed after the Service got an endpoint: %v\n%s", err, out)
+	}
+	if !strings.HasPrefix(a, "pod3") {
+		t.Errorf("answer %q, want pod3", a)
 	}
 }
 

@@ -66,7 +66,7 @@ func StartControlPlane(bins Binaries) (*ControlPlane, error) {
 	apiArgs := []string{
 		"--etcd-servers", etcdURL, "--bind-address", "127.0.0.1", "--secure-port", fmt.Sprint(cp.Port),
 		"--tls-cert-file", cert, "--tls-private-key-file", key,
-		"--service-cluster-ip-range", "10.96.0.0/16", "--token-auth-file", filepath.Join(dir, "tokens.csv"),
+		"--service-cluster-ip-range", "10.96.0.0/16,fd00:96::/112", "--token-auth-file", filepath.Join(dir, "tokens.csv"),
 		"--authorization-mode", "RBAC", "--service-account-issuer", "https://kubernetes.default.svc",
 		"--service-account-key-file", saKey, "--service-account-signing-key-file", saKey,
 		"--endpoint-reconciler-type", "none", "--advertise-address", APIServerGuestIP,

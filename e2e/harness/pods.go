@@ -24,3 +24,20 @@ ip netns exec %[1]s ip link set lo up && ip netns exec %[1]s ip link set eth0 up
 ip netns exec %[1]s ip addr add %[2]s/24 dev eth0 && ip netns exec %[1]s ip route add default via %[3]s`, name, ip, gw))
 	return err
 }
+
+// AddIPv6 gives an existing pod or client netns an IPv6 address too: ip6/128 for a pod
+// (routed through gw6 on the node side of its veth), or ip6/64 for a client with gw6 as
+// its node-side address and default route.
+func (n *Node) AddIPv6(name, ip6, gw6 string, client bool) error {
+	cmd := fmt.Sprintf(`echo 1 > /proc/sys/net/ipv6/conf/all/forwarding &&
+ip -6 addr add %[3]s/128 dev h-%[1]s nodad && ip -6 route add %[2]s/128 dev h-%[1]s &&
+ip netns exec %[1]s ip -6 addr add %[2]s/128 dev eth0 nodad &&
+ip netns exec %[1]s ip -6 route add %[3]s/128 dev eth0 && ip netns exec %[1]s ip -6 route add default via %[3]s`, name, ip6, gw6)
+	if client {
+		cmd = fmt.Sprintf(`echo 1 > /proc/sys/net/ipv6/conf/all/forwarding &&
+ip -6 addr add %[3]s/64 dev h-%[1]s nodad && ip netns exec %[1]s ip -6 addr add %[2]s/64 dev eth0 nodad &&
+ip netns exec %[1]s ip -6 route add default via %[3]s`, name, ip6, gw6)
+	}
+	_, err := n.MustExec(cmd)
+	return err
+}
