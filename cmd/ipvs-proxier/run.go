@@ -140,6 +140,9 @@ func runDaemon(args []string) error {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
 	src.Start(ctx.Done())
+	if err := linux.WatchAddresses(dummy, ctx.Done(), tracker.AllChanged); err != nil {
+		log.Warn("Cannot watch node addresses; NodePorts follow them at the next full sync", zap.Error(err))
+	}
 	go drainTicker(ctx, syncer, runner)
 	go monitor.Run(ctx, o.conntrackInterval)
 	serve(ctx, log, "metrics", o.metricsAddr, metricsHandler(m))

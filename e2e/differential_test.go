@@ -1,0 +1,134 @@
+package e2e
+
+import (
+	"context"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// fullView is the node's whole proxy state in comparable form: every virtual server with
+// its real servers and weights (connection counters dropped), and every KUBE-* set with
+// its type and members (sizes dropped), one sorted line each.
+func fullView(t *testing.T) []string {
+	t.Helper()
+	out, err := node.MustExec("ipvsadm -Ln; echo ===; ipset save")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ipvs, sets, _ := strings.Cut(out, "===")
+	var lines []string
+	vs := ""
+	for _, l := range strings.Split(ipvs, "\n") {
+		f := strings.Fields(l)
+		switch {
+		case len(f) >= 3 && (f[0] == "TCP" || f[0] == "UDP" || f[0] == "SCTP"):
+			vs = strings.Join(f[:2], " ")
+			lines = append(lines, "vs "+strings.Join(f, " "))
+		case len(f) == 6 && f[0] == "->" && f[1] != "RemoteAddress:Port":
+			lines = append(lines, "rs "+vs+" -> "+strings.Join(f[1:4], " "))
+		}
+	}
+	for _, l := range strings.Split(sets, "\n") {
+		f := strings.Fields(l)
+		if len(f) < 3 || !strings.HasPrefix(f[1], "KUBE-") {
+			continue
+		}
+		lines = append(lines, strings.Join(f[:3], " "))
+	}
+	slices.Sort(lines)
+	return slices.Compact(lines)
+}
+
+// deliberate reports whether a line differs from kube-proxy on purpose (README,
+// "Differences from kube-proxy's IPVS mode").
+func deliberate(line string) bool {
+	for _, s := range []string{
+		"KUBE-NO-ENDPOINTS",         // no-endpoint Services are REJECTed (kubernetes#78994)
+		"KUBE-EXTERNAL-NO-LOCAL-EP", // ETP=Local without a local endpoint drops outside traffic
+		"KUBE-6-",                   // we keep both families' sets; kube-proxy only its families'
+		" 169.254.",                 // no NodePorts on link-local addresses (the pods' veth gateway here)
+	} {
+		if strings.Contains(line, s) {
+			return true
+		}
+	}
+	return false
+}
+
+// TestDifferentialAgainstKubeProxy: for one cluster state with every Service shape, the
+// node's IPVS table and ipset contents equal what stock kube-proxy (IPVS mode, same
+// kernel, same apiserver objects) programs, except the deliberate differences.
+func TestDifferentialAgainstKubeProxy(t *testing.T) {
+	requireEnv(t)
+	ctx := context.Background()
+	one := []podEP{{"10.244.0.13", "node-1"}}
+	createService(t, &v1.Service{ObjectMeta: metav1.ObjectMeta{Name: "diff-cip"}}, 80, v1.ProtocolTCP,
+		podEP{"10.244.0.11", "node-1"}, podEP{"10.244.0.12", "node-1"})
+	createService(t, &v1.Service{ObjectMeta: metav1.ObjectMeta{Name: "diff-udp"}}, 53, v1.ProtocolUDP, podEP{"10.244.0.11", "node-1"})
+	createService(t, &v1.Service{ObjectMeta: metav1.ObjectMeta{Name: "diff-np"}, Spec: v1.ServiceSpec{Type: v1.ServiceTypeNodePort}},
+		80, v1.ProtocolTCP, one...)
+	createService(t, &v1.Service{ObjectMeta: metav1.ObjectMeta{Name: "diff-np-local"}, Spec: v1.ServiceSpec{Type: v1.ServiceTypeNodePort,
+		ExternalTrafficPolicy: v1.ServiceExternalTrafficPolicyLocal}}, 80, v1.ProtocolTCP, one...)
+	createService(t, &v1.Service{ObjectMeta: metav1.ObjectMeta{Name: "diff-ext"}, Spec: v1.ServiceSpec{ExternalIPs: []string{"198.51.100.50"}}},
+		80, v1.ProtocolTCP, one...)
+	createService(t, &v1.Service{ObjectMeta: metav1.ObjectMeta{Name: "diff-aff"}, Spec: v1.ServiceSpec{SessionAffinity: v1.ServiceAffinityClientIP}},
+		80, v1.ProtocolTCP, one...)
+	lb := createService(t, &v1.Service{ObjectMeta: metav1.ObjectMeta{Name: "diff-lb"}, Spec: v1.ServiceSpec{Type: v1.ServiceTypeLoadBalancer,
+		LoadBalancerSourceRanges: []string{"192.168.50.0/24"}}}, 80, v1.ProtocolTCP, one...)
+	lb.Status.LoadBalancer.Ingress = []v1.LoadBalancerIngress{{IP: "203.0.113.50"}}
+	if _, err := cp.Admin.CoreV1().Services("default").UpdateStatus(ctx, lb, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	createService(t, &v1.Service{ObjectMeta: metav1.ObjectMeta{Name: "diff-empty"}}, 80, v1.ProtocolTCP)
+
+	settled := func(want string) []string {
+		t.Helper()
+		var prev, cur []string
+		if err := waitFor(90*time.Second, func() bool {
+			prev, cur = cur, fullView(t)
+			time.Sleep(2 * time.Second)
+			return slices.Equal(prev, cur) && slices.ContainsFunc(cur, func(l string) bool { return strings.Contains(l, want) })
+		}); err != nil {
+			t.Fatalf("state never settled with %q:\n%s", want, strings.Join(cur, "\n"))
+		}
+		return cur
+	}
+	ours := settled("203.0.113.50:80")
+
+	t.Cleanup(func() { restoreNode(t) })
+	wipeNode(t)
+	startKubeProxy(t, "ipvs")
+	theirs := settled("203.0.113.50:80")
+	stopKubeProxy(t)
+
+	var onlyOurs, onlyTheirs, allowed []string
+	for _, l := range ours {
+		if !slices.Contains(theirs, l) {
+			if deliberate(l) {
+				allowed = append(allowed, "+ "+l)
+			} else {
+				onlyOurs = append(onlyOurs, l)
+			}
+		}
+	}
+	for _, l := range theirs {
+		if !slices.Contains(ours, l) {
+			if deliberate(l) {
+				allowed = append(allowed, "- "+l)
+			} else {
+				onlyTheirs = append(onlyTheirs, l)
+			}
+		}
+	}
+	t.Logf("compared %d lines of ours with %d of kube-proxy's; deliberate differences (+ ours only, - theirs only):\n%s",
+		len(ours), len(theirs), strings.Join(allowed, "\n"))
+	if len(onlyOurs)+len(onlyTheirs) > 0 {
+		t.Errorf("differences from kube-proxy:\n--- only ipvs-proxier\n%s\n--- only kube-proxy\n%s",
+			strings.Join(onlyOurs, "\n"), strings.Join(onlyTheirs, "\n"))
+	}
+}
