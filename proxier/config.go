@@ -55,6 +55,10 @@ type Config struct {
 	// NodeIPs are the node's addresses that NodePorts may listen on (before
 	// NodePortAddresses filtering). They are never bound to the dummy interface.
 	NodeIPs []netip.Addr
+	// PrimaryIPs are the Node object's own addresses (its first InternalIP, else
+	// ExternalIP, per family): kube-proxy's "node IP", which decides whether the node
+	// itself is inside a LoadBalancer's source ranges. Empty means NodeIPs.
+	PrimaryIPs []netip.Addr
 	// NodePortAddresses restricts NodePorts to node IPs in these prefixes; empty means all.
 	NodePortAddresses []netip.Prefix
 	// Families are the IP families this node serves.
@@ -112,4 +116,12 @@ func (c *Config) nodePortIPs(f kernel.Family) []netip.Addr {
 		out = append(out, ip)
 	}
 	return out
+}
+
+// primaryIPs returns PrimaryIPs, or NodeIPs when the Node's own addresses are unknown.
+func (c *Config) primaryIPs() []netip.Addr {
+	if len(c.PrimaryIPs) > 0 {
+		return c.PrimaryIPs
+	}
+	return c.NodeIPs
 }

@@ -298,7 +298,7 @@ func (t *translator) addLoadBalancer(f kernel.Family, proto kernel.Protocol, por
 		nodeInside := false
 		for _, r := range ranges {
 			member(setLoadBalancerSrcCIDR, kernel.SetEntry{IP: a, Protocol: proto, Port: port, Net: r})
-			nodeInside = nodeInside || slices.ContainsFunc(cfg.NodeIPs, r.Contains)
+			nodeInside = nodeInside || slices.ContainsFunc(cfg.primaryIPs(), r.Contains)
 		}
 		if nodeInside {
 			// The node's own traffic to the VIP has the VIP as source.

@@ -349,6 +349,17 @@ func TestTranslateFirewallAndAffinity(t *testing.T) {
 		wantSet: map[string][]string{"KUBE-LOAD-BALANCER-FW": {"1.2.3.4,tcp:80"}, "KUBE-LOAD-BALANCER-SOURCE-CIDR": {"1.2.3.4,tcp:80,10.0.0.0/8"},
 			"KUBE-LOAD-BALANCER-SOURCE-IP": {"1.2.3.4,tcp:80,1.2.3.4"}},
 	}, {
+		// kube-proxy asks whether its detected node IP (the Node's InternalIP) is inside,
+		// not any local address: a second interface inside the range does not count.
+		name: "source ranges, only a secondary address inside",
+		cfg: []func(*Config){nodeIPs("192.168.1.1", "10.1.2.3"), func(c *Config) {
+			c.PrimaryIPs = []netip.Addr{netip.MustParseAddr("192.168.1.1")}
+		}},
+		svc:    makeService("ns", "s", withLB("1.2.3.4"), ranges("10.0.0.0/8")),
+		slices: one,
+		wantSet: map[string][]string{"KUBE-LOAD-BALANCER-FW": {"1.2.3.4,tcp:80"}, "KUBE-LOAD-BALANCER-SOURCE-CIDR": {"1.2.3.4,tcp:80,10.0.0.0/8"},
+			"KUBE-LOAD-BALANCER-SOURCE-IP": nil},
+	}, {
 		name:    "a zero source range allows everyone (#16)",
 		svc:     makeService("ns", "s", withLB("1.2.3.4"), ranges("10.0.0.0/8", "0.0.0.0/0")),
 		slices:  one,

@@ -221,6 +221,9 @@ func (s *Syncer) nodeConfig() proxier.Config {
 	cfg := s.opts.Config
 	cfg.NodeIPs = slices.Clone(cfg.NodeIPs)
 	node := s.src.Node()
+	if len(cfg.PrimaryIPs) == 0 {
+		cfg.PrimaryIPs = PrimaryNodeIPs(node)
+	}
 	if cfg.Zone == "" && node != nil {
 		cfg.Zone = node.Labels[v1.LabelTopologyZone]
 	}
@@ -237,6 +240,26 @@ func (s *Syncer) nodeConfig() proxier.Config {
 	}
 	cfg.NodeIPs = NodeAddresses(node)
 	return cfg
+}
+
+// PrimaryNodeIPs returns a Node's first InternalIP of each family, or its first
+// ExternalIP where it has no InternalIP of that family: what kube-proxy detects as the
+// node IP (cmd/kube-proxy/app/server.go, detectNodeIPs).
+func PrimaryNodeIPs(node *v1.Node) []netip.Addr {
+	if node == nil {
+		return nil
+	}
+	var out []netip.Addr
+	for _, typ := range []v1.NodeAddressType{v1.NodeInternalIP, v1.NodeExternalIP} {
+		for _, a := range node.Status.Addresses {
+			ip, err := netip.ParseAddr(a.Address)
+			if a.Type != typ || err != nil || slices.ContainsFunc(out, func(o netip.Addr) bool { return o.Is4() == ip.Unmap().Is4() }) {
+				continue
+			}
+			out = append(out, ip.Unmap())
+		}
+	}
+	return out
 }
 
 // NodeAddresses returns the InternalIP and ExternalIP addresses of a Node.
