@@ -35,10 +35,15 @@ lint: ## gofmt, go vet and staticcheck (pinned, through go run)
 fuzz: ## Fuzz the translation for 60s
 	$(GO) test ./proxier -run '^$$' -fuzz FuzzTranslate -fuzztime 60s
 
-bench: ## Go benchmarks: one change and full syncs at 30,000 Services x 4 endpoints
+bench: bench-micro bench-scale ## Both benchmarks: Go microbenchmarks, then the scale run against kube-proxy (long; not part of make test)
+
+bench-micro: ## Go benchmarks on the fake kernel: one change and full syncs at 30,000 Services x 4, retained heap
 	$(GO) test ./sync -run '^$$' -bench EndpointChange30k -benchtime 2000x -benchmem
 	$(GO) test ./sync -run '^$$' -bench FullSync -benchtime 5x -benchmem
 	$(GO) test ./sync -run '^$$' -bench RetainedHeap30k -benchtime 1x
+
+bench-scale: ## ipvs-proxier vs kube-proxy IPVS mode in the VM at SVC_SCALE_STEPS Services (default 1000,5000,10000,30000); results in bench/results/
+	cd e2e && $(GO) run ./scalebench
 
 e2e: ## End to end: real kube-apiserver + etcd, the daemon in a VM node as deploy/ runs it, real traffic
 	cd e2e && IPVS_PROXIER_E2E=1 $(GO) test -count=1 -v -timeout 60m ./...
@@ -56,4 +61,4 @@ image: ## Build the container image with docker or podman (no engine runs in CI;
 plan-example: build ## Print what the daemon would program for examples/cluster.yaml
 	$(BIN) plan -f examples/cluster.yaml --hostname-override test-node --cluster-cidr 10.244.0.0/16
 
-.PHONY: help build test test-unit test-netns test-vm e2e lint fuzz bench demo demo-down image plan-example
+.PHONY: help build test test-unit test-netns test-vm e2e lint fuzz bench bench-micro bench-scale demo demo-down image plan-example

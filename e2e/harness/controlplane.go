@@ -32,7 +32,8 @@ type ControlPlane struct {
 }
 
 // StartControlPlane starts etcd and kube-apiserver on 127.0.0.1 and waits until ready.
-func StartControlPlane(bins Binaries) (*ControlPlane, error) {
+// extraArgs are appended to kube-apiserver's (the scale benchmark widens the NodePort range).
+func StartControlPlane(bins Binaries, extraArgs ...string) (*ControlPlane, error) {
 	dir, err := os.MkdirTemp("", "ipvs-proxier-e2e-")
 	if err != nil {
 		return nil, err
@@ -71,6 +72,7 @@ func StartControlPlane(bins Binaries) (*ControlPlane, error) {
 		"--service-account-key-file", saKey, "--service-account-signing-key-file", saKey,
 		"--endpoint-reconciler-type", "none", "--advertise-address", APIServerGuestIP,
 		"--allow-privileged=true"} // as every cluster running kube-proxy does
+	apiArgs = append(apiArgs, extraArgs...)
 	cp.apiserver = func() error {
 		cp.apiProc = len(cp.procs)
 		return cp.start(filepath.Join(dir, "apiserver.log"), bins.APIServer, apiArgs...)

@@ -48,7 +48,31 @@ type Link struct {
 // does (same command, config file, in-cluster ServiceAccount credentials), and waits
 // for its agent.
 func (cp *ControlPlane) StartNode(ctx context.Context, name string, dep *Deployment, link *Link) (*Node, error) {
+	return cp.StartNodeWith(ctx, name, dep, NodeOptions{Link: link})
+}
+
+// NodeOptions shape a node VM.
+type NodeOptions struct {
+	Link *Link
+	// NoDaemon boots the node without starting ipvs-proxier (the scale benchmark starts
+	// each proxy itself); /start-daemon.sh starts it.
+	NoDaemon bool
+	// MemoryMB is the VM's memory; 1536 when 0.
+	MemoryMB int
+}
+
+// StartNodeWith is StartNode with options.
+func (cp *ControlPlane) StartNodeWith(ctx context.Context, name string, dep *Deployment, opts NodeOptions) (*Node, error) {
+	link := opts.Link
 	n := &Node{Name: name, IP: NodeIP, dir: filepath.Join(cp.Dir, "node-"+name)}
+	autostart := "sh /start-daemon.sh\n"
+	if opts.NoDaemon {
+		autostart = ""
+	}
+	mem := "1536"
+	if opts.MemoryMB > 0 {
+		mem = fmt.Sprint(opts.MemoryMB)
+	}
 	linkSetup := ""
 	if link != nil {
 		n.IP = link.IP
@@ -84,7 +108,7 @@ func (cp *ControlPlane) StartNode(ctx context.Context, name string, dep *Deploym
 		"start-daemon.sh": "#!/bin/sh\nexport KUBERNETES_SERVICE_HOST=" + APIServerGuestIP + " KUBERNETES_SERVICE_PORT=6443 NODE_NAME=" + name +
 			"\n" + shellJoin(cmd) + " >> /tmp/daemon.log 2>&1 &\necho $! > /tmp/daemon.pid\n",
 		"scenario.sh": "/usr/sbin/ip link set eth0 up\n/usr/sbin/ip addr add " + NodeIP + "/24 dev eth0\n/usr/sbin/ip route add default via 10.0.2.2\n" +
-			linkSetup + "echo 1 > /proc/sys/net/ipv4/ip_forward\n/agent > /tmp/agent.log 2>&1 &\nsh /start-daemon.sh\nwhile true; do sleep 3600; done\n",
+			linkSetup + "echo 1 > /proc/sys/net/ipv4/ip_forward\n/agent > /tmp/agent.log 2>&1 &\n" + autostart + "while true; do sleep 3600; done\n",
 	}
 	// Stock kube-proxy, for the takeover and differential tests: IPVS mode, its own
 	// kubeconfig (admin token), started only when a test asks for it.
@@ -121,7 +145,7 @@ func (cp *ControlPlane) StartNode(ctx context.Context, name string, dep *Deploym
 	n.Console = filepath.Join(n.dir, "console.log")
 	netdev := fmt.Sprintf("user,id=n0,restrict=on,net=10.0.2.0/24,guestfwd=tcp:%s:6443-cmd:socat - TCP:127.0.0.1:%d,hostfwd=tcp:127.0.0.1:%d-:7000",
 		APIServerGuestIP, cp.Port, n.agentPort)
-	args := []string{"-accel", "tcg", "-m", "1536", "-smp", "2",
+	args := []string{"-accel", "tcg", "-m", mem, "-smp", "2",
 		"-kernel", strings.TrimSpace(string(kernelOut)), "-initrd", initrd, "-append", "console=ttyS0 quiet panic=-1",
 		"-netdev", netdev, "-device", "e1000,netdev=n0", "-display", "none", "-serial", "file:" + n.Console, "-monitor", "none", "-no-reboot"}
 	if link != nil {

@@ -1,0 +1,125 @@
+// Command scalebench measures ipvs-proxier against kube-proxy's IPVS mode at growing
+// scale, in the same run, on the same VM kernel, against the same apiserver objects
+// (`make bench`). For each step of SVC_SCALE_STEPS Services x SVC_ENDPOINTS endpoints,
+// each proxy in turn, on a wiped node: cold start, change latency, memory, CPU idle and
+// under churn, and kernel object counts. Results go to bench/results/ as a markdown
+// table, a CSV and a PNG chart.
+//
+// Environment (defaults in brackets): SVC_SCALE_STEPS [1000,5000,10000,30000],
+// SVC_ENDPOINTS [4], SVC_CREATE_PARALLEL [16], BENCH_STEP_BUDGET [20m] (per proxy and
+// step; what does not finish in it is reported as unfinished), BENCH_CHANGES [52],
+// BENCH_OUT [<repo>/bench/results].
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/ipvs-proxier/ipvs-proxier/e2e/harness"
+)
+
+func logf(format string, args ...any) {
+	fmt.Fprintf(os.Stderr, "%s bench: "+format+"\n", append([]any{time.Now().Format("15:04:05")}, args...)...)
+}
+
+func env(name, def string) string {
+	if v := os.Getenv(name); v != "" {
+		return v
+	}
+	return def
+}
+
+func envInt(name string, def int) int {
+	n, err := strconv.Atoi(env(name, strconv.Itoa(def)))
+	if err != nil {
+		logf("%s: %v; using %d", name, err, def)
+		return def
+	}
+	return n
+}
+
+func main() {
+	if err := run(); err != nil {
+		logf("%v", err)
+		os.Exit(1)
+	}
+}
+
+func run() error {
+	var steps []int
+	for _, s := range strings.Split(env("SVC_SCALE_STEPS", "1000,5000,10000,30000"), ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(s))
+		if err != nil || n < 2 {
+			return fmt.Errorf("SVC_SCALE_STEPS: bad step %q", s)
+		}
+		steps = append(steps, n)
+	}
+	budget, err := time.ParseDuration(env("BENCH_STEP_BUDGET", "20m"))
+	if err != nil {
+		return fmt.Errorf("BENCH_STEP_BUDGET: %w", err)
+	}
+	out := env("BENCH_OUT", filepath.Join(harness.RepoRoot(), "bench/results"))
+	ctx := context.Background()
+
+	bins, err := harness.BuildControlPlane()
+	if err != nil {
+		return err
+	}
+	// Half the Services are NodePorts: 15,000 at 30,000, beyond the default range.
+	cp, err := harness.StartControlPlane(bins, "--service-node-port-range=20000-59999", "--max-requests-inflight=1000")
+	if err != nil {
+		return err
+	}
+	defer cp.Stop()
+	dep, err := cp.ApplyDeploy(ctx)
+	if err != nil {
+		return err
+	}
+	node, err := cp.StartNodeWith(ctx, "bench-node", dep, harness.NodeOptions{NoDaemon: true, MemoryMB: 4096})
+	if err != nil {
+		return err
+	}
+	defer node.Stop()
+	kernel, _ := node.MustExec("uname -r")
+	b := &bench{node: node, budget: budget, changes: envInt("BENCH_CHANGES", 52),
+		w: &workload{client: cp.Admin, node: "bench-node", endpoints: envInt("SVC_ENDPOINTS", 4), parallel: envInt("SVC_CREATE_PARALLEL", 16)}}
+	machine := fmt.Sprintf("%d vCPU host (%s), VM: qemu TCG, 2 vCPU, 4 GiB, Debian kernel %s", runtime.NumCPU(), cpuModel(), strings.TrimSpace(kernel))
+	var results []result
+	for _, n := range steps {
+		logf("creating %d Services x %d endpoints through the apiserver", n, b.w.endpoints)
+		start := time.Now()
+		if err := b.w.grow(ctx, n); err != nil {
+			return err
+		}
+		logf("%d Services ready in the apiserver after %v", n, time.Since(start).Round(time.Second))
+		for _, p := range proxies {
+			r := b.run(ctx, p, n)
+			results = append(results, r)
+			logf("%s @ %d: %s", p.name, n, r.summary())
+			if err := writeReport(out, machine, steps, results); err != nil {
+				return err
+			}
+		}
+	}
+	logf("results in %s", out)
+	return nil
+}
+
+func cpuModel() string {
+	b, err := os.ReadFile("/proc/cpuinfo")
+	if err != nil {
+		return "unknown CPU"
+	}
+	for _, l := range strings.Split(string(b), "\n") {
+		if k, v, ok := strings.Cut(l, ":"); ok && strings.TrimSpace(k) == "model name" {
+			return strings.TrimSpace(v)
+		}
+	}
+	return "unknown CPU"
+}

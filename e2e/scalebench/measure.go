@@ -1,0 +1,245 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/ipvs-proxier/ipvs-proxier/e2e/harness"
+)
+
+// proxy is one of the two proxies under test, started and stopped in the node VM.
+type proxy struct {
+	name, start, pidFile string
+}
+
+var proxies = []proxy{
+	{"ipvs-proxier", "sh /start-daemon.sh", "/tmp/daemon.pid"},
+	{"kube-proxy", "sh /start-kube-proxy.sh", "/tmp/kube-proxy.pid"},
+}
+
+// result is one row: one proxy at one scale.
+type result struct {
+	Services, Endpoints int
+	Proxy               string
+	ColdStart           time.Duration // 0 when it did not finish
+	P50, P99            time.Duration
+	Changes             int
+	PeakRSS, SteadyRSS  float64 // MiB
+	CPUIdle, CPUChurn   float64 // CPU seconds per minute
+	VS, RS, SetEntries  int
+	Notes               []string
+}
+
+type bench struct {
+	node   *harness.Node
+	w      *workload
+	budget time.Duration
+	// changes is how many latency samples to take per proxy and step.
+	changes int
+	// extra are Services the latency phase added and has yet to delete.
+	extra []extraSvc
+}
+
+// wipe stops both proxies and removes everything either made: a fresh node.
+func (b *bench) wipe() error {
+	_, err := b.node.MustExec(`for p in /tmp/daemon.pid /tmp/kube-proxy.pid; do [ -f $p ] && kill $(cat $p) 2>/dev/null; rm -f $p; done; sleep 2
+ipvsadm -C; ip link del kube-ipvs0 2>/dev/null
+for t in nat filter mangle; do for c in iptables ip6tables; do $c -t $t -F; $c -t $t -X; done; done; ipset destroy; true`)
+	return err
+}
+
+// counts reads the node's virtual servers and real servers; the ClusterIP ones
+// separately, since they decide when a proxy is done.
+func (b *bench) counts() (vs, rs, clusterVS, clusterRS int, err error) {
+	out, err := b.node.MustExec(`ipvsadm -Ln | awk '/^(TCP|UDP|SCTP)/{v++; c=($2 ~ /^10\.96\./); if(c) cv++} /->/ && !/RemoteAddress/{r++; if(c) cr++} END{print v+0, r+0, cv+0, cr+0}'`)
+	if err != nil {
+		return
+	}
+	_, err = fmt.Sscan(out, &vs, &rs, &clusterVS, &clusterRS)
+	return
+}
+
+func (b *bench) setEntries() int {
+	out, _ := b.node.MustExec("ipset save | grep -c '^add ' || true")
+	n, _ := strconv.Atoi(strings.TrimSpace(out))
+	return n
+}
+
+// proc reads a process's resident memory (now and peak, MiB) and CPU time.
+func (b *bench) proc(p proxy) (rss, peak float64, cpu time.Duration, err error) {
+	out, err := b.node.MustExec("pid=$(cat " + p.pidFile + "); grep -E '^(VmRSS|VmHWM)' /proc/$pid/status; cut -d' ' -f14,15 /proc/$pid/stat")
+	if err != nil {
+		return
+	}
+	var utime, stime int64
+	for _, l := range strings.Split(out, "\n") {
+		f := strings.Fields(l)
+		switch {
+		case len(f) >= 2 && f[0] == "VmRSS:":
+			kb, _ := strconv.ParseFloat(f[1], 64)
+			rss = kb / 1024
+		case len(f) >= 2 && f[0] == "VmHWM:":
+			kb, _ := strconv.ParseFloat(f[1], 64)
+			peak = kb / 1024
+		case len(f) == 2:
+			utime, _ = strconv.ParseInt(f[0], 10, 64)
+			stime, _ = strconv.ParseInt(f[1], 10, 64)
+		}
+	}
+	cpu = time.Duration(utime+stime) * 10 * time.Millisecond // USER_HZ = 100
+	return
+}
+
+// run measures one proxy at the current scale.
+func (b *bench) run(ctx context.Context, p proxy, n int) result {
+	r := result{Services: n, Endpoints: b.w.endpoints, Proxy: p.name}
+	note := func(format string, args ...any) {
+		r.Notes = append(r.Notes, fmt.Sprintf(format, args...))
+		logf("%s @ %d: "+format, append([]any{p.name, n}, args...)...)
+	}
+	if err := b.wipe(); err != nil {
+		note("wipe: %v", err)
+		return r
+	}
+	deadline := time.Now().Add(b.budget)
+
+	// 1. Cold start: process start to every ClusterIP virtual server with all its real
+	// servers (n+1 with the apiserver's own Service, which has no endpoints here).
+	start := time.Now()
+	if _, err := b.node.MustExec(p.start); err != nil {
+		note("start: %v", err)
+		return r
+	}
+	for {
+		_, _, cvs, crs, err := b.counts()
+		if err == nil && cvs >= n+1 && crs >= n*b.w.endpoints {
+			r.ColdStart = time.Since(start)
+			break
+		}
+		if time.Now().After(deadline) {
+			note("cold start unfinished after %v (ClusterIP VS %d of %d, RS %d of %d)", b.budget.Round(time.Second), cvs, n+1, crs, n*b.w.endpoints)
+			return b.finish(p, r)
+		}
+		time.Sleep(time.Second)
+	}
+	logf("%s @ %d: cold start %v", p.name, n, r.ColdStart.Round(100*time.Millisecond))
+	time.Sleep(10 * time.Second) // let the first full sync and its follow-ups settle
+
+	// 2. Idle CPU, over 30 s (the periodic full sync included at syncPeriod 30 s).
+	_, _, c0, err := b.proc(p)
+	if err == nil {
+		time.Sleep(30 * time.Second)
+		_, _, c1, _ := b.proc(p)
+		r.CPUIdle = (c1 - c0).Seconds() * 2
+	}
+
+	// 3. Change latency: endpoint added, endpoint removed, Service added, Service deleted.
+	var lat []time.Duration
+	for k := 0; k < b.changes && time.Now().Before(deadline); k++ {
+		d, err := b.change(ctx, k, deadline)
+		if err != nil {
+			note("change %d: %v", k, err)
+			break
+		}
+		lat = append(lat, d)
+	}
+	r.Changes = len(lat)
+	if len(lat) > 0 {
+		slices.Sort(lat)
+		r.P50, r.P99 = lat[len(lat)/2], lat[min(len(lat)-1, len(lat)*99/100)]
+	}
+	if r.Changes < b.changes {
+		note("%d of %d changes measured within the budget", r.Changes, b.changes)
+	}
+
+	// 4. CPU under churn: 10 endpoint changes per second for 30 s.
+	if time.Now().Before(deadline) {
+		_, _, c0, err := b.proc(p)
+		if err == nil {
+			churnCtx, cancel := context.WithTimeout(ctx, 30*time.Second)
+			tick := time.NewTicker(100 * time.Millisecond)
+			for i := 0; churnCtx.Err() == nil; i++ {
+				<-tick.C
+				svc := (i * 2) % n // ClusterIP ones
+				_ = b.w.setEndpoints(churnCtx, svcName(svc), svc, b.w.endpoints+1-(i/(n/2+1))%2)
+			}
+			tick.Stop()
+			cancel()
+			_, _, c1, _ := b.proc(p)
+			r.CPUChurn = (c1 - c0).Seconds() * 2
+		}
+		// put every churned slice back to its normal size
+		for i := 0; i < min(600, n); i += 2 {
+			_ = b.w.setEndpoints(ctx, svcName(i), i, b.w.endpoints)
+		}
+	} else {
+		note("no churn CPU: budget spent")
+	}
+	return b.finish(p, r)
+}
+
+// finish reads memory and object counts and stops the proxy.
+func (b *bench) finish(p proxy, r result) result {
+	rss, peak, _, err := b.proc(p)
+	if err == nil {
+		r.SteadyRSS, r.PeakRSS = rss, peak
+	}
+	r.VS, r.RS, _, _, _ = b.counts()
+	r.SetEntries = b.setEntries()
+	_ = b.wipe()
+	return r
+}
+
+// change makes change k and returns the time from the API write to ipvsadm showing it.
+func (b *bench) change(ctx context.Context, k int, deadline time.Time) (time.Duration, error) {
+	i := (k / 4 * 2) % len(b.w.vips) // a ClusterIP Service
+	name, vip := svcName(i), b.w.vips[i]
+	var want func(out string, code int) bool
+	start := time.Now()
+	switch k % 4 {
+	case 0: // one endpoint added
+		if err := b.w.setEndpoints(ctx, name, i, b.w.endpoints+1); err != nil {
+			return 0, err
+		}
+		want = func(out string, code int) bool { return code == 0 && strings.Count(out, "Masq") == b.w.endpoints+1 }
+	case 1: // and removed again
+		if err := b.w.setEndpoints(ctx, name, i, b.w.endpoints); err != nil {
+			return 0, err
+		}
+		want = func(out string, code int) bool { return code == 0 && strings.Count(out, "Masq") == b.w.endpoints }
+	case 2: // a Service added
+		name = fmt.Sprintf("c-%05d", k)
+		var err error
+		if vip, err = b.w.create(ctx, name, 60000+k, b.w.endpoints); err != nil {
+			return 0, err
+		}
+		b.extra = append(b.extra, extraSvc{name, vip})
+		start = time.Now() // the Service and its slice are both written now
+		want = func(out string, code int) bool { return code == 0 && strings.Count(out, "Masq") == b.w.endpoints }
+	case 3: // and deleted
+		e := b.extra[len(b.extra)-1]
+		b.extra = b.extra[:len(b.extra)-1]
+		name, vip = e.name, e.vip
+		start = time.Now()
+		if err := b.w.delete(ctx, name); err != nil {
+			return 0, err
+		}
+		want = func(_ string, code int) bool { return code != 0 }
+	}
+	for {
+		out, code, err := b.node.Exec("ipvsadm -Ln -t " + vip + ":80")
+		if err == nil && want(out, code) {
+			return time.Since(start), nil
+		}
+		if time.Now().After(deadline) || time.Since(start) > 5*time.Minute {
+			return 0, fmt.Errorf("not reflected after %v", time.Since(start).Round(time.Second))
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+type extraSvc struct{ name, vip string }

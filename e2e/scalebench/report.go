@@ -1,0 +1,145 @@
+package main
+
+import (
+	"encoding/csv"
+	"fmt"
+	"image/color"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"gonum.org/v1/plot"
+	"gonum.org/v1/plot/plotter"
+	"gonum.org/v1/plot/plotutil"
+	"gonum.org/v1/plot/vg"
+	"gonum.org/v1/plot/vg/draw"
+	"gonum.org/v1/plot/vg/vgimg"
+)
+
+func ms(d time.Duration) string {
+	if d == 0 {
+		return "—"
+	}
+	return strconv.FormatFloat(float64(d)/float64(time.Millisecond), 'f', 0, 64)
+}
+
+func secs(d time.Duration) string {
+	if d == 0 {
+		return "unfinished"
+	}
+	return strconv.FormatFloat(d.Seconds(), 'f', 1, 64)
+}
+
+func (r result) summary() string {
+	return fmt.Sprintf("cold start %s s, change p50 %s ms p99 %s ms (%d changes), RSS %.0f MiB (peak %.0f), CPU idle %.2f s/min churn %.2f s/min, %d VS %d RS %d set entries",
+		secs(r.ColdStart), ms(r.P50), ms(r.P99), r.Changes, r.SteadyRSS, r.PeakRSS, r.CPUIdle, r.CPUChurn, r.VS, r.RS, r.SetEntries)
+}
+
+// writeReport writes results.md, results.csv and chart.png; it is called after every
+// row, so a run cut short still leaves what it measured.
+func writeReport(dir, machine string, steps []int, rs []result) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	f, err := os.Create(filepath.Join(dir, "results.csv"))
+	if err != nil {
+		return err
+	}
+	w := csv.NewWriter(f)
+	_ = w.Write([]string{"services", "endpoints", "proxy", "cold_start_s", "change_p50_ms", "change_p99_ms", "changes",
+		"rss_peak_mib", "rss_steady_mib", "cpu_idle_s_per_min", "cpu_churn_s_per_min", "virtual_servers", "real_servers", "ipset_entries", "notes"})
+	for _, r := range rs {
+		_ = w.Write([]string{strconv.Itoa(r.Services), strconv.Itoa(r.Endpoints), r.Proxy, secs(r.ColdStart), ms(r.P50), ms(r.P99),
+			strconv.Itoa(r.Changes), fmt.Sprintf("%.0f", r.PeakRSS), fmt.Sprintf("%.0f", r.SteadyRSS), fmt.Sprintf("%.2f", r.CPUIdle),
+			fmt.Sprintf("%.2f", r.CPUChurn), strconv.Itoa(r.VS), strconv.Itoa(r.RS), strconv.Itoa(r.SetEntries), strings.Join(r.Notes, "; ")})
+	}
+	w.Flush()
+	if err := f.Close(); err != nil {
+		return err
+	}
+
+	var b strings.Builder
+	fmt.Fprintf(&b, "# Scale benchmark: ipvs-proxier vs kube-proxy (IPVS mode)\n\nRun %s on %s.\n\n", time.Now().UTC().Format("2006-01-02 15:04 MST"), machine)
+	b.WriteString("Same apiserver objects, same kernel, one proxy at a time on a wiped node. Half ClusterIP, half NodePort (a tenth ETP=Local), a tenth with session affinity. Absolute times on an emulated (TCG) VM on shared cores are not stable; compare the two proxies within a row pair.\n\n")
+	b.WriteString("| Services × endpoints | proxy | cold start (s) | change p50 (ms) | change p99 (ms) | changes | RSS steady / peak (MiB) | CPU idle / churn (s/min) | VS | RS | ipset entries |\n|---|---|---|---|---|---|---|---|---|---|---|\n")
+	for _, r := range rs {
+		fmt.Fprintf(&b, "| %d × %d | %s | %s | %s | %s | %d | %.0f / %.0f | %.2f / %.2f | %d | %d | %d |\n", r.Services, r.Endpoints, r.Proxy,
+			secs(r.ColdStart), ms(r.P50), ms(r.P99), r.Changes, r.SteadyRSS, r.PeakRSS, r.CPUIdle, r.CPUChurn, r.VS, r.RS, r.SetEntries)
+	}
+	var notes []string
+	for _, r := range rs {
+		for _, n := range r.Notes {
+			notes = append(notes, fmt.Sprintf("- %s @ %d: %s", r.Proxy, r.Services, n))
+		}
+	}
+	if len(notes) > 0 {
+		b.WriteString("\nNotes:\n" + strings.Join(notes, "\n") + "\n")
+	}
+	stepsS := make([]string, len(steps))
+	for i, s := range steps {
+		stepsS[i] = strconv.Itoa(s)
+	}
+	fmt.Fprintf(&b, "\n![change latency and memory](chart.png)\n\nReproduce: `SVC_SCALE_STEPS=%s make bench-scale` (or `cd e2e && go run ./scalebench`).\n", strings.Join(stepsS, ","))
+	if err := os.WriteFile(filepath.Join(dir, "results.md"), []byte(b.String()), 0o644); err != nil {
+		return err
+	}
+	return chart(filepath.Join(dir, "chart.png"), rs)
+}
+
+// chart draws change latency (p50) and steady RSS against the Service count.
+func chart(path string, rs []result) error {
+	lat, mem := plot.New(), plot.New()
+	lat.Title.Text, lat.X.Label.Text, lat.Y.Label.Text = "Change latency (p50)", "Services", "ms"
+	mem.Title.Text, mem.X.Label.Text, mem.Y.Label.Text = "Steady RSS", "Services", "MiB"
+	for i, name := range []string{"ipvs-proxier", "kube-proxy"} {
+		var l, m plotter.XYs
+		for _, r := range rs {
+			if r.Proxy != name {
+				continue
+			}
+			if r.P50 > 0 {
+				l = append(l, plotter.XY{X: float64(r.Services), Y: float64(r.P50) / float64(time.Millisecond)})
+			}
+			if r.SteadyRSS > 0 {
+				m = append(m, plotter.XY{X: float64(r.Services), Y: r.SteadyRSS})
+			}
+		}
+		for _, pl := range []struct {
+			p   *plot.Plot
+			xys plotter.XYs
+		}{{lat, l}, {mem, m}} {
+			if len(pl.xys) == 0 {
+				continue
+			}
+			line, points, err := plotter.NewLinePoints(pl.xys)
+			if err != nil {
+				return err
+			}
+			c := plotutil.Color(i)
+			line.Color, points.Color = c, c
+			points.Shape = plotutil.Shape(i)
+			pl.p.Add(line, points)
+			pl.p.Legend.Add(name, line, points)
+		}
+	}
+	for _, p := range []*plot.Plot{lat, mem} {
+		p.Legend.Top = true
+		p.BackgroundColor = color.White
+	}
+	img := vgimg.New(12*vg.Inch, 4.5*vg.Inch)
+	dc := draw.New(img)
+	tiles := draw.Tiles{Rows: 1, Cols: 2, PadX: vg.Inch / 4, PadY: vg.Inch / 8, PadTop: vg.Inch / 8, PadBottom: vg.Inch / 8, PadLeft: vg.Inch / 8, PadRight: vg.Inch / 8}
+	plots := [][]*plot.Plot{{lat, mem}}
+	canvases := plot.Align(plots, tiles, dc)
+	lat.Draw(canvases[0][0])
+	mem.Draw(canvases[0][1])
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	_, err = vgimg.PngCanvas{Canvas: img}.WriteTo(f)
+	return err
+}
