@@ -129,13 +129,17 @@ func (b *bench) run(ctx context.Context, p proxy, n int) result {
 	logf("%s @ %d: cold start %v", p.name, n, r.ColdStart.Round(100*time.Millisecond))
 	time.Sleep(10 * time.Second) // let the first full sync and its follow-ups settle
 
-	// 2. Idle CPU, over 30 s (the periodic full sync included at syncPeriod 30 s).
+	// 2. Idle CPU, over 30 s (the periodic full sync included at syncPeriod 30 s); then
+	// the steady memory and the kernel objects as programmed.
 	_, _, c0, err := b.proc(p)
 	if err == nil {
 		time.Sleep(30 * time.Second)
-		_, _, c1, _ := b.proc(p)
+		var c1 time.Duration
+		r.SteadyRSS, _, c1, _ = b.proc(p)
 		r.CPUIdle = (c1 - c0).Seconds() * 2
 	}
+	r.VS, r.RS, _, _, _ = b.counts()
+	r.SetEntries = b.setEntries()
 
 	// 3. Change latency: endpoint added, endpoint removed, Service added, Service deleted.
 	var lat []time.Duration
@@ -182,14 +186,16 @@ func (b *bench) run(ctx context.Context, p proxy, n int) result {
 	return b.finish(p, r)
 }
 
-// finish reads memory and object counts and stops the proxy.
+// finish reads the peak memory (and, for a proxy that never finished starting, what it
+// programmed so far) and stops the proxy.
 func (b *bench) finish(p proxy, r result) result {
-	rss, peak, _, err := b.proc(p)
-	if err == nil {
-		r.SteadyRSS, r.PeakRSS = rss, peak
+	if _, peak, _, err := b.proc(p); err == nil {
+		r.PeakRSS = peak
 	}
-	r.VS, r.RS, _, _, _ = b.counts()
-	r.SetEntries = b.setEntries()
+	if r.VS == 0 {
+		r.VS, r.RS, _, _, _ = b.counts()
+		r.SetEntries = b.setEntries()
+	}
 	_ = b.wipe()
 	return r
 }

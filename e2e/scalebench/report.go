@@ -125,6 +125,7 @@ func chart(path string, rs []result) error {
 		}
 	}
 	for _, p := range []*plot.Plot{lat, mem} {
+		p.Y.Min = 0
 		p.Legend.Top = true
 		p.BackgroundColor = color.White
 	}
