@@ -2,6 +2,7 @@
 SHELL := /bin/bash
 GO ?= go
 STATICCHECK := honnef.co/go/tools/cmd/staticcheck@v0.8.2
+BENCHSTAT := golang.org/x/perf/cmd/benchstat@v0.0.0-20260908200009-22c9c6c9d4da
 BIN := bin/ipvs-proxier
 VERSION ?= $(shell git describe --always --dirty 2>/dev/null || echo dev)
 IMAGE ?= ghcr.io/ipvs-proxier/ipvs-proxier:$(VERSION)
@@ -37,10 +38,12 @@ fuzz: ## Fuzz the translation for 60s
 
 bench: bench-micro bench-scale ## Both benchmarks: Go microbenchmarks, then the scale run against kube-proxy (long; not part of make test)
 
-bench-micro: ## Go benchmarks on the fake kernel: one change and full syncs at 30,000 Services x 4, retained heap
-	$(GO) test ./sync -run '^$$' -bench EndpointChange30k -benchtime 2000x -benchmem
-	$(GO) test ./sync -run '^$$' -bench FullSync -benchtime 5x -benchmem
-	$(GO) test ./sync -run '^$$' -bench RetainedHeap30k -benchtime 1x
+bench-micro: ## Go benchmarks (fake kernel, 30,000 Services x 4): one change, full syncs, retained heap; benchstat against bench/micro/baseline.txt
+	@mkdir -p bench/micro
+	$(GO) test ./sync -run '^$$' -bench EndpointChange30k -benchtime 2000x -count 5 -benchmem | tee bench/micro/latest.txt
+	$(GO) test ./sync -run '^$$' -bench 'FullSync|RetainedHeap30k' -benchtime 2x -count 5 -benchmem | tee -a bench/micro/latest.txt
+	@if [ -f bench/micro/baseline.txt ]; then $(GO) run $(BENCHSTAT) bench/micro/baseline.txt bench/micro/latest.txt; \
+	else echo "no bench/micro/baseline.txt: copy latest.txt there to start tracking"; fi
 
 bench-scale: ## ipvs-proxier vs kube-proxy IPVS mode in the VM at SVC_SCALE_STEPS Services (default 1000,5000,10000,30000); results in bench/results/
 	cd e2e && $(GO) run ./scalebench

@@ -92,32 +92,47 @@ func hcAsk(t *testing.T, from *harness.Node, url string) (int, int) {
 	return r.Code, b.LocalEndpoints
 }
 
-// TestExternalTrafficPolicyLocalTwoNodes: an ETP=Local LoadBalancer with its only
-// endpoint on node-2. Through node-2 the backend sees the real client address; through
-// node-1 external traffic is refused while in-cluster clients still reach the LB IP; the
-// health checks say which node to use, and flip when the endpoint moves.
+// TestExternalTrafficPolicyLocalTwoNodes: an ETP=Local LoadBalancer with one endpoint
+// on each node: each node sends external traffic only to its own endpoint, and the
+// backend sees the real client address. With the endpoint on node-2 only, node-1 refuses
+// external traffic while in-cluster clients on node-1 still reach the LB IP; the health
+// checks say which node to use, and flip when the endpoint moves.
 func TestExternalTrafficPolicyLocalTwoNodes(t *testing.T) {
 	requireEnv(t)
 	ctx := context.Background()
 	svc := createService(t, &v1.Service{ObjectMeta: metav1.ObjectMeta{Name: "etp-lb"}, Spec: v1.ServiceSpec{Type: v1.ServiceTypeLoadBalancer,
-		ExternalTrafficPolicy: v1.ServiceExternalTrafficPolicyLocal}}, 80, v1.ProtocolTCP, podEP{"10.244.1.11", "node-2"})
+		ExternalTrafficPolicy: v1.ServiceExternalTrafficPolicyLocal}}, 80, v1.ProtocolTCP,
+		podEP{"10.244.0.11", "node-1"}, podEP{"10.244.1.11", "node-2"})
 	const lbIP = "203.0.113.40"
 	svc.Status.LoadBalancer.Ingress = []v1.LoadBalancerIngress{{IP: lbIP}}
 	if _, err := cp.Admin.CoreV1().Services("default").UpdateStatus(ctx, svc, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	lb, np := lbIP+":80", fmt.Sprint(svc.Spec.Ports[0].NodePort)
-	// Both nodes program the LB IP with the endpoint (node-1 for in-cluster clients).
-	for _, nd := range []*harness.Node{node, node2} {
-		waitIPVSOn(t, nd, "LB virtual server", func(s string) bool { return strings.Contains(vsBlock(s, lb), "10.244.1.11:80") })
+	local := map[*harness.Node]struct{ pod, ep, client, ip string }{
+		node:  {"pod1", "10.244.0.11:80", "192.168.50.2", "192.168.100.1"},
+		node2: {"pod4", "10.244.1.11:80", "192.168.60.2", "192.168.100.2"},
+	}
+	for nd, l := range local {
+		waitIPVSOn(t, nd, "LB virtual server with the local endpoint only", func(s string) bool {
+			b := vsBlock(s, lb)
+			return strings.Contains(b, l.ep) && strings.Count(b, "Masq") == 1
+		})
+		for _, target := range []string{lb, l.ip + ":" + np} {
+			pods, clients := answersFrom(t, nd, "client", "tcp", target, 4)
+			if !slices.Equal(pods, []string{l.pod}) || !slices.Equal(clients, []string{l.client}) {
+				t.Errorf("%s via %s: pods %v saw clients %v; want only %s, seeing %s", target, nd.Name, pods, clients, l.pod, l.client)
+			}
+		}
 	}
 
-	// node-2 has the endpoint: its external client is served and keeps its address.
-	for _, target := range []string{lb, "192.168.100.2:" + np} {
-		pods, clients := answersFrom(t, node2, "client", "tcp", target, 3)
-		if !slices.Equal(pods, []string{"pod4"}) || !slices.Equal(clients, []string{"192.168.60.2"}) {
-			t.Errorf("%s via node-2: pods %v saw clients %v; want pod4 seeing 192.168.60.2", target, pods, clients)
-		}
+	// Only node-2 has an endpoint now.
+	setEndpoints(t, "etp-lb", 80, v1.ProtocolTCP, podEP{"10.244.1.11", "node-2"})
+	waitIPVSOn(t, node, "node-1 falls back to the remote endpoint for in-cluster clients", func(s string) bool {
+		return strings.Contains(vsBlock(s, lb), "10.244.1.11:80") && !strings.Contains(vsBlock(s, lb), "10.244.0.11:80")
+	})
+	if pods, clients := answersFrom(t, node2, "client", "tcp", lb, 3); !slices.Equal(pods, []string{"pod4"}) || !slices.Equal(clients, []string{"192.168.60.2"}) {
+		t.Errorf("via node-2: %v %v", pods, clients)
 	}
 	// node-1 has none: external traffic is refused, in-cluster traffic still served.
 	for _, target := range []string{lb, "192.168.100.1:" + np} {

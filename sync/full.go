@@ -3,25 +3,36 @@ package sync
 import (
 	"errors"
 	"net/netip"
+	"reflect"
 	"slices"
 
 	"github.com/ipvs-proxier/ipvs-proxier/kernel"
 	"github.com/ipvs-proxier/ipvs-proxier/proxier"
 )
 
-// syncFull recomputes every Service, dumps the kernel (virtual servers, real servers of
-// ours, dummy addresses, set members, our iptables chains), and repairs every
-// difference. It adopts what exists instead of flushing, so a restart never interrupts
+// syncFull dumps the kernel (virtual servers, real servers of ours, dummy addresses,
+// set members, our iptables chains) and repairs every difference. The desired state is
+// rebuilt from every Service only when the node's config (addresses, zone) changed or on
+// the first run; otherwise only the changed Services are recomputed, as in a partial
+// sync: the periodic full sync is there to repair the kernel, and re-translating 30,000
+// unchanged Services every syncPeriod was most of its cost. It adopts what exists instead of flushing, so a restart never interrupts
 // traffic, and it prunes only what we own: addresses on the dummy interface, members
 // of our sets, and virtual servers on our addresses outside --ipvs-exclude-cidrs.
-func (s *Syncer) syncFull() error {
+func (s *Syncer) syncFull(keys map[proxier.ServiceKey]struct{}) error {
 	start := s.opts.Now()
 	s.needFull = true
 	s.retry, s.pendingSets = proxier.NewDelta(), map[string]struct{}{}
-	s.cfg = s.nodeConfig()
-	s.desired = proxier.NewDesired()
-	for _, k := range s.src.ServiceKeys() {
-		s.updateService(k, nil)
+	if cfg := s.nodeConfig(); !s.built || !reflect.DeepEqual(cfg, s.cfg) {
+		s.cfg = cfg
+		s.desired = proxier.NewDesired()
+		for _, k := range s.src.ServiceKeys() {
+			s.updateService(k, nil)
+		}
+		s.built = true
+	} else {
+		for k := range keys {
+			s.updateService(k, nil)
+		}
 	}
 	if hc := s.opts.HealthChecks; hc != nil {
 		hc.ReplaceHealthChecks(s.desired.HealthChecks())
@@ -65,6 +76,16 @@ func (s *Syncer) syncFull() error {
 		if !wanted && !ours && !s.owns(key) {
 			continue // someone else's: never touched
 		}
+		if p := prev[key]; p != nil && wanted && !s.checkRealServersNow(key) {
+			// Known and unchanged at the virtual-server level: keep the cached real
+			// servers; this virtual server's turn to be re-read comes within
+			// RealServerCheckEvery full syncs.
+			vs.Flags &= kernel.OwnFlags
+			p.vs = vs
+			s.vs[key] = p
+			delta.VirtualServers[key] = struct{}{}
+			continue
+		}
 		rss, err := s.k.IPVS.ListRealServers(key)
 		if err != nil {
 			errs = append(errs, err)
@@ -93,6 +114,7 @@ func (s *Syncer) syncFull() error {
 	// The dumps that decide ownership worked: from here on, failures are retried one
 	// object at a time.
 	s.needFull, s.lastFull = false, start
+	s.fullRound++
 
 	s.members = map[string]map[kernel.SetEntry]struct{}{}
 	for _, set := range sets {
@@ -139,6 +161,23 @@ func (s *Syncer) relistPendingSets(delta *proxier.Delta) error {
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// checkRealServersNow reports whether this full sync re-reads key's real servers. Each
+// full sync reads a rotating 1/RealServerCheckEvery of our virtual servers: moby/ipvs
+// has no dump of all destinations, so reading them all is one netlink dump per virtual
+// server, which at 30,000 Services made the periodic full sync the daemon's main idle
+// cost. Virtual servers themselves are checked every full sync (one dump).
+func (s *Syncer) checkRealServersNow(key kernel.VSKey) bool {
+	every := uint32(s.opts.RealServerCheckEvery)
+	if every <= 1 {
+		return true
+	}
+	h := uint32(key.Port)*2654435761 ^ uint32(key.Protocol)
+	for _, b := range key.Address.AsSlice() {
+		h = h*31 + uint32(b)
+	}
+	return h%every == uint32(s.fullRound)%every
 }
 
 // owns reports whether a virtual server found in the kernel is ours to prune.

@@ -459,3 +459,32 @@ func TestBadServiceDoesNotHurtOthers(t *testing.T) {
 type recordingSink struct{ got []proxier.Problem }
 
 func (r *recordingSink) Warn(p proxier.Problem) { r.got = append(r.got, p) }
+
+// TestFullSyncSpreadsRealServerChecks: with RealServerCheckEvery 10 a full sync re-reads
+// the real servers of about a tenth of the virtual servers, and a real server deleted by
+// hand is still back within 10 full syncs.
+func TestFullSyncSpreadsRealServerChecks(t *testing.T) {
+	h := newHarness(t, kernel.Kernel{}, nil, func(o *Options) { o.RealServerCheckEvery = 10 })
+	addServices(h, 1000)
+	h.mustSync(t)
+	want := h.fake.Dump()
+	h.fake.ResetOps()
+	h.tracker.AllChanged()
+	h.mustSync(t)
+	if n := h.fake.Ops()["ListRealServers"]; n < 50 || n > 200 {
+		t.Errorf("a full sync listed the real servers of %d of 1,000 virtual servers, want about 100", n)
+	}
+	if m := mutations(h.fake.Ops()); len(m) != 0 {
+		t.Errorf("a full sync with nothing to repair wrote %v", m)
+	}
+	key := kernel.VSKey{Protocol: kernel.TCP, Address: netip.MustParseAddr("10.100.0.7"), Port: 80}
+	rss, _ := h.fake.ListRealServers(key)
+	must(t, h.fake.DeleteRealServer(key, rss[0]))
+	for range 10 {
+		h.tracker.AllChanged()
+		h.mustSync(t)
+	}
+	if got := h.fake.Dump(); got != want {
+		t.Errorf("real server not restored within 10 full syncs:\n%s", diffLines(got, want))
+	}
+}

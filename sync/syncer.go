@@ -26,6 +26,11 @@ type Options struct {
 	GracefulTimeout time.Duration
 	// ExcludeCIDRs: virtual servers there are never pruned (--ipvs-exclude-cidrs).
 	ExcludeCIDRs []netip.Prefix
+	// RealServerCheckEvery spreads the re-reading of real servers over full syncs: each
+	// full sync re-reads those of 1/RealServerCheckEvery of our virtual servers, so
+	// hand-made real-server drift is repaired within that many syncPeriods. 0 or 1 reads
+	// all every time. Missing or changed virtual servers are found every full sync.
+	RealServerCheckEvery int
 	// NodePortMin and NodePortMax bound the ports of NodePort virtual servers we own on
 	// node IPs; others on node IPs belong to someone else.
 	NodePortMin, NodePortMax uint16
@@ -75,6 +80,10 @@ type Syncer struct {
 	drain    map[drainKey]time.Time
 	needFull bool
 	lastFull time.Time
+	// fullRound counts full syncs, to rotate the real-server checks.
+	fullRound int
+	// built is set once desired holds every Service.
+	built bool
 	// retry holds the objects whose last write failed; the next sync redoes them.
 	retry *proxier.Delta
 	// pendingSets are sets whose creation or listing failed; the next sync lists them.
@@ -143,7 +152,7 @@ func (s *Syncer) Sync() error {
 	full := s.needFull || all || start.Sub(s.lastFull) >= s.opts.SyncPeriod
 	var err error
 	if full {
-		err = s.syncFull()
+		err = s.syncFull(keys)
 	} else {
 		err = s.syncPartial(keys)
 	}

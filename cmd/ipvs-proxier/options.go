@@ -170,6 +170,9 @@ func (o *options) resolve(hostname func() (string, error)) (*resolved, error) {
 		MasqueradeAll: o.masqueradeAll, ClusterCIDRs: clusterCIDRs, ServiceProxyName: o.serviceProxyName,
 		DummyDevice: o.dummyDevice, MasqueradeBit: o.masqueradeBit,
 	}.WithDefaults()
-	r.sync = sync.Options{Config: r.cfg, SyncPeriod: o.syncPeriod, GracefulTimeout: o.gracefulTimeout, ExcludeCIDRs: exclude}
+	// Real servers are re-read over 10 full syncs (5 min at the default syncPeriod): at
+	// 30,000 Services reading them all every syncPeriod was most of the idle CPU.
+	r.sync = sync.Options{Config: r.cfg, SyncPeriod: o.syncPeriod, GracefulTimeout: o.gracefulTimeout, ExcludeCIDRs: exclude,
+		RealServerCheckEvery: 10}
 	return r, nil
 }
