@@ -1,8 +1,6 @@
 package linux
 
 import (
-	"bufio"
-	"bytes"
 	"errors"
 	"fmt"
 	"slices"
@@ -41,16 +39,13 @@ func (t *Iptables) RemoveChains(f kernel.Family, chains map[string][]string, pre
 		doomed := func(c string) bool {
 			return slices.Contains(chains[table], c) || slices.ContainsFunc(prefixes, func(p string) bool { return strings.HasPrefix(c, p) })
 		}
-		out, err := command(t.bin(f, "-save"), "-t", table).Output()
+		lines, err := t.saveTable(f, table)
 		if err != nil {
-			errs = append(errs, fmt.Errorf("%s -t %s: %w", t.bin(f, "-save"), table, err))
+			errs = append(errs, err)
 			continue
 		}
 		var present, deletes []string
-		sc := bufio.NewScanner(bytes.NewReader(out))
-		sc.Buffer(make([]byte, 1<<20), 1<<20)
-		for sc.Scan() {
-			line := sc.Text()
+		for _, line := range lines {
 			switch {
 			case strings.HasPrefix(line, ":"):
 				if name, _, _ := strings.Cut(line[1:], " "); doomed(name) {
@@ -140,14 +135,12 @@ func (t *Iptables) ChainsMatchingSets(f kernel.Family, prefix string) (map[strin
 	defer t.mu.Unlock()
 	out := map[string][]string{}
 	for _, table := range []string{"nat", "filter", "mangle"} {
-		save, err := command(t.bin(f, "-save"), "-t", table).Output()
+		lines, err := t.saveTable(f, table)
 		if err != nil {
-			return nil, fmt.Errorf("%s -t %s: %w", t.bin(f, "-save"), table, err)
+			return nil, err
 		}
-		sc := bufio.NewScanner(bytes.NewReader(save))
-		sc.Buffer(make([]byte, 1<<20), 1<<20)
-		for sc.Scan() {
-			fields := strings.Fields(sc.Text())
+		for _, line := range lines {
+			fields := strings.Fields(line)
 			if len(fields) < 2 || fields[0] != "-A" || slices.Contains(out[table], fields[1]) {
 				continue
 			}

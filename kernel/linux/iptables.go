@@ -133,15 +133,12 @@ func (t *Iptables) Save(f kernel.Family) (string, error) {
 	defer t.mu.Unlock()
 	var b strings.Builder
 	for _, table := range []string{"nat", "filter"} {
-		out, err := command(t.bin(f, "-save"), "-t", table).Output()
+		lines, err := t.saveTable(f, table)
 		if err != nil {
-			return "", fmt.Errorf("%s -t %s: %w", t.bin(f, "-save"), table, err)
+			return "", err
 		}
 		b.WriteString("*" + table + "\n")
-		sc := bufio.NewScanner(bytes.NewReader(out))
-		sc.Buffer(make([]byte, 1<<20), 1<<20)
-		for sc.Scan() {
-			line := sc.Text()
+		for _, line := range lines {
 			switch {
 			case strings.HasPrefix(line, ":"):
 				name, _, _ := strings.Cut(line[1:], " ")
@@ -158,6 +155,21 @@ func (t *Iptables) Save(f kernel.Family) (string, error) {
 		b.WriteString("COMMIT\n")
 	}
 	return b.String(), nil
+}
+
+// saveTable returns the lines of iptables-save for one table of the family.
+func (t *Iptables) saveTable(f kernel.Family, table string) ([]string, error) {
+	out, err := command(t.bin(f, "-save"), "-t", table).Output()
+	if err != nil {
+		return nil, fmt.Errorf("%s -t %s: %w", t.bin(f, "-save"), table, err)
+	}
+	var lines []string
+	sc := bufio.NewScanner(bytes.NewReader(out))
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	for sc.Scan() {
+		lines = append(lines, sc.Text())
+	}
+	return lines, sc.Err()
 }
 
 func hasJumpTo(fields []string, chains map[string]bool) bool {
