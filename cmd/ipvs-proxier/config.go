@@ -94,6 +94,9 @@ func (o *options) applyConfig(data []byte) ([]string, error) {
 	if c.IPVS.StrictARP {
 		set("ipvs-strict-arp", func() { o.strictARP = true })
 	}
+	if c.EnableProfiling {
+		set("profiling", func() { o.profiling = true })
+	}
 	if c.IPTables.MasqueradeAll {
 		set("masquerade-all", func() { o.masqueradeAll = true })
 	}

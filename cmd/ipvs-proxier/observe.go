@@ -6,6 +6,7 @@ import (
 	"errors"
 	"net"
 	"net/http"
+	"net/http/pprof"
 	"net/netip"
 	"slices"
 	"strings"
@@ -75,9 +76,16 @@ func serve(ctx context.Context, log *zap.Logger, what, addr string, h http.Handl
 	log.Info("Serving "+what, zap.String("address", ln.Addr().String()))
 }
 
-// metricsHandler serves /metrics plus kube-proxy's /healthz ping and /proxyMode.
-func metricsHandler(m *metrics.Metrics) http.Handler {
+// metricsHandler serves /metrics plus kube-proxy's /healthz ping and /proxyMode, and
+// /debug/pprof with profiling on (the metrics address is loopback by default).
+func metricsHandler(m *metrics.Metrics, profiling bool) http.Handler {
 	mux := http.NewServeMux()
+	if profiling {
+		mux.HandleFunc("/debug/pprof/", pprof.Index)
+		mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+		mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
+		mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
+	}
 	mux.Handle("/metrics", promhttp.HandlerFor(m.Registry, promhttp.HandlerOpts{}))
 	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("ok")) })
 	mux.HandleFunc("/proxyMode", health.ProxyMode)

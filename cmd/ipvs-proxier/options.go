@@ -45,6 +45,7 @@ type options struct {
 	apiBurst          int
 	conntrackInterval time.Duration
 	conntrackPressure float64
+	profiling         bool
 
 	fs *pflag.FlagSet
 }
@@ -85,6 +86,7 @@ func newOptions(name string) *options {
 	fs.IntVar(&o.apiBurst, "kube-api-burst", 10, "API client burst")
 	fs.DurationVar(&o.conntrackInterval, "conntrack-report-interval", 10*time.Second, "how often to read conntrack table statistics (one query, never a dump)")
 	fs.Float64Var(&o.conntrackPressure, "conntrack-pressure-threshold", 0.8, "conntrack usage (entries/max) at which pressure is reported")
+	fs.BoolVar(&o.profiling, "profiling", false, "serve /debug/pprof on the metrics address (kube-proxy's enableProfiling)")
 	return o
 }
 

@@ -145,7 +145,7 @@ func runDaemon(args []string) error {
 	}
 	go drainTicker(ctx, syncer, runner)
 	go monitor.Run(ctx, o.conntrackInterval)
-	serve(ctx, log, "metrics", o.metricsAddr, metricsHandler(m))
+	serve(ctx, log, "metrics", o.metricsAddr, metricsHandler(m, o.profiling))
 	hs := &health.Server{Proxy: proxyHealth, NodeEligible: func() bool { return nodeEligible(src.Node()) },
 		Status:       statusSources{node: r.nodeName, syncer: syncer, proxy: proxyHealth, monitor: monitor, hc: hc, ipvs: k.IPVS}.report,
 		CountHealthz: m.Healthz, CountLivez: m.Livez}
