@@ -25,7 +25,8 @@ var proxies = []proxy{
 type result struct {
 	Services, Endpoints int
 	Proxy               string
-	ColdStart           time.Duration // 0 when it did not finish
+	ColdStart           time.Duration // every ClusterIP VS with its RS; 0 when it did not finish
+	SetsDone            time.Duration // and KUBE-CLUSTER-IP complete; 0 when it did not finish
 	P50, P99            time.Duration
 	Changes             int
 	PeakRSS, SteadyRSS  float64 // MiB
@@ -126,6 +127,20 @@ func (b *bench) run(ctx context.Context, p proxy, n int) result {
 		}
 		time.Sleep(time.Second)
 	}
+	// The sets decide what the rules let through: a proxy is ready when KUBE-CLUSTER-IP
+	// has every ClusterIP too (kube-proxy execs ipset once per entry on its first sync).
+	for {
+		out, _ := b.node.MustExec("ipset list KUBE-CLUSTER-IP 2>/dev/null | grep -c ',tcp:' || true")
+		if m, _ := strconv.Atoi(strings.TrimSpace(out)); m >= n+1 {
+			r.SetsDone = time.Since(start)
+			break
+		}
+		if time.Now().After(deadline) {
+			note("KUBE-CLUSTER-IP incomplete after %v (%s of %d entries)", b.budget.Round(time.Second), strings.TrimSpace(out), n+1)
+			return b.finish(p, r)
+		}
+		time.Sleep(2 * time.Second)
+	}
 	logf("%s @ %d: cold start %v", p.name, n, r.ColdStart.Round(100*time.Millisecond))
 	time.Sleep(10 * time.Second) // let the first full sync and its follow-ups settle
 
@@ -150,6 +165,23 @@ func (b *bench) run(ctx context.Context, p proxy, n int) result {
 			break
 		}
 		lat = append(lat, d)
+	}
+	// Full-sync time as the proxy reports it (ours: the full-sync histogram).
+	if p.name == "ipvs-proxier" {
+		if out, err := b.node.MustExec("wget -qO- http://127.0.0.1:10249/metrics | grep '^kubeproxy_sync_full_proxy_rules_duration_seconds_[sc]'"); err == nil {
+			var sum, count float64
+			for _, l := range strings.Split(out, "\n") {
+				f := strings.Fields(l)
+				if len(f) == 2 && strings.HasSuffix(f[0], "_sum") {
+					sum, _ = strconv.ParseFloat(f[1], 64)
+				} else if len(f) == 2 && strings.HasSuffix(f[0], "_count") {
+					count, _ = strconv.ParseFloat(f[1], 64)
+				}
+			}
+			if count > 0 {
+				note("mean full sync %.2f s over %.0f full syncs (in the VM)", sum/count, count)
+			}
+		}
 	}
 	r.Changes = len(lat)
 	if len(lat) > 0 {

@@ -33,8 +33,8 @@ func secs(d time.Duration) string {
 }
 
 func (r result) summary() string {
-	return fmt.Sprintf("cold start %s s, change p50 %s ms p99 %s ms (%d changes), RSS %.0f MiB (peak %.0f), CPU idle %.2f s/min churn %.2f s/min, %d VS %d RS %d set entries",
-		secs(r.ColdStart), ms(r.P50), ms(r.P99), r.Changes, r.SteadyRSS, r.PeakRSS, r.CPUIdle, r.CPUChurn, r.VS, r.RS, r.SetEntries)
+	return fmt.Sprintf("cold start %s s (sets %s s), change p50 %s ms p99 %s ms (%d changes), RSS %.0f MiB (peak %.0f), CPU idle %.2f s/min churn %.2f s/min, %d VS %d RS %d set entries",
+		secs(r.ColdStart), secs(r.SetsDone), ms(r.P50), ms(r.P99), r.Changes, r.SteadyRSS, r.PeakRSS, r.CPUIdle, r.CPUChurn, r.VS, r.RS, r.SetEntries)
 }
 
 // writeReport writes results.md, results.csv and chart.png; it is called after every
@@ -48,10 +48,10 @@ func writeReport(dir, machine string, steps []int, rs []result) error {
 		return err
 	}
 	w := csv.NewWriter(f)
-	_ = w.Write([]string{"services", "endpoints", "proxy", "cold_start_s", "change_p50_ms", "change_p99_ms", "changes",
+	_ = w.Write([]string{"services", "endpoints", "proxy", "cold_start_s", "sets_complete_s", "change_p50_ms", "change_p99_ms", "changes",
 		"rss_peak_mib", "rss_steady_mib", "cpu_idle_s_per_min", "cpu_churn_s_per_min", "virtual_servers", "real_servers", "ipset_entries", "notes"})
 	for _, r := range rs {
-		_ = w.Write([]string{strconv.Itoa(r.Services), strconv.Itoa(r.Endpoints), r.Proxy, secs(r.ColdStart), ms(r.P50), ms(r.P99),
+		_ = w.Write([]string{strconv.Itoa(r.Services), strconv.Itoa(r.Endpoints), r.Proxy, secs(r.ColdStart), secs(r.SetsDone), ms(r.P50), ms(r.P99),
 			strconv.Itoa(r.Changes), fmt.Sprintf("%.0f", r.PeakRSS), fmt.Sprintf("%.0f", r.SteadyRSS), fmt.Sprintf("%.2f", r.CPUIdle),
 			fmt.Sprintf("%.2f", r.CPUChurn), strconv.Itoa(r.VS), strconv.Itoa(r.RS), strconv.Itoa(r.SetEntries), strings.Join(r.Notes, "; ")})
 	}
@@ -63,10 +63,11 @@ func writeReport(dir, machine string, steps []int, rs []result) error {
 	var b strings.Builder
 	fmt.Fprintf(&b, "# Scale benchmark: ipvs-proxier vs kube-proxy (IPVS mode)\n\nRun %s on %s.\n\n", time.Now().UTC().Format("2006-01-02 15:04 MST"), machine)
 	b.WriteString("Same apiserver objects, same kernel, one proxy at a time on a wiped node. Half ClusterIP, half NodePort (a tenth ETP=Local), a tenth with session affinity. Absolute times on an emulated (TCG) VM on shared cores are not stable; compare the two proxies within a row pair.\n\n")
-	b.WriteString("| Services × endpoints | proxy | cold start (s) | change p50 (ms) | change p99 (ms) | changes | RSS steady / peak (MiB) | CPU idle / churn (s/min) | VS | RS | ipset entries |\n|---|---|---|---|---|---|---|---|---|---|---|\n")
+	b.WriteString("Cold start: process start to every ClusterIP virtual server with all its real servers; sets complete: and every ClusterIP in `KUBE-CLUSTER-IP`.\n\n")
+	b.WriteString("| Services × endpoints | proxy | cold start (s) | sets complete (s) | change p50 (ms) | change p99 (ms) | changes | RSS steady / peak (MiB) | CPU idle / churn (s/min) | VS | RS | ipset entries |\n|---|---|---|---|---|---|---|---|---|---|---|---|\n")
 	for _, r := range rs {
-		fmt.Fprintf(&b, "| %d × %d | %s | %s | %s | %s | %d | %.0f / %.0f | %.2f / %.2f | %d | %d | %d |\n", r.Services, r.Endpoints, r.Proxy,
-			secs(r.ColdStart), ms(r.P50), ms(r.P99), r.Changes, r.SteadyRSS, r.PeakRSS, r.CPUIdle, r.CPUChurn, r.VS, r.RS, r.SetEntries)
+		fmt.Fprintf(&b, "| %d × %d | %s | %s | %s | %s | %s | %d | %.0f / %.0f | %.2f / %.2f | %d | %d | %d |\n", r.Services, r.Endpoints, r.Proxy,
+			secs(r.ColdStart), secs(r.SetsDone), ms(r.P50), ms(r.P99), r.Changes, r.SteadyRSS, r.PeakRSS, r.CPUIdle, r.CPUChurn, r.VS, r.RS, r.SetEntries)
 	}
 	var notes []string
 	for _, r := range rs {

@@ -14,7 +14,7 @@ import (
 func TestReport(t *testing.T) {
 	dir := t.TempDir()
 	rs := []result{
-		{Services: 1000, Endpoints: 4, Proxy: "ipvs-proxier", ColdStart: 3 * time.Second, P50: 900 * time.Millisecond, P99: 1500 * time.Millisecond, Changes: 52, SteadyRSS: 40, PeakRSS: 60, VS: 1501, RS: 6000},
+		{Services: 1000, Endpoints: 4, Proxy: "ipvs-proxier", ColdStart: 3 * time.Second, SetsDone: 3 * time.Second, P50: 900 * time.Millisecond, P99: 1500 * time.Millisecond, Changes: 52, SteadyRSS: 40, PeakRSS: 60, VS: 1501, RS: 6000},
 		{Services: 1000, Endpoints: 4, Proxy: "kube-proxy", ColdStart: 9 * time.Second, P50: 1100 * time.Millisecond, P99: 2500 * time.Millisecond, Changes: 52, SteadyRSS: 80, PeakRSS: 90},
 		{Services: 5000, Endpoints: 4, Proxy: "kube-proxy", Notes: []string{"cold start unfinished after 20m0s"}},
 	}
@@ -22,7 +22,7 @@ func TestReport(t *testing.T) {
 		t.Fatal(err)
 	}
 	md, _ := os.ReadFile(filepath.Join(dir, "results.md"))
-	for _, want := range []string{"| 1000 × 4 | ipvs-proxier | 3.0 | 900 | 1500 | 52 | 40 / 60 |", "| 5000 × 4 | kube-proxy | unfinished |",
+	for _, want := range []string{"| 1000 × 4 | ipvs-proxier | 3.0 | 3.0 | 900 | 1500 | 52 | 40 / 60 |", "| 5000 × 4 | kube-proxy | unfinished |",
 		"kube-proxy @ 5000: cold start unfinished", "SVC_SCALE_STEPS=1000,5000", "test machine"} {
 		if !strings.Contains(string(md), want) {
 			t.Errorf("results.md lacks %q:\n%s", want, md)
