@@ -36,6 +36,12 @@ func newLogger(level, format string, out io.Writer) (*zap.Logger, error) {
 	core := zapcore.NewSamplerWithOptions(zapcore.NewCore(enc, zapcore.AddSync(out), lvl), 1e9, 100, 100)
 	log := zap.New(core)
 	klog.SetLogger(zapr.NewLogger(log.Named("client-go")))
+	// vishvananda/netlink prints header attributes it does not know (IPSET_ATTR_INITVAL
+	// and _BUCKETSIZE of 6.x hash sets) with the standard logger on every set listing:
+	// keep them, at debug level, in the structured log.
+	if _, err := zap.RedirectStdLogAt(log.Named("netlink"), zapcore.DebugLevel); err != nil {
+		return nil, err
+	}
 	return log, nil
 }
 
