@@ -328,6 +328,18 @@ func (f *Fake) EnsureSet(s Set) error {
 	return nil
 }
 
+// CountEntries implements IPSets.
+func (f *Fake) CountEntries(name string) (int, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.count("CountEntries")
+	s, ok := f.sets[name]
+	if !ok {
+		return 0, fmt.Errorf("set %s: %w", name, ErrNotFound)
+	}
+	return len(s.entries), nil
+}
+
 // FlushSet removes every member of a set, as `ipset flush` would.
 func (f *Fake) FlushSet(name string) {
 	f.mu.Lock()

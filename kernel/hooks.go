@@ -96,6 +96,9 @@ func (x wrappedSets) EnsureSet(s Set) error {
 func (x wrappedSets) ListEntries(set string) ([]SetEntry, error) {
 	return call1(x.w, "ListEntries", func() ([]SetEntry, error) { return x.w.inner.IPSets.ListEntries(set) })
 }
+func (x wrappedSets) CountEntries(set string) (int, error) {
+	return call1(x.w, "CountEntries", func() (int, error) { return x.w.inner.IPSets.CountEntries(set) })
+}
 func (x wrappedSets) AddEntry(set string, e SetEntry) error {
 	return x.w.call("AddEntry", func() error { return x.w.inner.IPSets.AddEntry(set, e) })
 }

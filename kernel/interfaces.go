@@ -49,6 +49,9 @@ type IPSets interface {
 	// EnsureSet creates the set if it is missing; an existing set of the same type is kept.
 	EnsureSet(set Set) error
 	ListEntries(set string) ([]SetEntry, error)
+	// CountEntries returns how many members the set has without listing them, or -1
+	// when the kernel cannot tell.
+	CountEntries(set string) (int, error)
 	AddEntry(set string, e SetEntry) error
 	DelEntry(set string, e SetEntry) error
 }

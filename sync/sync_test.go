@@ -474,8 +474,18 @@ func TestFullSyncSpreadsRealServerChecks(t *testing.T) {
 	if n := h.fake.Ops()["ListRealServers"]; n < 50 || n > 200 {
 		t.Errorf("a full sync listed the real servers of %d of 1,000 virtual servers, want about 100", n)
 	}
+	if n := h.fake.Ops()["ListEntries"]; n != 0 {
+		t.Errorf("a full sync listed %d unchanged sets; their counts match, so none need reading", n)
+	}
 	if m := mutations(h.fake.Ops()); len(m) != 0 {
 		t.Errorf("a full sync with nothing to repair wrote %v", m)
+	}
+	// A set flushed by hand is noticed by its count at the next full sync, not 10 later.
+	h.fake.FlushSet("KUBE-CLUSTER-IP")
+	h.tracker.AllChanged()
+	h.mustSync(t)
+	if got := h.fake.Dump(); got != want {
+		t.Errorf("flushed set not repaired by the next full sync:\n%s", diffLines(got, want))
 	}
 	key := kernel.VSKey{Protocol: kernel.TCP, Address: netip.MustParseAddr("10.100.0.7"), Port: 80}
 	rss, _ := h.fake.ListRealServers(key)

@@ -8,7 +8,7 @@
 // Environment (defaults in brackets): SVC_SCALE_STEPS [1000,5000,10000,30000],
 // SVC_ENDPOINTS [4], SVC_CREATE_PARALLEL [16], BENCH_STEP_BUDGET [20m] (per proxy and
 // step; what does not finish in it is reported as unfinished), BENCH_CHANGES [52],
-// BENCH_OUT [<repo>/bench/results].
+// BENCH_OUT [<repo>/bench/results], BENCH_PROXIES [ipvs-proxier,kube-proxy].
 package main
 
 import (
@@ -17,6 +17,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -99,6 +100,9 @@ func run() error {
 		}
 		logf("%d Services ready in the apiserver after %v", n, time.Since(start).Round(time.Second))
 		for _, p := range proxies {
+			if !slices.Contains(strings.Split(env("BENCH_PROXIES", "ipvs-proxier,kube-proxy"), ","), p.name) {
+				continue
+			}
 			r := b.run(ctx, p, n)
 			results = append(results, r)
 			logf("%s @ %d: %s", p.name, n, r.summary())
