@@ -209,8 +209,15 @@ func waitIPVS(t *testing.T, what string, ok func(string) bool) {
 func answers(t *testing.T, ns, proto, target string, n int) []string {
 	t.Helper()
 	seen := map[string]bool{}
-	for range n {
+	for i := range n {
 		a, err := node.Ask(ns, proto, target)
+		if err != nil && i == 0 {
+			// ipvsadm shows the real servers a moment before the same sync takes the
+			// VIP out of KUBE-NO-ENDPOINTS (real servers first, so no connection finds
+			// none); the first ask may land in between.
+			time.Sleep(500 * time.Millisecond)
+			a, err = node.Ask(ns, proto, target)
+		}
 		if err != nil {
 			t.Fatalf("%s %s from %s: %v", proto, target, ns, err)
 		}
