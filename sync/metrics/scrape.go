@@ -3,7 +3,6 @@ package metrics
 import (
 	"bytes"
 	"io"
-	"maps"
 
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
@@ -70,13 +69,4 @@ func (f Families) Value(name string, want map[string]string) (float64, bool) {
 		}
 	}
 	return 0, false
-}
-
-// Names returns the metric names present.
-func (f Families) Names() []string {
-	var out []string
-	for k := range maps.Keys(f) {
-		out = append(out, k)
-	}
-	return out
 }
