@@ -209,15 +209,9 @@ func waitIPVS(t *testing.T, what string, ok func(string) bool) {
 func answers(t *testing.T, ns, proto, target string, n int) []string {
 	t.Helper()
 	seen := map[string]bool{}
-	for i := range n {
+	waitServing(t, ns, proto, target)
+	for range n {
 		a, err := node.Ask(ns, proto, target)
-		if err != nil && i == 0 {
-			// ipvsadm shows the real servers a moment before the same sync takes the
-			// VIP out of KUBE-NO-ENDPOINTS (real servers first, so no connection finds
-			// none); the first ask may land in between.
-			time.Sleep(500 * time.Millisecond)
-			a, err = node.Ask(ns, proto, target)
-		}
 		if err != nil {
 			t.Fatalf("%s %s from %s: %v", proto, target, ns, err)
 		}
@@ -229,6 +223,22 @@ func answers(t *testing.T, ns, proto, target string, n int) []string {
 	}
 	sort.Strings(out)
 	return out
+}
+
+// waitServing waits up to 5 s for one answer from target. ipvsadm shows the real
+// servers a moment before the same sync takes the VIP out of KUBE-NO-ENDPOINTS (real
+// servers first; the other order leaves a virtual server with none for as long), so a
+// test that waited for ipvsadm may be refused for those milliseconds: on the TCG VM
+// under CI load, long enough for two requests.
+func waitServing(t *testing.T, ns, proto, target string) {
+	t.Helper()
+	var last error
+	if err := waitFor(5*time.Second, func() bool {
+		_, last = node.Ask(ns, proto, target)
+		return last == nil
+	}); err != nil {
+		t.Fatalf("%s %s from %s never answered: %v", proto, target, ns, last)
+	}
 }
 
 // TestClusterIP: TCP and UDP through a ClusterIP created via the apiserver.

@@ -112,7 +112,7 @@ func TestMigrateFromIptablesMode(t *testing.T) {
 		t.Fatalf("IPVS state under iptables mode:\n%s", out)
 	}
 
-	stop := requestLoop(vip)
+	stop := requestLoopLog(t, vip)
 	time.Sleep(2 * time.Second)
 	stopKubeProxy(t)
 	startDaemon(t)
@@ -147,7 +147,7 @@ func TestMigrateFromIptablesMode(t *testing.T) {
 
 	// Rollback: kube-proxy's iptables mode starts again, then our state goes, keeping the
 	// chains both use (kube-proxy rewrote them already).
-	stop = requestLoop(vip)
+	stop = requestLoopLog(t, vip)
 	time.Sleep(2 * time.Second)
 	stopDaemon(t)
 	startKubeProxy(t, "iptables")

@@ -92,8 +92,10 @@ func TestDaemonRestartNoFailures(t *testing.T) {
 		podEP{"10.244.0.11", "node-1"}, podEP{"10.244.0.12", "node-1"})
 	vip := svc.Spec.ClusterIP + ":80"
 	waitIPVS(t, "created", func(s string) bool { return strings.Contains(vsBlock(s, vip), "10.244.0.12") })
-	stop := requestLoop(vip)
+	waitServing(t, "client", "tcp", vip)
+	stop := requestLoopLog(t, vip)
 	time.Sleep(2 * time.Second)
+	t.Logf("%s restarting", time.Now().Format("15:04:05.000"))
 	if _, err := node.MustExec("kill $(cat /tmp/daemon.pid); sleep 1; sh /start-daemon.sh"); err != nil {
 		t.Fatal(err)
 	}
@@ -136,9 +138,10 @@ func TestDriftRepairedWithinSyncPeriod(t *testing.T) {
 	}
 }
 
-// requestLoop asks target from the client netns in a loop until the returned stop is
-// called, which reports how many requests succeeded and failed.
-func requestLoop(target string) (stop func() (ok, failed int64)) {
+// requestLoopLog asks target from the client netns in a loop until the returned stop is
+// called, which reports how many requests succeeded and failed. The time and error of
+// the first few failures go to t's log, so a failure says what the client saw.
+func requestLoopLog(t *testing.T, target string) (stop func() (ok, failed int64)) {
 	var okN, failedN atomic.Int64
 	var wg sync.WaitGroup
 	done := make(chan struct{})
@@ -152,7 +155,9 @@ func requestLoop(target string) (stop func() (ok, failed int64)) {
 			default:
 			}
 			if _, err := node.Ask("client", "tcp", target); err != nil {
-				failedN.Add(1)
+				if n := failedN.Add(1); t != nil && n <= 5 {
+					t.Logf("%s request failed: %v", time.Now().Format("15:04:05.000"), err)
+				}
 			} else {
 				okN.Add(1)
 			}

@@ -61,7 +61,7 @@ func TestTakeoverFromKubeProxy(t *testing.T) {
 	}
 	t.Logf("kube-proxy's ClusterIP view:\n%s", theirs)
 
-	stop := requestLoop(vip)
+	stop := requestLoopLog(t, vip)
 	time.Sleep(2 * time.Second)
 	stopKubeProxy(t)
 	startDaemon(t)
@@ -77,7 +77,7 @@ func TestTakeoverFromKubeProxy(t *testing.T) {
 	}
 
 	// Rollback (docs/migration.md): kube-proxy's IPVS mode adopts our state in turn.
-	stop = requestLoop(vip)
+	stop = requestLoopLog(t, vip)
 	time.Sleep(2 * time.Second)
 	stopDaemon(t)
 	startKubeProxy(t, "ipvs")
