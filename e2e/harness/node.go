@@ -105,8 +105,9 @@ func (cp *ControlPlane) StartNodeWith(ctx context.Context, name string, dep *Dep
 		"var/run/secrets/kubernetes.io/serviceaccount/ca.crt":    string(ca),
 		"var/run/secrets/kubernetes.io/serviceaccount/namespace": "kube-system",
 		// The daemon's environment is the pod's: in-cluster config from these variables.
+		// Arguments to the script are added to the DaemonSet's (`sh /start-daemon.sh --profiling`).
 		"start-daemon.sh": "#!/bin/sh\nexport KUBERNETES_SERVICE_HOST=" + APIServerGuestIP + " KUBERNETES_SERVICE_PORT=6443 NODE_NAME=" + name +
-			"\n" + shellJoin(cmd) + " >> /tmp/daemon.log 2>&1 &\necho $! > /tmp/daemon.pid\n",
+			"\n" + shellJoin(cmd) + " \"$@\" >> /tmp/daemon.log 2>&1 &\necho $! > /tmp/daemon.pid\n",
 		"scenario.sh": "/usr/sbin/ip link set eth0 up\n/usr/sbin/ip addr add " + NodeIP + "/24 dev eth0\n/usr/sbin/ip route add default via 10.0.2.2\n" +
 			linkSetup + "echo 1 > /proc/sys/net/ipv4/ip_forward\n/agent > /tmp/agent.log 2>&1 &\n" + autostart + "while true; do sleep 3600; done\n",
 	}

@@ -8,7 +8,9 @@
 // Environment (defaults in brackets): SVC_SCALE_STEPS [1000,5000,10000,30000],
 // SVC_ENDPOINTS [4], SVC_CREATE_PARALLEL [16], BENCH_STEP_BUDGET [20m] (per proxy and
 // step; what does not finish in it is reported as unfinished), BENCH_CHANGES [52],
-// BENCH_OUT [<repo>/bench/results], BENCH_PROXIES [ipvs-proxier,kube-proxy].
+// BENCH_OUT [<repo>/bench/results], BENCH_PROXIES [ipvs-proxier,kube-proxy],
+// BENCH_PROFILE [unset: a directory for ipvs-proxier's CPU, heap and allocs profiles at
+// each step; `go tool pprof -top <file>`].
 package main
 
 import (
@@ -88,7 +90,7 @@ func run() error {
 	}
 	defer node.Stop()
 	kernel, _ := node.MustExec("uname -r")
-	b := &bench{node: node, budget: budget, changes: envInt("BENCH_CHANGES", 52),
+	b := &bench{node: node, budget: budget, profiles: os.Getenv("BENCH_PROFILE"), changes: envInt("BENCH_CHANGES", 52),
 		w: &workload{client: cp.Admin, node: "bench-node", endpoints: envInt("SVC_ENDPOINTS", 4), parallel: envInt("SVC_CREATE_PARALLEL", 16)}}
 	machine := fmt.Sprintf("%d vCPU host (%s), VM: qemu TCG, 2 vCPU, 4 GiB, Debian kernel %s", runtime.NumCPU(), cpuModel(), strings.TrimSpace(kernel))
 	var results []result

@@ -39,6 +39,9 @@ type bench struct {
 	node   *harness.Node
 	w      *workload
 	budget time.Duration
+	// profiles, when set, is a directory for CPU and heap profiles of ipvs-proxier
+	// (started with --profiling), taken after the idle measurement.
+	profiles string
 	// changes is how many latency samples to take per proxy and step.
 	changes int
 	// extra are Services the latency phase added and has yet to delete.
@@ -111,7 +114,11 @@ func (b *bench) run(ctx context.Context, p proxy, n int) result {
 	// 1. Cold start: process start to every ClusterIP virtual server with all its real
 	// servers (n+1 with the apiserver's own Service, which has no endpoints here).
 	start := time.Now()
-	if _, err := b.node.MustExec(p.start); err != nil {
+	cmd := p.start
+	if b.profiles != "" && p.name == "ipvs-proxier" {
+		cmd += " --profiling"
+	}
+	if _, err := b.node.MustExec(cmd); err != nil {
 		note("start: %v", err)
 		return r
 	}
@@ -155,6 +162,14 @@ func (b *bench) run(ctx context.Context, p proxy, n int) result {
 	}
 	r.VS, r.RS, _, _, _ = b.counts()
 	r.SetEntries = b.setEntries()
+	if b.profiles != "" && p.name == "ipvs-proxier" {
+		// 40 s covers one periodic full sync (syncPeriod 30 s).
+		for _, pr := range [][2]string{{"cpu", "profile?seconds=40"}, {"heap", "heap"}, {"allocs", "allocs"}} {
+			if err := b.profile(b.profiles, fmt.Sprintf("%s-%d.pprof", pr[0], n), pr[1]); err != nil {
+				note("profile %s: %v", pr[0], err)
+			}
+		}
+	}
 
 	// 3. Change latency: endpoint added, endpoint removed, Service added, Service deleted.
 	var lat []time.Duration

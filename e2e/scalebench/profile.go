@@ -1,0 +1,26 @@
+package main
+
+import (
+	"encoding/base64"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+)
+
+// profile fetches a pprof profile from the daemon in the VM (started with --profiling)
+// and writes it to dir/name. The agent returns text, so the profile travels base64.
+func (b *bench) profile(dir, name, path string) error {
+	out, err := b.node.MustExec("wget -qO- 'http://127.0.0.1:10249/debug/pprof/" + path + "' | base64 -w0")
+	if err != nil {
+		return err
+	}
+	data, err := base64.StdEncoding.DecodeString(strings.TrimSpace(out))
+	if err != nil {
+		return fmt.Errorf("profile %s: %w", path, err)
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	return os.WriteFile(filepath.Join(dir, name), data, 0o644)
+}
