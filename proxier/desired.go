@@ -1,6 +1,7 @@
 package proxier
 
 import (
+	"iter"
 	"maps"
 	"net/netip"
 	"slices"
@@ -17,11 +18,16 @@ import (
 // When two Services claim the same virtual server (bad input), the one with the smaller
 // namespace/name wins, deterministically.
 type Desired struct {
-	services   map[ServiceKey]*ServiceState
-	vs         map[kernel.VSKey]map[ServiceKey]*VirtualServerState
-	addrs      map[netip.Addr]int
-	members    map[kernel.Member]int
+	services map[ServiceKey]*ServiceState
+	vs       map[kernel.VSKey]*claims
+	addrs    map[netip.Addr]int
+	// members counts the Services that want each set entry, by set name.
+	members    map[string]map[kernel.SetEntry]int
 	outFilters map[OutFilter]int
+	// gone holds, during one Set, the members the old state's removal left unwanted; the
+	// new state's members take theirs back, so only a net change reaches the delta (the
+	// syncer keeps no copy of the sets to compare with).
+	gone map[kernel.Member]struct{}
 	// noLocalInternal and noLocalExternal sum the Services' NoLocal counters.
 	noLocalInternal, noLocalExternal int
 }
@@ -30,9 +36,10 @@ type Desired struct {
 func NewDesired() *Desired {
 	return &Desired{
 		services:   map[ServiceKey]*ServiceState{},
-		vs:         map[kernel.VSKey]map[ServiceKey]*VirtualServerState{},
+		vs:         map[kernel.VSKey]*claims{},
 		addrs:      map[netip.Addr]int{},
-		members:    map[kernel.Member]int{},
+		members:    map[string]map[kernel.SetEntry]int{},
+		gone:       map[kernel.Member]struct{}{},
 		outFilters: map[OutFilter]int{},
 	}
 }
@@ -94,16 +101,22 @@ func (d *Desired) Set(st *ServiceState, delta *Delta) bool {
 		d.services[st.Key] = st
 		d.add(st, delta)
 	}
+	for m := range d.gone {
+		delta.Members[m] = struct{}{}
+	}
+	clear(d.gone)
 	return true
 }
 
 func (d *Desired) add(st *ServiceState, delta *Delta) {
 	for i := range st.VirtualServers {
 		vs := &st.VirtualServers[i]
-		if d.vs[vs.VSKey] == nil {
-			d.vs[vs.VSKey] = map[ServiceKey]*VirtualServerState{}
+		c := d.vs[vs.VSKey]
+		if c == nil {
+			c = &claims{}
+			d.vs[vs.VSKey] = c
 		}
-		d.vs[vs.VSKey][st.Key] = vs
+		c.set(st.Key, vs)
 		delta.VirtualServers[vs.VSKey] = struct{}{}
 	}
 	for _, a := range st.Bind {
@@ -112,8 +125,17 @@ func (d *Desired) add(st *ServiceState, delta *Delta) {
 		}
 	}
 	for _, m := range st.Members {
-		if d.members[m]++; d.members[m] == 1 {
-			delta.Members[m] = struct{}{}
+		set := d.members[m.Set]
+		if set == nil {
+			set = map[kernel.SetEntry]int{}
+			d.members[m.Set] = set
+		}
+		if set[m.Entry]++; set[m.Entry] == 1 {
+			if _, ok := d.gone[m]; ok {
+				delete(d.gone, m) // wanted before and after: no change
+			} else {
+				delta.Members[m] = struct{}{}
+			}
 		}
 	}
 	for _, o := range st.OutFilters {
@@ -125,9 +147,10 @@ func (d *Desired) add(st *ServiceState, delta *Delta) {
 
 func (d *Desired) remove(st *ServiceState, delta *Delta) {
 	for _, vs := range st.VirtualServers {
-		delete(d.vs[vs.VSKey], st.Key)
-		if len(d.vs[vs.VSKey]) == 0 {
-			delete(d.vs, vs.VSKey)
+		if c := d.vs[vs.VSKey]; c != nil {
+			if c.remove(st.Key); c.len() == 0 {
+				delete(d.vs, vs.VSKey)
+			}
 		}
 		delta.VirtualServers[vs.VSKey] = struct{}{}
 	}
@@ -138,9 +161,10 @@ func (d *Desired) remove(st *ServiceState, delta *Delta) {
 		}
 	}
 	for _, m := range st.Members {
-		if d.members[m]--; d.members[m] <= 0 {
-			delete(d.members, m)
-			delta.Members[m] = struct{}{}
+		set := d.members[m.Set]
+		if set[m.Entry]--; set[m.Entry] <= 0 {
+			delete(set, m.Entry)
+			d.gone[m] = struct{}{}
 		}
 	}
 	for _, o := range st.OutFilters {
@@ -153,18 +177,12 @@ func (d *Desired) remove(st *ServiceState, delta *Delta) {
 
 // VirtualServer returns the desired virtual server for key and its owner, if any.
 func (d *Desired) VirtualServer(key kernel.VSKey) (*VirtualServerState, ServiceKey, bool) {
-	owners := d.vs[key]
-	if len(owners) == 0 {
+	c := d.vs[key]
+	if c == nil || c.len() == 0 {
 		return nil, ServiceKey{}, false
 	}
-	var best ServiceKey
-	first := true
-	for k := range owners {
-		if first || k.String() < best.String() {
-			best, first = k, false
-		}
-	}
-	return owners[best], best, true
+	st, owner := c.winner()
+	return st, owner, true
 }
 
 // Owners returns the Service that owns each desired virtual server.
@@ -185,7 +203,18 @@ func (d *Desired) NoLocal() (internal, external int) { return d.noLocalInternal,
 func (d *Desired) Len() int { return len(d.services) }
 
 // VirtualServerOwners returns how many Services claim key.
-func (d *Desired) VirtualServerOwners(key kernel.VSKey) int { return len(d.vs[key]) }
+func (d *Desired) VirtualServerOwners(key kernel.VSKey) int {
+	if c := d.vs[key]; c != nil {
+		return c.len()
+	}
+	return 0
+}
+
+// VirtualServerKeySeq yields every desired virtual server key, without a copy.
+func (d *Desired) VirtualServerKeySeq() iter.Seq[kernel.VSKey] { return maps.Keys(d.vs) }
+
+// AddressSeq yields every address to bind, without a copy.
+func (d *Desired) AddressSeq() iter.Seq[netip.Addr] { return maps.Keys(d.addrs) }
 
 // VirtualServerKeys returns every desired virtual server key.
 func (d *Desired) VirtualServerKeys() []kernel.VSKey { return slices.Collect(maps.Keys(d.vs)) }
@@ -197,10 +226,24 @@ func (d *Desired) HasAddress(a netip.Addr) bool { return d.addrs[a] > 0 }
 func (d *Desired) Addresses() []netip.Addr { return slices.Collect(maps.Keys(d.addrs)) }
 
 // HasMember reports whether m should be in its set.
-func (d *Desired) HasMember(m kernel.Member) bool { return d.members[m] > 0 }
+func (d *Desired) HasMember(m kernel.Member) bool { return d.members[m.Set][m.Entry] > 0 }
+
+// SetLen returns how many entries set should hold.
+func (d *Desired) SetLen(set string) int { return len(d.members[set]) }
+
+// SetEntries returns the entries set should hold, in no order.
+func (d *Desired) SetEntries(set string) iter.Seq[kernel.SetEntry] { return maps.Keys(d.members[set]) }
 
 // Members returns every desired set member.
-func (d *Desired) Members() []kernel.Member { return slices.Collect(maps.Keys(d.members)) }
+func (d *Desired) Members() []kernel.Member {
+	var out []kernel.Member
+	for set, entries := range d.members {
+		for e := range entries {
+			out = append(out, kernel.Member{Set: set, Entry: e})
+		}
+	}
+	return out
+}
 
 // OutFilters returns the KUBE-IPVS-OUT-FILTER rules, sorted.
 func (d *Desired) OutFilters() []OutFilter {
@@ -235,8 +278,8 @@ func (d *Desired) Plan(cfg *Config) string {
 	b.WriteString(kernel.FormatAddresses(cfg.DummyDevice, d.Addresses()))
 	b.WriteString("\n# ipset save\n")
 	members := map[string][]kernel.SetEntry{}
-	for m := range d.members {
-		members[m.Set] = append(members[m.Set], m.Entry)
+	for set, entries := range d.members {
+		members[set] = slices.AppendSeq(members[set], maps.Keys(entries))
 	}
 	b.WriteString(kernel.FormatSets(Sets(cfg.Families), members))
 	for _, f := range cfg.Families {

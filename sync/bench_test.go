@@ -88,10 +88,10 @@ func BenchmarkRetainedHeap30k(b *testing.B) {
 }
 
 // BenchmarkPeriodicFullSync30k: ten periodic full syncs of 30,000 Services x 4 as the
-// daemon runs them (RealServerCheckEvery 10: real servers re-read over ten rounds),
+// daemon runs them (CheckEvery 10: real servers re-read over ten rounds),
 // nothing to repair; one op is the ten.
 func BenchmarkPeriodicFullSync30k(b *testing.B) {
-	h := newHarness(b, kernel.Kernel{}, nil, func(o *Options) { o.RealServerCheckEvery = 10 })
+	h := newHarness(b, kernel.Kernel{}, nil, func(o *Options) { o.CheckEvery = 10 })
 	addServices(h, 30000)
 	h.mustSync(b)
 	runtime.GC()

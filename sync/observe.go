@@ -29,8 +29,8 @@ func (s *Syncer) Counts() metrics.Counts {
 	for _, p := range s.vs {
 		c.RealServers += len(p.rss)
 	}
-	for _, m := range s.members {
-		c.SetEntries += len(m)
+	for _, set := range proxier.Sets(s.cfg.Families) {
+		c.SetEntries += s.desired.SetLen(set.Name) // written, or queued for retry
 	}
 	return c
 }

@@ -460,11 +460,11 @@ type recordingSink struct{ got []proxier.Problem }
 
 func (r *recordingSink) Warn(p proxier.Problem) { r.got = append(r.got, p) }
 
-// TestFullSyncSpreadsRealServerChecks: with RealServerCheckEvery 10 a full sync re-reads
+// TestFullSyncSpreadsRealServerChecks: with CheckEvery 10 a full sync re-reads
 // the real servers of about a tenth of the virtual servers, and a real server deleted by
 // hand is still back within 10 full syncs.
 func TestFullSyncSpreadsRealServerChecks(t *testing.T) {
-	h := newHarness(t, kernel.Kernel{}, nil, func(o *Options) { o.RealServerCheckEvery = 10 })
+	h := newHarness(t, kernel.Kernel{}, nil, func(o *Options) { o.CheckEvery = 10 })
 	addServices(h, 1000)
 	h.mustSync(t)
 	want := h.fake.Dump()
@@ -477,6 +477,9 @@ func TestFullSyncSpreadsRealServerChecks(t *testing.T) {
 
 	if m := mutations(h.fake.Ops()); len(m) != 0 {
 		t.Errorf("a full sync with nothing to repair wrote %v", m)
+	}
+	if n := h.fake.Ops()["ListEntries"]; n != 0 {
+		t.Errorf("a full sync listed %d sets whose counts matched", n)
 	}
 	// A set flushed by hand is noticed by its count at the next full sync, not 10 later.
 	h.fake.FlushSet("KUBE-CLUSTER-IP")
@@ -500,11 +503,14 @@ func TestFullSyncSpreadsRealServerChecks(t *testing.T) {
 	key := kernel.VSKey{Protocol: kernel.TCP, Address: netip.MustParseAddr("10.100.0.7"), Port: 80}
 	rss, _ := h.fake.ListRealServers(key)
 	must(t, h.fake.DeleteRealServer(key, rss[0]))
+	// Drift that keeps a set's count: found by the full listing every 10th full sync.
+	must(t, h.fake.DelEntry("KUBE-CLUSTER-IP", kernel.SetEntry{IP: key.Address, Protocol: kernel.TCP, Port: 80}))
+	must(t, h.fake.AddEntry("KUBE-CLUSTER-IP", kernel.SetEntry{IP: netip.MustParseAddr("10.200.0.1"), Protocol: kernel.TCP, Port: 80}))
 	for range 10 {
 		h.tracker.AllChanged()
 		h.mustSync(t)
 	}
 	if got := h.fake.Dump(); got != want {
-		t.Errorf("real server not restored within 10 full syncs:\n%s", diffLines(got, want))
+		t.Errorf("real server or set member not restored within 10 full syncs:\n%s", diffLines(got, want))
 	}
 }

@@ -26,11 +26,13 @@ type Options struct {
 	GracefulTimeout time.Duration
 	// ExcludeCIDRs: virtual servers there are never pruned (--ipvs-exclude-cidrs).
 	ExcludeCIDRs []netip.Prefix
-	// RealServerCheckEvery spreads the re-reading of real servers over full syncs: each
-	// full sync re-reads those of 1/RealServerCheckEvery of our virtual servers, so
-	// hand-made real-server drift is repaired within that many syncPeriods. 0 or 1 reads
-	// all every time. Missing or changed virtual servers are found every full sync.
-	RealServerCheckEvery int
+	// CheckEvery spreads the deep checks over full syncs. Each full sync re-reads the
+	// real servers of 1/CheckEvery of our virtual servers, and lists only the sets whose
+	// member count differs from the desired one, every set on each CheckEvery-th. So
+	// hand-made drift that keeps the counts is repaired within CheckEvery syncPeriods;
+	// missing or changed virtual servers, and sets that gained or lost members, every
+	// full sync. 0 or 1 checks everything every time.
+	CheckEvery int
 	// NodePortMin and NodePortMax bound the ports of NodePort virtual servers we own on
 	// node IPs; others on node IPs belong to someone else.
 	NodePortMin, NodePortMax uint16
@@ -49,7 +51,9 @@ type Options struct {
 // programmedVS is what we believe the kernel holds for one virtual server.
 type programmedVS struct {
 	vs  kernel.VirtualServer
-	rss map[netip.AddrPort]kernel.RealServer
+	rss realServers
+	// seen is the full-sync round that last found it in the kernel.
+	seen int
 }
 
 type drainKey struct {
@@ -73,8 +77,6 @@ type Syncer struct {
 	desired *proxier.Desired
 	vs      map[kernel.VSKey]*programmedVS
 	addrs   map[netip.Addr]struct{}
-	// members is what we believe each set holds, by set name.
-	members  map[string]map[kernel.SetEntry]struct{}
 	rules    map[kernel.Family]string
 	saved    map[kernel.Family]string
 	drain    map[drainKey]time.Time
@@ -124,7 +126,7 @@ func NewSyncer(opts Options, k kernel.Kernel, src Source, tracker *Tracker) *Syn
 		opts: opts, k: k, src: src, tracker: tracker, log: opts.Logger,
 		problems: newProblemReporter(opts.Logger, opts.Events),
 		cfg:      opts.Config, desired: proxier.NewDesired(),
-		vs: map[kernel.VSKey]*programmedVS{}, addrs: map[netip.Addr]struct{}{}, members: map[string]map[kernel.SetEntry]struct{}{},
+		vs: map[kernel.VSKey]*programmedVS{}, addrs: map[netip.Addr]struct{}{},
 		rules: map[kernel.Family]string{}, saved: map[kernel.Family]string{}, drain: map[drainKey]time.Time{},
 		needFull: true, retry: proxier.NewDelta(), pendingSets: map[string]struct{}{},
 		started: opts.Now(), triggerSeen: map[proxier.ServiceKey]time.Time{},
@@ -210,7 +212,7 @@ func (s *Syncer) syncPartial(keys map[proxier.ServiceKey]struct{}) error {
 	for k := range keys {
 		s.updateService(k, delta)
 	}
-	err := s.relistPendingSets(delta)
+	err := s.reconcileSets()
 	return errors.Join(err, s.apply(delta))
 }
 
