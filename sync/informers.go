@@ -35,20 +35,14 @@ type InformerSource struct {
 // NewInformerSource wires informers to tracker. badSlice is called for slices without a
 // service-name label (they cannot be attributed to a Service).
 func NewInformerSource(client kubernetes.Interface, nodeName string, resync time.Duration, tracker *Tracker, badSlice func(*discovery.EndpointSlice)) *InformerSource {
-	stripManagedFields := func(obj any) (any, error) {
-		if m, ok := obj.(metav1.Object); ok {
-			m.SetManagedFields(nil)
-		}
-		return obj, nil
-	}
-	factory := informers.NewSharedInformerFactoryWithOptions(client, resync, informers.WithTransform(stripManagedFields))
+	factory := informers.NewSharedInformerFactoryWithOptions(client, resync, informers.WithTransform(trim))
 	sliceFactory := informers.NewSharedInformerFactoryWithOptions(client, resync,
-		informers.WithTransform(stripManagedFields),
+		informers.WithTransform(trim),
 		informers.WithTweakListOptions(func(o *metav1.ListOptions) {
 			o.LabelSelector = labels.NewSelector().Add(mustRequirement(proxier.LabelHeadless)).String()
 		}))
 	nodeFactory := informers.NewSharedInformerFactoryWithOptions(client, resync,
-		informers.WithTransform(stripManagedFields),
+		informers.WithTransform(trim),
 		informers.WithTweakListOptions(func(o *metav1.ListOptions) {
 			o.FieldSelector = fields.OneTermEqualSelector("metadata.name", nodeName).String()
 		}))
