@@ -72,11 +72,11 @@ type Syncer struct {
 	log      *zap.Logger
 	problems *problemReporter
 
-	mu      gosync.Mutex
-	cfg     proxier.Config
-	desired *proxier.Desired
-	vs      map[kernel.VSKey]*programmedVS
-	addrs   map[netip.Addr]struct{}
+	mu       gosync.Mutex
+	cfg      proxier.Config
+	desired  *proxier.Desired
+	vs       map[kernel.VSKey]*programmedVS
+	addrs    map[netip.Addr]struct{}
 	rules    map[kernel.Family]string
 	saved    map[kernel.Family]string
 	drain    map[drainKey]time.Time
