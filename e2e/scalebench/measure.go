@@ -122,6 +122,15 @@ func (b *bench) run(ctx context.Context, p proxy, n int) result {
 		note("start: %v", err)
 		return r
 	}
+	coldProfile := make(chan error, 1)
+	if b.profiles != "" && p.name == "ipvs-proxier" {
+		go func() { // the first 60 s of the cold start
+			time.Sleep(2 * time.Second) // the metrics port opens after the preflight
+			coldProfile <- b.profile(b.profiles, fmt.Sprintf("cpu-cold-%d.pprof", n), "profile?seconds=60")
+		}()
+	} else {
+		coldProfile <- nil
+	}
 	for {
 		_, _, cvs, crs, err := b.counts()
 		if err == nil && cvs >= n+1 && crs >= n*b.w.endpoints {
@@ -149,6 +158,9 @@ func (b *bench) run(ctx context.Context, p proxy, n int) result {
 		time.Sleep(2 * time.Second)
 	}
 	logf("%s @ %d: cold start %v", p.name, n, r.ColdStart.Round(100*time.Millisecond))
+	if err := <-coldProfile; err != nil {
+		note("cold-start profile: %v", err)
+	}
 	time.Sleep(10 * time.Second) // let the first full sync and its follow-ups settle
 
 	// 2. Idle CPU, over 30 s (the periodic full sync included at syncPeriod 30 s); then
