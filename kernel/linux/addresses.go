@@ -99,23 +99,30 @@ func LocalAddresses(skip string) ([]netip.Addr, error) {
 	if err != nil {
 		return nil, err
 	}
-	var out []netip.Addr
+	skipIndex := -1
 	for _, l := range links {
 		if l.Attrs().Name == skip {
+			skipIndex = l.Attrs().Index
+		}
+	}
+	// One dump for every link: the kernel sends every address per dump whatever the
+	// link asked for, and the dummy holds one per Service IP, so a dump per link was
+	// that many times the work.
+	addrs, err := netlink.AddrList(nil, netlink.FAMILY_ALL)
+	for try := 0; try < 5 && interrupted(err); try++ {
+		addrs, err = netlink.AddrList(nil, netlink.FAMILY_ALL)
+	}
+	if err != nil {
+		return nil, err
+	}
+	var out []netip.Addr
+	for _, a := range addrs {
+		if a.LinkIndex == skipIndex {
 			continue
 		}
-		addrs, err := netlink.AddrList(l, netlink.FAMILY_ALL)
-		for try := 0; try < 5 && interrupted(err); try++ {
-			addrs, err = netlink.AddrList(l, netlink.FAMILY_ALL)
-		}
-		if err != nil {
-			return nil, err
-		}
-		for _, a := range addrs {
-			ip, ok := netip.AddrFromSlice(a.IP)
-			if ip = ip.Unmap(); ok && !ip.IsLoopback() && !ip.IsLinkLocalUnicast() {
-				out = append(out, ip)
-			}
+		ip, ok := netip.AddrFromSlice(a.IP)
+		if ip = ip.Unmap(); ok && !ip.IsLoopback() && !ip.IsLinkLocalUnicast() {
+			out = append(out, ip)
 		}
 	}
 	return out, nil

@@ -3,6 +3,7 @@ package linux
 import (
 	"encoding/binary"
 	"fmt"
+	"strings"
 
 	"github.com/vishvananda/netlink/nl"
 	"golang.org/x/sys/unix"
@@ -14,9 +15,16 @@ const ipsetFlagListHeader = 1 << 2
 
 // CountEntries implements kernel.IPSets with a header-only list: the kernel reports the
 // element count (IPSET_ATTR_ELEMENTS, Linux 4.13+) without sending a single member, so a
-// full sync can skip re-reading a set whose count matches what it programmed. It
-// returns -1 when the kernel does not report a count.
+// full sync can skip re-reading a set whose count matches the desired one. It returns
+// -1 when the kernel does not report a count.
 func (IPSets) CountEntries(name string) (int, error) {
+	_, n, err := setHeader(name)
+	return n, err
+}
+
+// setHeader returns a set's type name and element count (-1 when not reported) from a
+// header-only list: nothing per member is sent or parsed.
+func setHeader(name string) (typ string, count int, err error) {
 	req := nl.NewNetlinkRequest(nl.IPSET_CMD_LIST|(unix.NFNL_SUBSYS_IPSET<<8), nl.GetIpsetFlags(nl.IPSET_CMD_LIST))
 	req.AddData(&nl.Nfgenmsg{NfgenFamily: uint8(unix.AF_NETLINK), Version: nl.NFNETLINK_V0, ResId: 0})
 	req.AddData(nl.NewRtAttr(nl.IPSET_ATTR_PROTOCOL, nl.Uint8Attr(nl.IPSET_PROTOCOL)))
@@ -26,30 +34,33 @@ func (IPSets) CountEntries(name string) (int, error) {
 	req.AddData(nl.NewRtAttr(nl.IPSET_ATTR_FLAGS|int(nl.NLA_F_NET_BYTEORDER), flags))
 	msgs, err := req.Execute(unix.NETLINK_NETFILTER, 0)
 	if err != nil {
-		return 0, wrapErr("count set "+name, err)
+		return "", 0, wrapErr("list set header "+name, err)
 	}
+	count = -1
 	for _, m := range msgs {
 		if len(m) < 4 {
 			continue
 		}
 		attrs, err := nl.ParseRouteAttr(m[4:]) // after the nfgenmsg header
 		if err != nil {
-			return 0, fmt.Errorf("count set %s: %w", name, err)
+			return "", 0, fmt.Errorf("list set header %s: %w", name, err)
 		}
 		for _, a := range attrs {
-			if a.Attr.Type&nl.NLA_TYPE_MASK != nl.IPSET_ATTR_DATA {
-				continue
-			}
-			data, err := nl.ParseRouteAttr(a.Value)
-			if err != nil {
-				return 0, fmt.Errorf("count set %s: %w", name, err)
-			}
-			for _, d := range data {
-				if d.Attr.Type&nl.NLA_TYPE_MASK == nl.IPSET_ATTR_ELEMENTS && len(d.Value) == 4 {
-					return int(binary.BigEndian.Uint32(d.Value)), nil
+			switch a.Attr.Type & nl.NLA_TYPE_MASK {
+			case nl.IPSET_ATTR_TYPENAME:
+				typ = strings.TrimRight(string(a.Value), "\x00")
+			case nl.IPSET_ATTR_DATA:
+				data, err := nl.ParseRouteAttr(a.Value)
+				if err != nil {
+					return "", 0, fmt.Errorf("list set header %s: %w", name, err)
+				}
+				for _, d := range data {
+					if d.Attr.Type&nl.NLA_TYPE_MASK == nl.IPSET_ATTR_ELEMENTS && len(d.Value) == 4 {
+						count = int(binary.BigEndian.Uint32(d.Value))
+					}
 				}
 			}
 		}
 	}
-	return -1, nil
+	return typ, count, nil
 }

@@ -41,6 +41,15 @@ func TestIPSetsReal(t *testing.T) {
 			t.Fatalf("re-create %s: %v", set.Name, err)
 		}
 	}
+	// A set of ours with another type (kubernetes#77265) is reported, not used.
+	wrongType := kernel.Set{Name: "KUBE-TEST-TYPE", Type: kernel.HashIP, Family: kernel.IPv4, MaxElem: 1024}
+	if err := s.EnsureSet(wrongType); err != nil {
+		t.Fatal(err)
+	}
+	wrongType.Type = kernel.HashIPPort
+	if err := s.EnsureSet(wrongType); !errors.Is(err, kernel.ErrExist) || !strings.Contains(err.Error(), "hash:ip,") {
+		t.Errorf("type changed: %v, want ErrExist naming hash:ip", err)
+	}
 	a := netip.MustParseAddr
 	cases := []struct {
 		set string
@@ -111,6 +120,32 @@ func TestIPSetsReal(t *testing.T) {
 
 // TestAddressesReal binds and unbinds /32 and /128 addresses (on a veth: the host kernel
 // has no dummy driver; the VM tests use kube-ipvs0 itself).
+// TestLocalAddressesReal: every interface's addresses but the skipped one's, without
+// loopback and link-local ones.
+func TestLocalAddressesReal(t *testing.T) {
+	requireNetns(t)
+	veth := &netlink.Veth{LinkAttrs: netlink.LinkAttrs{Name: "node0"}, PeerName: "skip0"}
+	if err := netlink.LinkAdd(veth); err != nil {
+		t.Fatal(err)
+	}
+	var x Addresses
+	for dev, addrs := range map[string][]string{"node0": {"192.168.7.1", "fd00:7::1", "fe80::7"}, "skip0": {"10.96.7.1", "10.96.7.2"}} {
+		for _, a := range addrs {
+			if err := x.BindAddress(dev, netip.MustParseAddr(a)); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	got, err := LocalAddresses("skip0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	slices.SortFunc(got, netip.Addr.Compare)
+	if want := []netip.Addr{netip.MustParseAddr("192.168.7.1"), netip.MustParseAddr("fd00:7::1")}; !slices.Equal(got, want) {
+		t.Errorf("LocalAddresses = %v, want %v", got, want)
+	}
+}
+
 func TestAddressesReal(t *testing.T) {
 	requireNetns(t)
 	veth := &netlink.Veth{LinkAttrs: netlink.LinkAttrs{Name: "vip0"}, PeerName: "vip1"}
