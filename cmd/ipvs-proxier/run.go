@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/signal"
 	"runtime"
+	"runtime/debug"
 	gosync "sync"
 	"syscall"
 	"time"
@@ -43,6 +44,13 @@ func runDaemon(args []string) error {
 		if warnings, err = o.applyConfigFile(o.configFile); err != nil {
 			return err
 		}
+	}
+	if os.Getenv("GOGC") == "" {
+		// Half the default GC headroom: at 10,000 Services the live heap was ~80 MiB but
+		// the RSS 220 MiB. After the first sync the allocation rate is low (partial syncs,
+		// a full sync that lists little), so more frequent collections cost little CPU.
+		// GOGC (and GOMEMLIMIT) in the environment still win.
+		debug.SetGCPercent(50)
 	}
 	log, err := newLogger(o.logLevel, o.logFormat, os.Stderr)
 	if err != nil {
@@ -125,10 +133,18 @@ func runDaemon(args []string) error {
 	r.sync.Logger, r.sync.Events, r.sync.Metrics, r.sync.HealthChecks = log, events, m, hc
 	r.sync.LocalAddresses = func() ([]netip.Addr, error) { return linux.LocalAddresses(dummy) }
 	syncer = sync.NewSyncer(r.sync, k, src, tracker)
+	firstSync := true
 	runner = sync.NewRunner(func() error {
 		err := syncer.Sync()
 		if err == nil {
 			proxyHealth.Updated()
+			if firstSync {
+				// The cold start's garbage (every object decoded, the first listing of
+				// every set) is most of the peak heap; give it back now rather than over
+				// the scavenger's next minutes, so the steady RSS is the live state.
+				firstSync = false
+				debug.FreeOSMemory()
+			}
 		}
 		return err
 	}, o.minSyncPeriod, o.syncPeriod)

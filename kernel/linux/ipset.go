@@ -36,7 +36,9 @@ func (IPSets) EnsureSet(s kernel.Set) error {
 			opts.Family = unix.AF_INET6
 		}
 	}
-	err := netlink.IpsetCreate(s.Name, string(s.Type), opts)
+	err := withIpset(func(h *netlink.Handle, _ map[int]*nl.SocketHandle) error {
+		return h.IpsetCreate(s.Name, string(s.Type), opts)
+	})
 	if err == nil {
 		return nil
 	}
@@ -97,7 +99,11 @@ func (IPSets) ListEntries(name string) ([]kernel.SetEntry, error) {
 	var res *netlink.IPSetResult
 	var err error
 	for try := 0; try < 5; try++ { // a dump interrupted by a concurrent change is retried
-		if res, err = netlink.IpsetList(name); err == nil || !interrupted(err) {
+		err = withIpset(func(h *netlink.Handle, _ map[int]*nl.SocketHandle) error {
+			res, err = h.IpsetList(name)
+			return err
+		})
+		if err == nil || !interrupted(err) {
 			break
 		}
 	}
@@ -174,10 +180,12 @@ func (IPSets) DelEntry(set string, e kernel.SetEntry) error {
 
 func addDel(cmd int, set string, e kernel.SetEntry) error {
 	if e.IP.IsValid() {
-		if cmd == nl.IPSET_CMD_ADD {
-			return netlink.IpsetAdd(set, toEntry(e))
-		}
-		return netlink.IpsetDel(set, toEntry(e))
+		return withIpset(func(h *netlink.Handle, _ map[int]*nl.SocketHandle) error {
+			if cmd == nl.IPSET_CMD_ADD {
+				return h.IpsetAdd(set, toEntry(e))
+			}
+			return h.IpsetDel(set, toEntry(e))
+		})
 	}
 	return bitmapPortAddDel(cmd, set, e.Port)
 }
@@ -196,7 +204,11 @@ func bitmapPortAddDel(cmd int, set string, port uint16) error {
 	binary.BigEndian.PutUint16(buf, port)
 	data.AddChild(nl.NewRtAttr(int(nl.IPSET_ATTR_PORT|nl.NLA_F_NET_BYTEORDER), buf))
 	req.AddData(data)
-	_, err := req.Execute(unix.NETLINK_NETFILTER, 0)
+	err := withIpset(func(_ *netlink.Handle, raw map[int]*nl.SocketHandle) error {
+		req.Sockets = raw
+		_, err := req.Execute(unix.NETLINK_NETFILTER, 0)
+		return err
+	})
 	var en syscall.Errno
 	if errors.As(err, &en) && en >= nl.IPSET_ERR_PRIVATE {
 		return nl.IPSetError(uintptr(en))

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/vishvananda/netlink"
 	"github.com/vishvananda/netlink/nl"
 	"golang.org/x/sys/unix"
 )
@@ -32,7 +33,12 @@ func setHeader(name string) (typ string, count int, err error) {
 	flags := make([]byte, 4)
 	binary.BigEndian.PutUint32(flags, ipsetFlagListHeader)
 	req.AddData(nl.NewRtAttr(nl.IPSET_ATTR_FLAGS|int(nl.NLA_F_NET_BYTEORDER), flags))
-	msgs, err := req.Execute(unix.NETLINK_NETFILTER, 0)
+	var msgs [][]byte
+	err = withIpset(func(_ *netlink.Handle, raw map[int]*nl.SocketHandle) error {
+		req.Sockets = raw
+		msgs, err = req.Execute(unix.NETLINK_NETFILTER, 0)
+		return err
+	})
 	if err != nil {
 		return "", 0, wrapErr("list set header "+name, err)
 	}
