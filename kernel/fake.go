@@ -1,6 +1,7 @@
 package kernel
 
 import (
+	"errors"
 	"fmt"
 	"maps"
 	"net/netip"
@@ -418,6 +419,28 @@ func (f *Fake) DelEntry(name string, e SetEntry) error {
 	}
 	delete(s.entries, e)
 	return nil
+}
+
+// WriteEntries implements IPSets, one op at a time (counted as AddEntry and DelEntry).
+func (f *Fake) WriteEntries(ops []SetOp) []error {
+	errs := make([]error, len(ops))
+	for i, op := range ops {
+		if op.Delete {
+			if err := f.DelEntry(op.Set, op.Entry); !errors.Is(err, ErrNotFound) || !f.hasSet(op.Set) {
+				errs[i] = err
+			}
+		} else if err := f.AddEntry(op.Set, op.Entry); !errors.Is(err, ErrExist) {
+			errs[i] = err
+		}
+	}
+	return errs
+}
+
+func (f *Fake) hasSet(name string) bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	_, ok := f.sets[name]
+	return ok
 }
 
 // Restore implements Iptables.

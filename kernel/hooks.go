@@ -106,6 +106,32 @@ func (x wrappedSets) DelEntry(set string, e SetEntry) error {
 	return x.w.call("DelEntry", func() error { return x.w.inner.IPSets.DelEntry(set, e) })
 }
 
+// WriteEntries passes each op through the hooks as the single-entry operation it
+// stands for, so fault injection and error counts see a batch as its ops; the ops
+// the Before hook lets through go to the inner kernel as one batch.
+func (x wrappedSets) WriteEntries(ops []SetOp) []error {
+	errs := make([]error, len(ops))
+	pass := make([]SetOp, 0, len(ops))
+	idx := make([]int, 0, len(ops))
+	for i, op := range ops {
+		if x.w.h.Before != nil {
+			if err := x.w.h.Before(op.Name()); err != nil {
+				errs[i] = err
+				continue
+			}
+		}
+		pass, idx = append(pass, op), append(idx, i)
+	}
+	inner := x.w.inner.IPSets.WriteEntries(pass)
+	for j, i := range idx {
+		errs[i] = inner[j]
+		if x.w.h.After != nil {
+			x.w.h.After(ops[i].Name(), inner[j])
+		}
+	}
+	return errs
+}
+
 type wrappedIptables struct{ w *wrapped }
 
 func (x wrappedIptables) Restore(fam Family, rules string) error {

@@ -54,6 +54,26 @@ type IPSets interface {
 	CountEntries(set string) (int, error)
 	AddEntry(set string, e SetEntry) error
 	DelEntry(set string, e SetEntry) error
+	// WriteEntries applies ops in order, batched into as few kernel round trips as the
+	// implementation can. Adding a present member or deleting an absent one succeeds.
+	// It returns one error (nil for success) per op.
+	WriteEntries(ops []SetOp) []error
+}
+
+// SetOp is one member added to or deleted from a set.
+type SetOp struct {
+	Set    string
+	Entry  SetEntry
+	Delete bool
+}
+
+// Name is the single-entry operation it stands for: "AddEntry" or "DelEntry". Hooks and
+// operation counts see a batch as its ops.
+func (o SetOp) Name() string {
+	if o.Delete {
+		return "DelEntry"
+	}
+	return "AddEntry"
 }
 
 // Iptables applies the rendered rules of our own chains. Implementations are safe for

@@ -21,15 +21,14 @@ func (s *Syncer) apply(delta *proxier.Delta) error {
 	for a := range delta.Addresses {
 		s.applyAddress(a, &errs)
 	}
+	var ops []kernel.SetOp
 	for m := range delta.Members {
 		if _, pending := s.pendingSets[m.Set]; pending {
 			continue // diffed once the set is listed
 		}
-		if err := s.syncMember(m); err != nil {
-			errs = append(errs, err)
-			s.retry.Members[m] = struct{}{}
-		}
+		ops = append(ops, s.memberOp(m))
 	}
+	errs = append(errs, s.writeMembers(ops))
 	if delta.RulesChanged {
 		errs = append(errs, s.syncRules(false))
 	}
@@ -293,15 +292,27 @@ func (s *Syncer) syncAddress(a netip.Addr) error {
 	return nil
 }
 
-// syncMember adds or deletes one ipset member.
-func (s *Syncer) syncMember(m kernel.Member) error {
-	// No cache of what the sets hold (a second copy of every member, ~20 MiB at 30,000
-	// Services): a member is in a delta because its desire changed, so the write is
-	// almost always needed, and add and delete are idempotent.
-	if s.desired.HasMember(m) {
-		return ignore(s.k.IPSets.AddEntry(m.Set, m.Entry), kernel.ErrExist)
+// memberOp is the write that makes the kernel agree with the desire for m. There is no
+// cache of what the sets hold (it was a second copy of every member, ~20 MiB at 30,000
+// Services): a member is in a delta because its desire changed, so the write is almost
+// always needed, and adds and deletes are idempotent.
+func (s *Syncer) memberOp(m kernel.Member) kernel.SetOp {
+	return kernel.SetOp{Set: m.Set, Entry: m.Entry, Delete: !s.desired.HasMember(m)}
+}
+
+// writeMembers sends ops as one batch; each failed one is queued for retry.
+func (s *Syncer) writeMembers(ops []kernel.SetOp) error {
+	if len(ops) == 0 {
+		return nil
 	}
-	return ignore(s.k.IPSets.DelEntry(m.Set, m.Entry), kernel.ErrNotFound)
+	var errs []error
+	for i, err := range s.k.IPSets.WriteEntries(ops) {
+		if err != nil {
+			errs = append(errs, err)
+			s.retry.Members[kernel.Member{Set: ops[i].Set, Entry: ops[i].Entry}] = struct{}{}
+		}
+	}
+	return errors.Join(errs...)
 }
 
 // syncRules restores our iptables chains when the rendered text changed, or, with

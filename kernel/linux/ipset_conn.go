@@ -3,6 +3,7 @@ package linux
 import (
 	"errors"
 	gosync "sync"
+	"time"
 
 	"github.com/vishvananda/netlink"
 	"github.com/vishvananda/netlink/nl"
@@ -21,6 +22,9 @@ var ipsetConn struct {
 	sock *nl.NetlinkSocket
 }
 
+// ipsetTimeout bounds the wait for one answer.
+const ipsetTimeout = 10 * time.Second
+
 // withIpset runs fn with the shared handle and sockets, opening them on first use. A
 // failed request drops them, so a broken socket is replaced by the next call.
 func withIpset(fn func(h *netlink.Handle, raw map[int]*nl.SocketHandle) error) error {
@@ -35,6 +39,13 @@ func withIpset(fn func(h *netlink.Handle, raw map[int]*nl.SocketHandle) error) e
 		sock, err := nl.GetNetlinkSocketAt(netns.None(), netns.None(), unix.NETLINK_NETFILTER)
 		if err != nil {
 			h.Close()
+			return err
+		}
+		// A lost answer must not stall the sync loop forever.
+		tv := unix.NsecToTimeval(int64(ipsetTimeout))
+		if err := errors.Join(h.SetSocketTimeout(ipsetTimeout), sock.SetReceiveTimeout(&tv), sock.SetSendTimeout(&tv)); err != nil {
+			h.Close()
+			sock.Close()
 			return err
 		}
 		c.h, c.sock, c.raw = h, sock, map[int]*nl.SocketHandle{unix.NETLINK_NETFILTER: {Socket: sock}}
