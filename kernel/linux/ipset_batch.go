@@ -13,90 +13,27 @@ import (
 	"github.com/ipvs-proxier/ipvs-proxier/kernel"
 )
 
-// ipsetBatchBytes bounds one sendmsg of set writes (~80 messages). The kernel handles
-// every message of a sendmsg before the call returns and answers only failures and the
-// last message; a failure echoes its request (~1 KiB of receive buffer each), so a
-// chunk stays far below the 208 KiB default receive buffer even when all of it fails.
-const ipsetBatchBytes = 8 << 10
-
-// WriteEntries implements kernel.IPSets. The writes travel as streams of
-// IPSET_CMD_ADD/DEL messages, one sendmsg per ipsetBatchBytes, where kube-proxy execs
-// `ipset` once per entry and the library's calls cost a round trip each: a cold start of
-// 10,000 Services writes 66,000 entries. Without NLM_F_EXCL the kernel itself treats
-// adding a present entry or deleting an absent one as success (ip_set_core.c,
-// IPSET_FLAG_EXIST), as `ipset -exist` does.
+// WriteEntries implements kernel.IPSets. The writes travel as netlink batches
+// (sendBatch), where kube-proxy execs `ipset` once per entry and the library's calls cost
+// a round trip each: a cold start of 10,000 Services writes 66,000 entries. Without
+// NLM_F_EXCL the kernel itself treats adding a present entry or deleting an absent one
+// as success (ip_set_core.c, IPSET_FLAG_EXIST), as `ipset -exist` does.
 func (IPSets) WriteEntries(ops []kernel.SetOp) []error {
-	errs := make([]error, len(ops))
-	for start := 0; start < len(ops); {
-		end, err := writeChunk(ops, start, errs)
-		if err != nil {
-			// The socket failed: what this chunk did is unknown, and nothing after it
-			// was sent. Every op not answered is reported failed, to be retried.
-			for i := start; i < len(ops); i++ {
-				if errs[i] == nil {
-					errs[i] = fmt.Errorf("%s: %w", opString(ops[i]), err)
-				}
-			}
-			break
+	var errs []error
+	err := withIpset(func(_ *netlink.Handle, raw map[int]*nl.SocketHandle) error {
+		var sockErr error
+		errs, sockErr = sendBatch(raw[unix.NETLINK_NETFILTER], len(ops),
+			func(i int, seq uint32) []byte { return ipsetOpMessage(ops[i], seq) },
+			func(i int, en syscall.Errno) error { return opError(ops[i], en) })
+		return sockErr // a broken socket is replaced
+	})
+	if errs == nil { // no socket
+		errs = make([]error, len(ops))
+		for i := range errs {
+			errs[i] = fmt.Errorf("%s: %w", opString(ops[i]), err)
 		}
-		start = end
 	}
 	return errs
-}
-
-// writeChunk sends ops[start:end] (as many as fit in ipsetBatchBytes) in one sendmsg,
-// acknowledging only the last, and records each failure in errs.
-func writeChunk(ops []kernel.SetOp, start int, errs []error) (end int, err error) {
-	err = withIpset(func(_ *netlink.Handle, raw map[int]*nl.SocketHandle) error {
-		sh := raw[unix.NETLINK_NETFILTER]
-		var buf []byte
-		var first, last uint32
-		lastOff := 0
-		for end = start; end < len(ops) && len(buf) < ipsetBatchBytes; end++ {
-			sh.Seq++
-			if end == start {
-				first = sh.Seq
-			}
-			last, lastOff = sh.Seq, len(buf)
-			buf = append(buf, ipsetOpMessage(ops[end], sh.Seq)...)
-		}
-		// Only the last message asks for an acknowledgement: its answer (after every
-		// earlier one, the kernel handles them in order) ends the chunk.
-		flags := buf[lastOff+6 : lastOff+8] // nlmsghdr: len u32, type u16, flags u16
-		nl.NativeEndian().PutUint16(flags, nl.NativeEndian().Uint16(flags)|unix.NLM_F_ACK)
-		if err := sendAll(sh.Socket.GetFd(), buf); err != nil {
-			return err
-		}
-		for {
-			msgs, _, err := sh.Socket.Receive()
-			if err != nil {
-				return err
-			}
-			for _, m := range msgs {
-				seq := m.Header.Seq
-				if m.Header.Type != unix.NLMSG_ERROR || seq < first || seq > last || len(m.Data) < 4 {
-					continue // not ours (a stale answer of an earlier request)
-				}
-				i := start + int(seq-first)
-				if code := -int32(nl.NativeEndian().Uint32(m.Data[0:4])); code != 0 {
-					errs[i] = opError(ops[i], syscall.Errno(code))
-				}
-				if seq == last {
-					return nil
-				}
-			}
-		}
-	})
-	return end, err
-}
-
-func sendAll(fd int, buf []byte) error {
-	for {
-		err := unix.Sendto(fd, buf, 0, &unix.SockaddrNetlink{Family: unix.AF_NETLINK})
-		if err != unix.EAGAIN && err != unix.EINTR {
-			return err
-		}
-	}
 }
 
 // ipsetOpMessage encodes one add or delete as IPSET_CMD_ADD/DEL, attributes as the
