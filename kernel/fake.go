@@ -421,6 +421,28 @@ func (f *Fake) DelEntry(name string, e SetEntry) error {
 	return nil
 }
 
+// WriteRealServers implements IPVS, one op at a time (counted as the single ops).
+func (f *Fake) WriteRealServers(ops []RealServerOp) []error {
+	errs := make([]error, len(ops))
+	for i, op := range ops {
+		switch op.Kind {
+		case AddRS:
+			err := f.AddRealServer(op.VS, op.RS)
+			if errors.Is(err, ErrExist) {
+				err = f.UpdateRealServer(op.VS, op.RS)
+			}
+			errs[i] = err
+		case UpdateRS:
+			errs[i] = f.UpdateRealServer(op.VS, op.RS)
+		case DeleteRS:
+			if err := f.DeleteRealServer(op.VS, op.RS); !errors.Is(err, ErrNotFound) || !f.hasVS(op.VS) {
+				errs[i] = err
+			}
+		}
+	}
+	return errs
+}
+
 // WriteEntries implements IPSets, one op at a time (counted as AddEntry and DelEntry).
 func (f *Fake) WriteEntries(ops []SetOp) []error {
 	errs := make([]error, len(ops))
@@ -538,4 +560,11 @@ func (f *Fake) Dump() string {
 		}
 	}
 	return b.String()
+}
+
+func (f *Fake) hasVS(key VSKey) bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	_, ok := f.vs[key]
+	return ok
 }

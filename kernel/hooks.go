@@ -73,6 +73,12 @@ func (x wrappedIPVS) ListStats() (map[VSKey]VSStats, error) {
 	return call1(x.w, "ListStats", x.w.inner.IPVS.ListStats)
 }
 
+// WriteRealServers passes each op through the hooks as the operation it stands for, as
+// WriteEntries does.
+func (x wrappedIPVS) WriteRealServers(ops []RealServerOp) []error {
+	return hookBatch(x.w, ops, RealServerOp.Name, x.w.inner.IPVS.WriteRealServers)
+}
+
 type wrappedAddrs struct{ w *wrapped }
 
 func (x wrappedAddrs) EnsureDummy(dev string) error {
@@ -107,26 +113,31 @@ func (x wrappedSets) DelEntry(set string, e SetEntry) error {
 }
 
 // WriteEntries passes each op through the hooks as the single-entry operation it
-// stands for, so fault injection and error counts see a batch as its ops; the ops
-// the Before hook lets through go to the inner kernel as one batch.
+// stands for, so fault injection and error counts see a batch as its ops.
 func (x wrappedSets) WriteEntries(ops []SetOp) []error {
+	return hookBatch(x.w, ops, SetOp.Name, x.w.inner.IPSets.WriteEntries)
+}
+
+// hookBatch runs each op's Before hook; the ops it lets through go to write as one
+// batch, and each op's outcome to the After hook.
+func hookBatch[T any](w *wrapped, ops []T, name func(T) string, write func([]T) []error) []error {
 	errs := make([]error, len(ops))
-	pass := make([]SetOp, 0, len(ops))
+	pass := make([]T, 0, len(ops))
 	idx := make([]int, 0, len(ops))
 	for i, op := range ops {
-		if x.w.h.Before != nil {
-			if err := x.w.h.Before(op.Name()); err != nil {
+		if w.h.Before != nil {
+			if err := w.h.Before(name(op)); err != nil {
 				errs[i] = err
 				continue
 			}
 		}
 		pass, idx = append(pass, op), append(idx, i)
 	}
-	inner := x.w.inner.IPSets.WriteEntries(pass)
+	inner := write(pass)
 	for j, i := range idx {
 		errs[i] = inner[j]
-		if x.w.h.After != nil {
-			x.w.h.After(ops[i].Name(), inner[j])
+		if w.h.After != nil {
+			w.h.After(name(ops[i]), inner[j])
 		}
 	}
 	return errs

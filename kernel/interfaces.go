@@ -28,6 +28,10 @@ type IPVS interface {
 	// UpdateRealServer changes the weight of an existing destination.
 	UpdateRealServer(key VSKey, rs RealServer) error
 	DeleteRealServer(key VSKey, rs RealServer) error
+	// WriteRealServers applies ops in order, batched into as few kernel round trips as
+	// the implementation can. Adding a present real server updates it; deleting an
+	// absent one succeeds. It returns one error (nil for success) per op.
+	WriteRealServers(ops []RealServerOp) []error
 	// ListStats dumps the traffic counters of every virtual server (one netlink dump).
 	ListStats() (map[VSKey]VSStats, error)
 }
@@ -58,6 +62,34 @@ type IPSets interface {
 	// implementation can. Adding a present member or deleting an absent one succeeds.
 	// It returns one error (nil for success) per op.
 	WriteEntries(ops []SetOp) []error
+}
+
+// RealServerOp is one real server added, re-weighted or deleted.
+type RealServerOp struct {
+	VS   VSKey
+	RS   RealServer
+	Kind RealServerOpKind
+}
+
+// RealServerOpKind says what a RealServerOp does.
+type RealServerOpKind uint8
+
+// The kinds of RealServerOp.
+const (
+	AddRS RealServerOpKind = iota
+	UpdateRS
+	DeleteRS
+)
+
+// Name is the single operation it stands for, as hooks and operation counts see it.
+func (o RealServerOp) Name() string {
+	switch o.Kind {
+	case UpdateRS:
+		return "UpdateRealServer"
+	case DeleteRS:
+		return "DeleteRealServer"
+	}
+	return "AddRealServer"
 }
 
 // SetOp is one member added to or deleted from a set.

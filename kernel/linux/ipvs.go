@@ -25,6 +25,7 @@ type IPVS struct {
 	mu      sync.Mutex
 	h       *ipvs.Handle
 	timeout time.Duration
+	batch   *batchConn
 }
 
 // NewIPVS opens a handle in the current network namespace.
@@ -43,6 +44,10 @@ func (x *IPVS) Close() {
 	if x.h != nil {
 		x.h.Close()
 		x.h = nil
+	}
+	if x.batch != nil {
+		x.batch.sh.Socket.Close()
+		x.batch = nil
 	}
 }
 
