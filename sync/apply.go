@@ -18,6 +18,7 @@ func (s *Syncer) apply(delta *proxier.Delta) error {
 	for key := range delta.VirtualServers {
 		s.applyVirtualServer(key, &errs)
 	}
+	s.flushRealServers(&errs)
 	for a := range delta.Addresses {
 		s.applyAddress(a, &errs)
 	}
@@ -114,7 +115,6 @@ func (s *Syncer) syncVirtualServer(key kernel.VSKey) error {
 
 // syncRealServers adds, re-weights and removes the real servers of one virtual server.
 func (s *Syncer) syncRealServers(key kernel.VSKey, have *programmedVS, want []kernel.RealServer) error {
-	var errs []error
 	wanted := make(map[netip.AddrPort]struct{}, len(want))
 	for _, rs := range want {
 		ap := rs.AddrPort()
@@ -122,21 +122,11 @@ func (s *Syncer) syncRealServers(key kernel.VSKey, have *programmedVS, want []ke
 		cur, ok := have.rss.get(ap)
 		switch {
 		case !ok:
-			err := s.k.IPVS.AddRealServer(key, rs)
-			if errors.Is(err, kernel.ErrExist) {
-				err = s.k.IPVS.UpdateRealServer(key, rs)
-			}
-			if err != nil {
-				errs = append(errs, err)
-				continue
-			}
+			s.queueRS(kernel.RealServerOp{VS: key, RS: rs}, nil) // an existing one is updated
 		case cur.Weight != rs.Weight:
 			// A draining server that is wanted again is restored in place, keeping its
 			// connections (kube-proxy deletes and re-adds it, ipvs-pitfalls §6 #15).
-			if err := s.k.IPVS.UpdateRealServer(key, rs); err != nil {
-				errs = append(errs, err)
-				continue
-			}
+			s.queueRS(kernel.RealServerOp{VS: key, RS: rs, Kind: kernel.UpdateRS}, nil)
 		default:
 			continue
 		}
@@ -150,27 +140,63 @@ func (s *Syncer) syncRealServers(key kernel.VSKey, have *programmedVS, want []ke
 		}
 	}
 	if len(gone) > 0 {
-		errs = append(errs, s.removeRealServers(key, have, gone))
+		return s.removeRealServers(key, have, gone)
 	}
-	return errors.Join(errs...)
+	return nil
+}
+
+// queueRS adds a real-server write to the batch flushRealServers sends; done, if not
+// nil, runs once it succeeded. The cache is updated by the caller as if it will: a
+// failure makes the flush forget the whole virtual server, whose retry re-reads it.
+func (s *Syncer) queueRS(op kernel.RealServerOp, done func()) {
+	s.rsQueue = append(s.rsQueue, queuedRS{op, done})
+}
+
+type queuedRS struct {
+	op   kernel.RealServerOp
+	done func()
+}
+
+// flushRealServers sends the queued real-server writes as one batch, in queue order
+// (so a virtual server's new real servers land before its old ones leave). Each failure
+// is added to errs, and its virtual server is forgotten and queued for retry.
+func (s *Syncer) flushRealServers(errs *[]error) {
+	if len(s.rsQueue) == 0 {
+		return
+	}
+	ops := make([]kernel.RealServerOp, len(s.rsQueue))
+	for i, q := range s.rsQueue {
+		ops[i] = q.op
+	}
+	for i, err := range s.k.IPVS.WriteRealServers(ops) {
+		switch {
+		case err != nil:
+			*errs = append(*errs, err)
+			s.retry.VirtualServers[ops[i].VS] = struct{}{}
+			if _, _, wanted := s.desired.VirtualServer(ops[i].VS); wanted {
+				delete(s.vs, ops[i].VS)
+			}
+		case s.rsQueue[i].done != nil:
+			s.rsQueue[i].done()
+		}
+	}
+	clear(s.rsQueue)
+	s.rsQueue = s.rsQueue[:0]
 }
 
 // removeRealServers takes real servers out of service. UDP ones go at once, with their
 // conntrack flows (kubernetes#71514); TCP and SCTP ones with live connections drop to
-// weight 0 and drain, bounded by GracefulTimeout (kubernetes#57841).
+// weight 0 and drain, bounded by GracefulTimeout (kubernetes#57841). The writes are
+// queued behind the virtual server's additions.
 func (s *Syncer) removeRealServers(key kernel.VSKey, have *programmedVS, gone []kernel.RealServer) error {
-	var errs []error
 	vip := netip.AddrPortFrom(key.Address, key.Port)
 	if key.Protocol == kernel.UDP {
 		for _, rs := range gone {
-			if err := ignore(s.k.IPVS.DeleteRealServer(key, rs), kernel.ErrNotFound); err != nil {
-				errs = append(errs, err)
-				continue
-			}
-			have.rss.del(rs.AddrPort())
-			s.clearUDP(vip, rs.AddrPort())
+			ap := rs.AddrPort()
+			s.queueRS(kernel.RealServerOp{VS: key, RS: rs, Kind: kernel.DeleteRS}, func() { s.clearUDP(vip, ap) })
+			have.rss.del(ap)
 		}
-		return errors.Join(errs...)
+		return nil
 	}
 	var fresh []kernel.RealServer
 	for _, rs := range gone {
@@ -189,22 +215,16 @@ func (s *Syncer) removeRealServers(key kernel.VSKey, have *programmedVS, gone []
 	for _, rs := range fresh {
 		ap := rs.AddrPort()
 		if conns[ap] == 0 {
-			if err := ignore(s.k.IPVS.DeleteRealServer(key, rs), kernel.ErrNotFound); err != nil {
-				errs = append(errs, err)
-				continue
-			}
+			s.queueRS(kernel.RealServerOp{VS: key, RS: rs, Kind: kernel.DeleteRS}, nil)
 			have.rss.del(ap)
 			continue
 		}
 		rs.Weight = 0
-		if err := s.k.IPVS.UpdateRealServer(key, rs); err != nil {
-			errs = append(errs, err)
-			continue
-		}
+		s.queueRS(kernel.RealServerOp{VS: key, RS: rs, Kind: kernel.UpdateRS}, nil)
 		have.rss.put(rs)
 		s.drain[drainKey{key, ap}] = now.Add(s.opts.GracefulTimeout)
 	}
-	return errors.Join(errs...)
+	return nil
 }
 
 // connections lists the connection counts of a virtual server's real servers.

@@ -127,6 +127,7 @@ func (s *Syncer) syncFull(keys map[proxier.ServiceKey]struct{}) error {
 			s.applyVirtualServer(key, &errs)
 		}
 	}
+	s.flushRealServers(&errs)
 	for _, a := range addrs {
 		s.applyAddress(a, &errs)
 	}

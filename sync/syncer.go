@@ -88,6 +88,8 @@ type Syncer struct {
 	built bool
 	// retry holds the objects whose last write failed; the next sync redoes them.
 	retry *proxier.Delta
+	// rsQueue holds the real-server writes of the current apply, sent as one batch.
+	rsQueue []queuedRS
 	// pendingSets are sets whose creation or listing failed; the next sync lists them.
 	pendingSets map[string]struct{}
 	status      Status
