@@ -24,7 +24,15 @@ func answersFrom(t *testing.T, nd *harness.Node, ns, proto, target string, n int
 	for range n {
 		a, err := nd.Ask(ns, proto, target)
 		if err != nil {
-			t.Fatalf("%s %s from %s on %s: %v", proto, target, ns, nd.Name, err)
+			// Once, the first ask of both two-node tests timed out in a CI run and never
+			// again in reruns. Say what the link between the VMs and the node's IPVS
+			// looked like, and ask once more.
+			diag := linkDiagnostics(nd, target)
+			t.Logf("%s %s from %s on %s failed: %v; retrying once in 2 s\n%s", proto, target, ns, nd.Name, err, diag)
+			time.Sleep(2 * time.Second)
+			if a, err = nd.Ask(ns, proto, target); err != nil {
+				t.Fatalf("%s %s from %s on %s: %v (again)\n%s", proto, target, ns, nd.Name, err, linkDiagnostics(nd, target))
+			}
 		}
 		f := strings.Fields(a)
 		seenPods[f[0]] = true
@@ -41,6 +49,17 @@ func answersFrom(t *testing.T, nd *harness.Node, ns, proto, target string, n int
 	sort.Strings(pods)
 	sort.Strings(clients)
 	return pods, clients
+}
+
+// linkDiagnostics pings the other node over the VM link and shows nd's virtual server
+// for target and its conntrack count.
+func linkDiagnostics(nd *harness.Node, target string) string {
+	peer := node2.IP
+	if nd == node2 {
+		peer = node.IP
+	}
+	out, _ := nd.MustExec("ping -c 2 -W 1 " + peer + " 2>&1 | tail -2; ipvsadm -Ln -t " + target + " 2>&1; cat /proc/sys/net/netfilter/nf_conntrack_count")
+	return out
 }
 
 func waitIPVSOn(t *testing.T, nd *harness.Node, what string, ok func(string) bool) {
