@@ -421,6 +421,21 @@ func (f *Fake) DelEntry(name string, e SetEntry) error {
 	return nil
 }
 
+// WriteAddresses implements Addresses, one op at a time (counted as the single ops).
+func (f *Fake) WriteAddresses(dev string, ops []AddressOp) []error {
+	errs := make([]error, len(ops))
+	for i, op := range ops {
+		if op.Unbind {
+			if err := f.UnbindAddress(dev, op.Addr); !errors.Is(err, ErrNotFound) || !f.hasDevice(dev) {
+				errs[i] = err
+			}
+		} else if err := f.BindAddress(dev, op.Addr); !errors.Is(err, ErrExist) {
+			errs[i] = err
+		}
+	}
+	return errs
+}
+
 // WriteRealServers implements IPVS, one op at a time (counted as the single ops).
 func (f *Fake) WriteRealServers(ops []RealServerOp) []error {
 	errs := make([]error, len(ops))
@@ -566,5 +581,12 @@ func (f *Fake) hasVS(key VSKey) bool {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	_, ok := f.vs[key]
+	return ok
+}
+
+func (f *Fake) hasDevice(dev string) bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	_, ok := f.links[dev]
 	return ok
 }

@@ -94,6 +94,11 @@ func (x wrappedAddrs) UnbindAddress(dev string, a netip.Addr) error {
 	return x.w.call("UnbindAddress", func() error { return x.w.inner.Addresses.UnbindAddress(dev, a) })
 }
 
+// WriteAddresses passes each op through the hooks as the operation it stands for.
+func (x wrappedAddrs) WriteAddresses(dev string, ops []AddressOp) []error {
+	return hookBatch(x.w, ops, AddressOp.Name, func(ops []AddressOp) []error { return x.w.inner.Addresses.WriteAddresses(dev, ops) })
+}
+
 type wrappedSets struct{ w *wrapped }
 
 func (x wrappedSets) EnsureSet(s Set) error {

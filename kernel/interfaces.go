@@ -46,6 +46,24 @@ type Addresses interface {
 	// BindAddress adds addr as /32 or /128 to dev.
 	BindAddress(dev string, addr netip.Addr) error
 	UnbindAddress(dev string, addr netip.Addr) error
+	// WriteAddresses applies ops to dev in order, batched into as few kernel round
+	// trips as the implementation can. Binding a bound address or unbinding an absent
+	// one succeeds. It returns one error (nil for success) per op.
+	WriteAddresses(dev string, ops []AddressOp) []error
+}
+
+// AddressOp is one address bound to or unbound from the dummy interface.
+type AddressOp struct {
+	Addr   netip.Addr
+	Unbind bool
+}
+
+// Name is the single operation it stands for, as hooks and operation counts see it.
+func (o AddressOp) Name() string {
+	if o.Unbind {
+		return "UnbindAddress"
+	}
+	return "BindAddress"
 }
 
 // IPSets manages ipsets and their members. Implementations are safe for concurrent use.

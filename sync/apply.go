@@ -20,8 +20,9 @@ func (s *Syncer) apply(delta *proxier.Delta) error {
 	}
 	s.flushRealServers(&errs)
 	for a := range delta.Addresses {
-		s.applyAddress(a, &errs)
+		s.applyAddress(a)
 	}
+	s.flushAddresses(&errs)
 	var ops []kernel.SetOp
 	for m := range delta.Members {
 		if _, pending := s.pendingSets[m.Set]; pending {
@@ -50,12 +51,41 @@ func (s *Syncer) applyVirtualServer(key kernel.VSKey, errs *[]error) {
 	}
 }
 
-// applyAddress syncs one address; a failure is added to errs and queued for retry.
-func (s *Syncer) applyAddress(a netip.Addr, errs *[]error) {
-	if err := s.syncAddress(a); err != nil {
-		*errs = append(*errs, err)
-		s.retry.Addresses[a] = struct{}{}
+// applyAddress queues the bind or unbind that makes address a as desired, if any; the
+// cache is updated as if it will succeed (flushAddresses undoes it on failure).
+func (s *Syncer) applyAddress(a netip.Addr) {
+	want := s.desired.HasAddress(a)
+	_, have := s.addrs[a]
+	switch {
+	case want && !have:
+		s.addrQueue = append(s.addrQueue, kernel.AddressOp{Addr: a})
+		s.addrs[a] = struct{}{}
+	case !want && have:
+		s.addrQueue = append(s.addrQueue, kernel.AddressOp{Addr: a, Unbind: true})
+		delete(s.addrs, a)
 	}
+}
+
+// flushAddresses sends the queued address writes as one batch. A failure is added to
+// errs, its cache entry restored, and the address queued for retry.
+func (s *Syncer) flushAddresses(errs *[]error) {
+	if len(s.addrQueue) == 0 {
+		return
+	}
+	for i, err := range s.k.Addresses.WriteAddresses(s.cfg.DummyDevice, s.addrQueue) {
+		if err == nil {
+			continue
+		}
+		*errs = append(*errs, err)
+		op := s.addrQueue[i]
+		s.retry.Addresses[op.Addr] = struct{}{}
+		if op.Unbind {
+			s.addrs[op.Addr] = struct{}{}
+		} else {
+			delete(s.addrs, op.Addr)
+		}
+	}
+	s.addrQueue = nil
 }
 
 func ignore(err, sentinel error) error {
@@ -295,25 +325,6 @@ func (s *Syncer) clearUDP(vip, endpoint netip.AddrPort) {
 	if err := s.k.Conntrack.ClearUDP(vip, endpoint); err != nil {
 		s.log.Warn("Cannot clear stale UDP conntrack flows", zap.Stringer("vip", vip), zap.Stringer("endpoint", endpoint), zap.Error(err))
 	}
-}
-
-// syncAddress binds or unbinds one address on the dummy interface.
-func (s *Syncer) syncAddress(a netip.Addr) error {
-	want := s.desired.HasAddress(a)
-	_, have := s.addrs[a]
-	switch {
-	case want && !have:
-		if err := ignore(s.k.Addresses.BindAddress(s.cfg.DummyDevice, a), kernel.ErrExist); err != nil {
-			return err
-		}
-		s.addrs[a] = struct{}{}
-	case !want && have:
-		if err := ignore(s.k.Addresses.UnbindAddress(s.cfg.DummyDevice, a), kernel.ErrNotFound); err != nil {
-			return err
-		}
-		delete(s.addrs, a)
-	}
-	return nil
 }
 
 // memberOp is the write that makes the kernel agree with the desire for m. There is no

@@ -129,13 +129,14 @@ func (s *Syncer) syncFull(keys map[proxier.ServiceKey]struct{}) error {
 	}
 	s.flushRealServers(&errs)
 	for _, a := range addrs {
-		s.applyAddress(a, &errs)
+		s.applyAddress(a)
 	}
 	for a := range s.desired.AddressSeq() {
 		if _, bound := s.addrs[a]; !bound {
-			s.applyAddress(a, &errs)
+			s.applyAddress(a)
 		}
 	}
+	s.flushAddresses(&errs)
 	errs = append(errs, s.syncRules(true))
 	return errors.Join(errs...)
 }

@@ -90,6 +90,8 @@ type Syncer struct {
 	retry *proxier.Delta
 	// rsQueue holds the real-server writes of the current apply, sent as one batch.
 	rsQueue []queuedRS
+	// addrQueue holds the address writes of the current apply, sent as one batch.
+	addrQueue []kernel.AddressOp
 	// pendingSets are sets whose creation or listing failed; the next sync lists them.
 	pendingSets map[string]struct{}
 	status      Status

@@ -1,0 +1,102 @@
+package linux
+
+import (
+	"errors"
+	gosync "sync"
+	"syscall"
+
+	"github.com/vishvananda/netlink/nl"
+	"github.com/vishvananda/netns"
+	"golang.org/x/sys/unix"
+
+	"github.com/ipvs-proxier/ipvs-proxier/kernel"
+)
+
+// routeConn is the rtnetlink socket for batched address writes, opened on first use and
+// dropped on a socket failure.
+var routeConn struct {
+	gosync.Mutex
+	sh *nl.SocketHandle
+}
+
+// WriteAddresses implements kernel.Addresses with netlink batches (sendBatch). Each
+// address used to cost a link lookup and an RTM_NEWADDR, each on a fresh socket; a cold
+// start binds one address per Service IP. (The kernel still walks the interface's
+// address list on every insert, so binding stays quadratic in the address count; both
+// proxies pay that.)
+func (Addresses) WriteAddresses(dev string, ops []kernel.AddressOp) []error {
+	errs := make([]error, len(ops))
+	fail := func(err error) []error {
+		for i := range errs {
+			if errs[i] == nil {
+				errs[i] = wrapErr(addrOpString(dev, ops[i]), err)
+			}
+		}
+		return errs
+	}
+	if len(ops) == 0 {
+		return errs
+	}
+	l, err := link(dev)
+	if err != nil {
+		return fail(err)
+	}
+	index := uint32(l.Attrs().Index)
+	routeConn.Lock()
+	defer routeConn.Unlock()
+	if routeConn.sh == nil {
+		sock, err := nl.GetNetlinkSocketAt(netns.None(), netns.None(), unix.NETLINK_ROUTE)
+		if err != nil {
+			return fail(err)
+		}
+		tv := unix.NsecToTimeval(int64(ipsetTimeout))
+		if err := errors.Join(sock.SetReceiveTimeout(&tv), sock.SetSendTimeout(&tv)); err != nil {
+			sock.Close()
+			return fail(err)
+		}
+		routeConn.sh = &nl.SocketHandle{Socket: sock}
+	}
+	out, sockErr := sendBatch(routeConn.sh, len(ops), func(i int, seq uint32) []byte { return addrMessage(index, ops[i], seq) },
+		func(i int, en syscall.Errno) error {
+			switch {
+			case en == syscall.EEXIST && !ops[i].Unbind, en == syscall.EADDRNOTAVAIL && ops[i].Unbind:
+				return nil // already as wanted
+			}
+			return wrapErr(addrOpString(dev, ops[i]), en)
+		})
+	if sockErr != nil {
+		routeConn.sh.Socket.Close()
+		routeConn.sh = nil
+	}
+	return out
+}
+
+func addrOpString(dev string, op kernel.AddressOp) string {
+	if op.Unbind {
+		return "unbind " + op.Addr.String() + " from " + dev
+	}
+	return "bind " + op.Addr.String() + " to " + dev
+}
+
+// addrMessage encodes RTM_NEWADDR (exclusive create) or RTM_DELADDR of a host address
+// (/32 or /128), local and peer address equal, as `ip addr add` and the netlink library
+// send it for such an address.
+func addrMessage(index uint32, op kernel.AddressOp, seq uint32) []byte {
+	typ, flags := uint16(unix.RTM_NEWADDR), uint16(unix.NLM_F_REQUEST|unix.NLM_F_CREATE|unix.NLM_F_EXCL)
+	if op.Unbind {
+		typ, flags = unix.RTM_DELADDR, unix.NLM_F_REQUEST
+	}
+	a := op.Addr.Unmap()
+	family := nl.FAMILY_V4
+	if a.Is6() {
+		family = nl.FAMILY_V6
+	}
+	req := &nl.NetlinkRequest{NlMsghdr: unix.NlMsghdr{Len: unix.SizeofNlMsghdr, Type: typ, Flags: flags, Seq: seq}}
+	msg := nl.NewIfAddrmsg(family)
+	msg.Prefixlen = uint8(a.BitLen())
+	msg.Index = index
+	req.AddData(msg)
+	req.AddData(nl.NewRtAttr(unix.IFA_LOCAL, a.AsSlice()))
+	req.AddData(nl.NewRtAttr(unix.IFA_ADDRESS, a.AsSlice()))
+	return req.Serialize()
+}
