@@ -65,7 +65,13 @@ func run(m *testing.M) int {
 			MAC: "52:54:00:00:01:01", Routes: map[string]string{"10.244.1.0/24": "192.168.100.2"}})
 		started <- err
 	}()
-	time.Sleep(3 * time.Second)
+	// node-2's qemu must not connect before node-1's listens: its connect would fail or
+	// hang with a dead link (seen twice when node-1's boot was slow under CI load; the
+	// two-node tests then timed out). Wait for the listening socket itself.
+	if err := harness.WaitListening(linkPort, 5*time.Minute); err != nil {
+		fmt.Println("node-1 link:", err)
+		return 1
+	}
 	node2, err = cp.StartNode(ctx, "node-2", dep, &harness.Link{Port: linkPort, IP: "192.168.100.2",
 		MAC: "52:54:00:00:01:02", Routes: map[string]string{"10.244.0.0/24": "192.168.100.1"}})
 	if err1 := <-started; err1 != nil || err != nil {

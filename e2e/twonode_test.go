@@ -59,6 +59,13 @@ func linkDiagnostics(nd *harness.Node, target string) string {
 		peer = node.IP
 	}
 	out, _ := nd.MustExec("ping -c 2 -W 1 " + peer + " 2>&1 | tail -2; ipvsadm -Ln -t " + target + " 2>&1; cat /proc/sys/net/netfilter/nf_conntrack_count")
+	if strings.Contains(out, " 0 packets received") {
+		// The link itself is down: show both ends.
+		for _, n := range []*harness.Node{node, node2} {
+			o, _ := n.MustExec("ip -s link show eth1; ip addr show eth1; ip neigh show dev eth1; ip route | grep eth1; iptables-save -c | grep -E 'DROP|REJECT' | grep -v '^\\[0:0\\]'; ip addr show kube-ipvs0 | grep -c inet")
+			out += "\n--- " + n.Name + ":\n" + o
+		}
+	}
 	return out
 }
 

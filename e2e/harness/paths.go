@@ -10,6 +10,8 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"strings"
+	"time"
 )
 
 // KubeVersion is the Kubernetes release the harness builds.
@@ -48,4 +50,28 @@ func FreePort() (int, error) {
 // Logf prints a progress line; the first runs are slow and should say why.
 func Logf(format string, args ...any) {
 	fmt.Fprintf(os.Stderr, "e2e: "+format+"\n", args...)
+}
+
+// WaitListening waits until a socket listens on 127.0.0.1:port, reading /proc/net/tcp
+// rather than connecting: qemu's socket network accepts exactly one connection, and a
+// probe would take the place of the peer VM.
+func WaitListening(port int, timeout time.Duration) error {
+	want := fmt.Sprintf("0100007F:%04X", port)
+	deadline := time.Now().Add(timeout)
+	for {
+		b, err := os.ReadFile("/proc/net/tcp")
+		if err != nil {
+			return err
+		}
+		for _, line := range strings.Split(string(b), "\n") {
+			f := strings.Fields(line)
+			if len(f) > 3 && f[1] == want && f[3] == "0A" { // TCP_LISTEN
+				return nil
+			}
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("nothing listens on 127.0.0.1:%d after %v", port, timeout)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
 }
