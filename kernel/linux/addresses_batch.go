@@ -1,12 +1,10 @@
 package linux
 
 import (
-	"errors"
 	gosync "sync"
 	"syscall"
 
 	"github.com/vishvananda/netlink/nl"
-	"github.com/vishvananda/netns"
 	"golang.org/x/sys/unix"
 
 	"github.com/ipvs-proxier/ipvs-proxier/kernel"
@@ -45,13 +43,8 @@ func (Addresses) WriteAddresses(dev string, ops []kernel.AddressOp) []error {
 	routeConn.Lock()
 	defer routeConn.Unlock()
 	if routeConn.sh == nil {
-		sock, err := nl.GetNetlinkSocketAt(netns.None(), netns.None(), unix.NETLINK_ROUTE)
+		sock, err := openSocket(unix.NETLINK_ROUTE, ipsetTimeout)
 		if err != nil {
-			return fail(err)
-		}
-		tv := unix.NsecToTimeval(int64(ipsetTimeout))
-		if err := errors.Join(sock.SetReceiveTimeout(&tv), sock.SetSendTimeout(&tv)); err != nil {
-			sock.Close()
 			return fail(err)
 		}
 		routeConn.sh = &nl.SocketHandle{Socket: sock}

@@ -1,10 +1,13 @@
 package linux
 
 import (
+	"errors"
 	"fmt"
 	"syscall"
+	"time"
 
 	"github.com/vishvananda/netlink/nl"
+	"github.com/vishvananda/netns"
 	"golang.org/x/sys/unix"
 )
 
@@ -13,6 +16,21 @@ import (
 // and the last message; a failure echoes its request (~1 KiB of receive buffer each),
 // so a chunk stays far below the 208 KiB default receive buffer even if all of it fails.
 const batchBytes = 8 << 10
+
+// openSocket opens a netlink socket of protocol in the current namespace whose sends
+// and receives give up after timeout, so a lost answer never stalls the sync loop.
+func openSocket(protocol int, timeout time.Duration) (*nl.NetlinkSocket, error) {
+	sock, err := nl.GetNetlinkSocketAt(netns.None(), netns.None(), protocol)
+	if err != nil {
+		return nil, err
+	}
+	tv := unix.NsecToTimeval(int64(timeout))
+	if err := errors.Join(sock.SetReceiveTimeout(&tv), sock.SetSendTimeout(&tv)); err != nil {
+		sock.Close()
+		return nil, err
+	}
+	return sock, nil
+}
 
 // sendBatch sends n requests over sh as streams of netlink messages, batchBytes per
 // sendmsg, where one call per request costs a send and a receive each. msg builds

@@ -7,7 +7,6 @@ import (
 
 	"github.com/vishvananda/netlink"
 	"github.com/vishvananda/netlink/nl"
-	"github.com/vishvananda/netns"
 	"golang.org/x/sys/unix"
 )
 
@@ -36,14 +35,12 @@ func withIpset(fn func(h *netlink.Handle, raw map[int]*nl.SocketHandle) error) e
 		if err != nil {
 			return err
 		}
-		sock, err := nl.GetNetlinkSocketAt(netns.None(), netns.None(), unix.NETLINK_NETFILTER)
+		sock, err := openSocket(unix.NETLINK_NETFILTER, ipsetTimeout)
 		if err != nil {
 			h.Close()
 			return err
 		}
-		// A lost answer must not stall the sync loop forever.
-		tv := unix.NsecToTimeval(int64(ipsetTimeout))
-		if err := errors.Join(h.SetSocketTimeout(ipsetTimeout), sock.SetReceiveTimeout(&tv), sock.SetSendTimeout(&tv)); err != nil {
+		if err := h.SetSocketTimeout(ipsetTimeout); err != nil { // a lost answer must not stall the sync loop
 			h.Close()
 			sock.Close()
 			return err

@@ -2,13 +2,11 @@ package linux
 
 import (
 	"encoding/binary"
-	"errors"
 	"fmt"
 	"syscall"
 
 	"github.com/vishvananda/netlink"
 	"github.com/vishvananda/netlink/nl"
-	"github.com/vishvananda/netns"
 	"golang.org/x/sys/unix"
 
 	"github.com/ipvs-proxier/ipvs-proxier/kernel"
@@ -55,13 +53,8 @@ func (x *IPVS) batchSocket() (*batchConn, error) {
 	if err != nil {
 		return nil, fmt.Errorf("ipvs generic netlink family: %w", err)
 	}
-	sock, err := nl.GetNetlinkSocketAt(netns.None(), netns.None(), unix.NETLINK_GENERIC)
+	sock, err := openSocket(unix.NETLINK_GENERIC, x.timeout)
 	if err != nil {
-		return nil, err
-	}
-	tv := unix.NsecToTimeval(int64(x.timeout))
-	if err := errors.Join(sock.SetReceiveTimeout(&tv), sock.SetSendTimeout(&tv)); err != nil {
-		sock.Close()
 		return nil, err
 	}
 	x.batch = &batchConn{sh: &nl.SocketHandle{Socket: sock}, family: fam.ID}
