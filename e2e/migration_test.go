@@ -8,6 +8,8 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/ipvs-proxier/ipvs-proxier/e2e/harness"
 )
 
 // The node's proxy switches, as docs/migration.md does them (the pods' delete and
@@ -28,7 +30,7 @@ func startKubeProxy(t *testing.T, mode string) {
 	if _, err := node.MustExec("test -x /usr/local/bin/kube-proxy"); err != nil {
 		t.Skipf("no kube-proxy binary in the node: %v", err)
 	}
-	cmd := "sed 's/^mode: .*/mode: " + mode + "/' /var/lib/kube-proxy/config.conf > /tmp/kp.conf && " +
+	cmd := "sed 's/^mode: .*/mode: " + mode + "/' /" + harness.StockKubeProxyDir + "/config.conf > /tmp/kp.conf && " +
 		"/usr/local/bin/kube-proxy --config=/tmp/kp.conf >> /tmp/kube-proxy.log 2>&1 & echo $! > /tmp/kube-proxy.pid"
 	if _, err := node.MustExec(cmd); err != nil {
 		t.Fatal(err)

@@ -7,6 +7,8 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/ipvs-proxier/ipvs-proxier/e2e/harness"
 )
 
 // TestAPIServerOutage: while the apiserver is down the programmed state stays and keeps
@@ -23,11 +25,27 @@ func TestAPIServerOutage(t *testing.T) {
 			_ = cp.StartAPIServer()
 		}
 	}()
-	for range 10 { // ~10 s of outage, longer than minSyncPeriod and the informers' first retries
+	// ~25 s of outage: longer than minSyncPeriod, the informers' first retries and two
+	// probe intervals. Traffic flows throughout, the pod says it is not ready and why,
+	// and /livez stays 200 (no restart loop).
+	var ready harness.HTTPResult
+	for i := range 25 {
 		if a, err := node.Ask("client", "tcp", vip); err != nil || !strings.HasPrefix(a, "pod1") {
 			t.Fatalf("during the outage: %q %v", a, err)
 		}
+		if i > 20 {
+			ready, _ = node.Get("", "http://127.0.0.1:10256/readyz")
+			if r, err := node.Get("", "http://127.0.0.1:10256/livez"); err != nil || r.Code != 200 {
+				t.Errorf("/livez during the outage: %+v %v", r, err)
+			}
+		}
 		time.Sleep(time.Second)
+	}
+	if ready.Code != 503 || !strings.Contains(ready.Body, "cannot reach the API server at "+harness.ControlPlaneEndpoint) {
+		t.Errorf("/readyz during the outage: %+v", ready)
+	}
+	if log, _ := node.MustExec("grep -c 'the programmed state is kept' /tmp/daemon.log"); strings.TrimSpace(log) == "0" {
+		t.Errorf("no log line about the unreachable API server")
 	}
 	if out := ipvsadm(t); !strings.Contains(vsBlock(out, vip), "10.244.0.11") {
 		t.Fatalf("state lost during the outage:\n%s", out)
@@ -44,5 +62,11 @@ func TestAPIServerOutage(t *testing.T) {
 		return strings.Contains(b, "10.244.0.12:80               Masq    1") && !strings.Contains(b, "10.244.0.11:80               Masq    1")
 	}); err != nil {
 		t.Fatalf("daemon did not catch up after the outage:\n%s", last)
+	}
+	if err := waitFor(30*time.Second, func() bool {
+		r, err := node.Get("", "http://127.0.0.1:10256/readyz")
+		return err == nil && r.Code == 200
+	}); err != nil {
+		t.Errorf("not ready again 30 s after the apiserver came back")
 	}
 }

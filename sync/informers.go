@@ -1,11 +1,14 @@
 package sync
 
 import (
+	"context"
+	"io"
 	"slices"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
 	discovery "k8s.io/api/discovery/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
@@ -184,4 +187,21 @@ func (s *InformerSource) Node() *v1.Node {
 		return nil
 	}
 	return obj.(*v1.Node)
+}
+
+// OnWatchError calls fn when a list or watch of any informer fails for a reason other
+// than the routine ones (a watch closed by the server, an expired resource version,
+// which client-go's default handler also treats as normal). Call it before Start. The
+// informers keep retrying with client-go's backoff whatever fn does.
+func (s *InformerSource) OnWatchError(fn func(error)) {
+	for _, inf := range []cache.SharedIndexInformer{s.services, s.slices, s.nodes} {
+		_ = inf.SetWatchErrorHandlerWithContext(func(ctx context.Context, r *cache.Reflector, err error) {
+			cache.DefaultWatchErrorHandler(ctx, r, err)
+			// Exact comparisons, as client-go's DefaultWatchErrorHandler: a failed list wraps io.EOF too.
+			if err == io.EOF || err == io.ErrUnexpectedEOF || apierrors.IsResourceExpired(err) || apierrors.IsGone(err) {
+				return
+			}
+			fn(err)
+		})
+	}
 }

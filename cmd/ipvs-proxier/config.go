@@ -66,6 +66,9 @@ func (o *options) applyConfig(data []byte) ([]string, error) {
 		warnings = append(warnings, "config fields not supported, ignored: "+strings.Join(unsupported, ", "))
 	}
 
+	if o.fromFile == nil {
+		o.fromFile = map[string]string{}
+	}
 	set := func(flag string, apply func()) {
 		for _, f := range append([]string{flag}, aliases[flag]...) {
 			if o.fs.Changed(f) {
@@ -73,6 +76,9 @@ func (o *options) applyConfig(data []byte) ([]string, error) {
 			}
 		}
 		apply()
+		if field, ok := flagFields[flag]; ok {
+			o.fromFile[flag] = field
+		}
 	}
 	str := func(flag, v string, dst *string) {
 		if v != "" {
@@ -135,6 +141,15 @@ func (o *options) applyConfig(data []byte) ([]string, error) {
 		set("kube-api-burst", func() { o.apiBurst = int(c.ClientConnection.Burst) })
 	}
 	return warnings, nil
+}
+
+// flagFields names the config field behind a flag, for messages about a value that came
+// from the file.
+var flagFields = map[string]string{
+	"kubeconfig": "clientConnection.kubeconfig", "cluster-cidr": "clusterCIDR", "nodeport-addresses": "nodePortAddresses",
+	"ipvs-exclude-cidrs": "ipvs.excludeCIDRs", "scheduler": "ipvs.scheduler", "hostname-override": "hostnameOverride",
+	"metrics-bind-address": "metricsBindAddress", "healthz-bind-address": "healthzBindAddress",
+	"iptables-masquerade-bit": "iptables.masqueradeBit",
 }
 
 // aliases lists the other spellings of a flag.

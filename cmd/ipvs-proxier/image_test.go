@@ -54,8 +54,9 @@ func TestImageHasEveryTool(t *testing.T) {
 			Template struct {
 				Spec struct {
 					Containers []struct {
-						Image   string
-						Command []string
+						Image           string
+						ImagePullPolicy string `json:"imagePullPolicy"`
+						Command         []string
 					}
 				}
 			}
@@ -71,6 +72,12 @@ func TestImageHasEveryTool(t *testing.T) {
 	c := ds.Spec.Template.Spec.Containers[0]
 	if !strings.Contains(final, "COPY --from=build /out/ipvs-proxier "+c.Command[0]) {
 		t.Errorf("the DaemonSet runs %s, which the image does not put there", c.Command[0])
+	}
+	// The pinned tag is the one `make image` builds; IfNotPresent so that a restart or a
+	// reboot does not need the registry (a `:latest` tag would mean Always).
+	release := regexp.MustCompile(`(?m)^RELEASE := (\S+)$`).FindSubmatch(mustRead(t, "../../Makefile"))
+	if release == nil || !strings.HasSuffix(c.Image, ":"+string(release[1])) || c.ImagePullPolicy != "IfNotPresent" {
+		t.Errorf("DaemonSet image %s (pull policy %q), Makefile RELEASE %q: want the release tag and IfNotPresent", c.Image, c.ImagePullPolicy, release)
 	}
 	if !strings.Contains(string(mustRead(t, "../../Dockerfile")), "CGO_ENABLED=0") {
 		t.Error("the binary is not built static")

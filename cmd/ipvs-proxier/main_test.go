@@ -120,3 +120,28 @@ func TestResolveValidates(t *testing.T) {
 		t.Errorf("default resolve: %v %+v", err, r)
 	}
 }
+
+// TestMissingKubeconfigNamesTheField: kubeadm's config.conf pasted without its
+// kubeconfig.conf fails with the field and the file named, not a bare stat error.
+func TestMissingKubeconfigNamesTheField(t *testing.T) {
+	o := newOptions("t")
+	if err := o.fs.Parse(nil); err != nil {
+		t.Fatal(err)
+	}
+	o.configFile = "testdata/kubeadm-kube-proxy.conf"
+	if _, err := o.applyConfigFile(o.configFile); err != nil {
+		t.Fatal(err)
+	}
+	_, _, err := restConfig(o)
+	if err == nil || !strings.Contains(err.Error(), "clientConnection.kubeconfig in testdata/kubeadm-kube-proxy.conf: stat /var/lib/kube-proxy/kubeconfig.conf") ||
+		!strings.Contains(err.Error(), "kubeconfig.conf key") {
+		t.Errorf("missing kubeconfig from the file: %v", err)
+	}
+	o = newOptions("t")
+	if err := o.fs.Parse([]string{"--kubeconfig", "/nonexistent/kc"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := restConfig(o); err == nil || !strings.HasPrefix(err.Error(), "--kubeconfig: stat /nonexistent/kc") {
+		t.Errorf("missing kubeconfig from the flag: %v", err)
+	}
+}

@@ -121,11 +121,12 @@ type statusReport struct {
 		LastDurationSec float64   `json:"lastDurationSeconds"`
 		Syncs           int       `json:"syncs"`
 	} `json:"sync"`
-	Counts               metrics.Counts `json:"counts"`
-	Conntrack            pressure.State `json:"conntrack"`
-	Draining             int            `json:"gracefulTerminationQueue"`
-	HealthCheckNodePorts int            `json:"healthCheckNodePorts"`
-	TopVirtualServers    []topVS        `json:"topVirtualServers"`
+	APIServer            health.APIServerState `json:"apiServer"`
+	Counts               metrics.Counts        `json:"counts"`
+	Conntrack            pressure.State        `json:"conntrack"`
+	Draining             int                   `json:"gracefulTerminationQueue"`
+	HealthCheckNodePorts int                   `json:"healthCheckNodePorts"`
+	TopVirtualServers    []topVS               `json:"topVirtualServers"`
 }
 
 // topVS is one line of the busiest virtual servers.
@@ -145,6 +146,7 @@ type statusSources struct {
 	monitor *pressure.Monitor
 	hc      *health.Services
 	ipvs    kernel.IPVS
+	api     *health.APIServer
 }
 
 func (s statusSources) report() any {
@@ -155,6 +157,9 @@ func (s statusSources) report() any {
 	r.Sync.LastSync, r.Sync.LastSuccess, r.Sync.LastError = st.LastSync, st.LastSuccess, st.LastError
 	r.Sync.LastFull, r.Sync.LastDurationSec, r.Sync.Syncs = st.LastFull, st.LastDuration.Seconds(), st.Syncs
 	r.Counts, r.Draining = s.syncer.Counts(), s.syncer.Draining()
+	if s.api != nil {
+		r.APIServer = s.api.State()
+	}
 	r.Conntrack = s.monitor.State()
 	r.HealthCheckNodePorts = len(s.hc.Ports())
 	r.TopVirtualServers = topVirtualServers(s.ipvs, s.syncer.Owners(), 10)

@@ -47,6 +47,10 @@ type options struct {
 	conntrackPressure float64
 	profiling         bool
 
+	// fromFile names the config field each option took from --config, by flag name,
+	// so that errors name what the user wrote.
+	fromFile map[string]string
+
 	fs *pflag.FlagSet
 }
 
@@ -88,6 +92,15 @@ func newOptions(name string) *options {
 	fs.Float64Var(&o.conntrackPressure, "conntrack-pressure-threshold", 0.8, "conntrack usage (entries/max) at which pressure is reported")
 	fs.BoolVar(&o.profiling, "profiling", false, "serve /debug/pprof on the metrics address (kube-proxy's enableProfiling)")
 	return o
+}
+
+// origin names where an option's value came from: its config field (and the file) when
+// --config set it, else its flag.
+func (o *options) origin(flag string) string {
+	if f, ok := o.fromFile[flag]; ok {
+		return f + " in " + o.configFile
+	}
+	return "--" + flag
 }
 
 // parsePrefixes parses CIDRs, naming the flag in errors.

@@ -93,7 +93,7 @@ func loadFile(name string, src *sync.StaticSource, node string) error {
 
 // loadCluster reads Services, EndpointSlices and the Node from a live cluster, once.
 func loadCluster(o *options, src *sync.StaticSource, node string) error {
-	cfg, err := restConfig(o)
+	cfg, _, err := restConfig(o)
 	if err != nil {
 		return err
 	}

@@ -18,8 +18,6 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/scheme"
 	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
-	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/client-go/tools/record"
 
 	"github.com/ipvs-proxier/ipvs-proxier/kernel"
@@ -67,10 +65,14 @@ func runDaemon(args []string) error {
 	}
 	log = log.With(zap.String("node", r.nodeName))
 
-	restCfg, err := restConfig(o)
+	restCfg, inCluster, err := restConfig(o)
 	if err != nil {
 		return err
 	}
+	if inCluster {
+		warnInCluster(log, restCfg.Host)
+	}
+	api := health.NewAPIServer(restCfg.Host, nil)
 	client, err := kubernetes.NewForConfig(restCfg)
 	if err != nil {
 		return err
@@ -155,7 +157,9 @@ func runDaemon(args []string) error {
 
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
+	src.OnWatchError(func(error) { api.Suspect() })
 	src.Start(ctx.Done())
+	go watchAPIServer(ctx, log, client, api, src.HasSynced)
 	if err := linux.WatchAddresses(dummy, ctx.Done(), tracker.AllChanged); err != nil {
 		log.Warn("Cannot watch node addresses; NodePorts follow them at the next full sync", zap.Error(err))
 	}
@@ -163,8 +167,8 @@ func runDaemon(args []string) error {
 	go monitor.Run(ctx, o.conntrackInterval)
 	serve(ctx, log, "metrics", o.metricsAddr, metricsHandler(m, o.profiling))
 	hs := &health.Server{Proxy: proxyHealth, NodeEligible: func() bool { return nodeEligible(src.Node()) },
-		Status:       statusSources{node: r.nodeName, syncer: syncer, proxy: proxyHealth, monitor: monitor, hc: hc, ipvs: k.IPVS}.report,
-		CountHealthz: m.Healthz, CountLivez: m.Livez}
+		Status:       statusSources{node: r.nodeName, syncer: syncer, proxy: proxyHealth, monitor: monitor, hc: hc, ipvs: k.IPVS, api: api}.report,
+		CountHealthz: m.Healthz, CountLivez: m.Livez, APIServer: api}
 	serve(ctx, log, "health", o.healthzAddr, hs.Handler())
 	log.Info("Running", zap.Duration("minSyncPeriod", o.minSyncPeriod), zap.Duration("syncPeriod", o.syncPeriod),
 		zap.String("scheduler", o.scheduler))
@@ -197,22 +201,6 @@ func allChains() []string {
 		out = append(out, cs...)
 	}
 	return out
-}
-
-func restConfig(o *options) (*rest.Config, error) {
-	var cfg *rest.Config
-	var err error
-	if o.kubeconfig == "" && o.master == "" {
-		cfg, err = rest.InClusterConfig()
-	} else {
-		cfg, err = clientcmd.BuildConfigFromFlags(o.master, o.kubeconfig)
-	}
-	if err != nil {
-		return nil, err
-	}
-	cfg.QPS, cfg.Burst = o.apiQPS, o.apiBurst
-	cfg.UserAgent = "ipvs-proxier/" + version
-	return cfg, nil
 }
 
 // eventSink publishes problems as Warning Events on the object at fault. The recorder's

@@ -65,6 +65,13 @@ func renderStatus(w io.Writer, r statusReport, now time.Time) {
 	if r.Sync.LastError != "" {
 		fmt.Fprintf(w, "last error: %s\n", r.Sync.LastError)
 	}
+	if a := r.APIServer; a.Server != "" {
+		api := "reachable"
+		if !a.Reachable {
+			api = fmt.Sprintf("UNREACHABLE for %s: %s", ago(now, a.Since), a.Error)
+		}
+		fmt.Fprintf(w, "apiserver:  %s %s\n", a.Server, api)
+	}
 	c := r.Counts
 	fmt.Fprintf(w, "programmed: %d services, %d virtual servers, %d real servers, %d ipset entries, %d addresses\n",
 		c.Services, c.VirtualServers, c.RealServers, c.SetEntries, c.Addresses)

@@ -12,6 +12,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/ipvs-proxier/ipvs-proxier/sync/health"
 	"github.com/ipvs-proxier/ipvs-proxier/sync/metrics"
 	"github.com/ipvs-proxier/ipvs-proxier/sync/pressure"
 )
@@ -23,6 +24,7 @@ func TestStatusCommand(t *testing.T) {
 	r.Sync.Healthy, r.Sync.Ready, r.Sync.LastSync, r.Sync.LastFull, r.Sync.Syncs = true, true, now.Add(-3*time.Second), true, 12
 	r.Counts = metrics.Counts{Services: 2, VirtualServers: 5, RealServers: 9, SetEntries: 4, Addresses: 3}
 	r.Conntrack = pressure.State{Entries: 850, Max: 1000, Usage: 0.85, Pressure: true, Since: now, Suggest: 2048}
+	r.APIServer = health.APIServerState{Server: "https://10.96.0.1:443", Error: "dial tcp 10.96.0.1:443: i/o timeout", Since: now.Add(-time.Minute)}
 	r.TopVirtualServers = []topVS{{Service: "shop/front", VirtualServer: "TCP 10.96.1.1:443", Connections: 42}}
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
 		if req.URL.Path != "/status" {
@@ -38,7 +40,8 @@ func TestStatusCommand(t *testing.T) {
 	}
 	got := out.String()
 	for _, want := range []string{"node node-1", "healthy, ready", "(full,", "12 syncs", "5 virtual servers", "9 real servers",
-		"[##########################....]  85.0%", "850 / 1000", "PRESSURE", "2048", "42", "TCP 10.96.1.1:443", "shop/front"} {
+		"[##########################....]  85.0%", "850 / 1000", "PRESSURE", "2048", "42", "TCP 10.96.1.1:443", "shop/front",
+		"apiserver:  https://10.96.0.1:443 UNREACHABLE for 1m0s: dial tcp 10.96.0.1:443: i/o timeout"} {
 		if !strings.Contains(got, want) {
 			t.Errorf("status output lacks %q:\n%s", want, got)
 		}

@@ -17,6 +17,14 @@ const APIServerGuestIP = "10.0.2.100"
 
 const adminToken = "e2e-admin-token"
 
+// KubernetesServiceIP is the `kubernetes` Service's ClusterIP (the first address of the
+// service range), what the kubelet puts in every pod's KUBERNETES_SERVICE_HOST.
+const KubernetesServiceIP = "10.96.0.1"
+
+// StockKubeProxyDir holds stock kube-proxy's config and kubeconfig in a VM (no leading
+// slash), apart from the DaemonSet's /var/lib/kube-proxy.
+const StockKubeProxyDir = "var/lib/stock-kube-proxy"
+
 // ControlPlane is etcd plus kube-apiserver on loopback.
 type ControlPlane struct {
 	Dir     string

@@ -25,8 +25,48 @@ import (
 // Deployment is what a node needs to run the daemon as the DaemonSet does.
 type Deployment struct {
 	Command []string // the container command, $(NODE_NAME) not yet expanded
-	Config  string   // the ConfigMap's config.conf
-	Token   string   // a token of the DaemonSet's ServiceAccount
+	// Files are the ConfigMap's keys at the DaemonSet's mount path (no leading slash),
+	// as the kubelet projects them.
+	Files map[string]string
+	Token string // a token of the DaemonSet's ServiceAccount
+}
+
+// ControlPlaneEndpoint is the apiserver's address as the node sees it: what an operator
+// writes into deploy/configmap.yaml's kubeconfig.conf.
+const ControlPlaneEndpoint = "https://" + APIServerGuestIP + ":6443"
+
+// deployPlaceholderServer is the server deploy/configmap.yaml's kubeconfig.conf ships
+// with, for the operator to replace.
+const deployPlaceholderServer = "https://control-plane.invalid:6443"
+
+// configureServer makes the operator's one edit of deploy/: the kubeconfig's server
+// becomes the control-plane endpoint.
+func configureServer(cm *v1.ConfigMap) error {
+	kc, ok := cm.Data["kubeconfig.conf"]
+	if !ok || !strings.Contains(kc, deployPlaceholderServer) {
+		return fmt.Errorf("deploy/ ConfigMap %s: no kubeconfig.conf with server %s to set", cm.Name, deployPlaceholderServer)
+	}
+	cm.Data["kubeconfig.conf"] = strings.ReplaceAll(kc, deployPlaceholderServer, ControlPlaneEndpoint)
+	return nil
+}
+
+// configMapFiles returns the files the kubelet would project from cm into the
+// DaemonSet's container: each key under the mount path of the volume that names cm.
+func configMapFiles(ds *appsv1.DaemonSet, cm *v1.ConfigMap) map[string]string {
+	out := map[string]string{}
+	for _, vol := range ds.Spec.Template.Spec.Volumes {
+		if vol.ConfigMap == nil || vol.ConfigMap.Name != cm.Name {
+			continue
+		}
+		for _, m := range ds.Spec.Template.Spec.Containers[0].VolumeMounts {
+			if m.Name == vol.Name {
+				for k, v := range cm.Data {
+					out[strings.TrimPrefix(filepath.Join(m.MountPath, k), "/")] = v
+				}
+			}
+		}
+	}
+	return out
 }
 
 // readObjects decodes every document of the YAML files in dir (kustomization excluded).
@@ -86,6 +126,23 @@ func (cp *ControlPlane) ApplyDeploy(ctx context.Context) (*Deployment, error) {
 	}
 	dep := &Deployment{}
 	var saName, saNS string
+	var ds *appsv1.DaemonSet
+	var cm *v1.ConfigMap
+	for _, obj := range objs {
+		switch o := obj.(type) {
+		case *v1.ConfigMap:
+			if err := configureServer(o); err != nil {
+				return nil, err
+			}
+			cm = o
+		case *appsv1.DaemonSet:
+			ds = o
+		}
+	}
+	if ds == nil || cm == nil {
+		return nil, fmt.Errorf("deploy/ lacks the DaemonSet or the ConfigMap")
+	}
+	dep.Files = configMapFiles(ds, cm)
 	for _, dry := range []bool{true, false} {
 		opts := metav1.CreateOptions{}
 		if dry {
@@ -98,7 +155,6 @@ func (cp *ControlPlane) ApplyDeploy(ctx context.Context) (*Deployment, error) {
 				_, err = cp.Admin.CoreV1().ServiceAccounts(o.Namespace).Create(ctx, o, opts)
 			case *v1.ConfigMap:
 				_, err = cp.Admin.CoreV1().ConfigMaps(o.Namespace).Create(ctx, o, opts)
-				dep.Config = o.Data["config.conf"]
 			case *rbacv1.ClusterRole:
 				_, err = cp.Admin.RbacV1().ClusterRoles().Create(ctx, o, opts)
 			case *rbacv1.ClusterRoleBinding:

@@ -100,25 +100,30 @@ func (cp *ControlPlane) StartNodeWith(ctx context.Context, name string, dep *Dep
 	}
 	cmd := expandCommand(dep.Command, map[string]string{"NODE_NAME": name})
 	files := map[string]string{
-		"var/lib/ipvs-proxier/config.conf":                       dep.Config,
 		"var/run/secrets/kubernetes.io/serviceaccount/token":     dep.Token,
 		"var/run/secrets/kubernetes.io/serviceaccount/ca.crt":    string(ca),
 		"var/run/secrets/kubernetes.io/serviceaccount/namespace": "kube-system",
-		// The daemon's environment is the pod's: in-cluster config from these variables.
+		// The daemon's environment is the pod's: the kubelet always sets these to the
+		// kubernetes Service's ClusterIP, which nothing routes on a node with no proxy
+		// state, so the daemon must reach the apiserver through its kubeconfig.
 		// Arguments to the script are added to the DaemonSet's (`sh /start-daemon.sh --profiling`).
-		"start-daemon.sh": "#!/bin/sh\nexport KUBERNETES_SERVICE_HOST=" + APIServerGuestIP + " KUBERNETES_SERVICE_PORT=6443 NODE_NAME=" + name +
+		"start-daemon.sh": "#!/bin/sh\nexport KUBERNETES_SERVICE_HOST=" + KubernetesServiceIP + " KUBERNETES_SERVICE_PORT=443 NODE_NAME=" + name +
 			"\n" + shellJoin(cmd) + " \"$@\" >> /tmp/daemon.log 2>&1 &\necho $! > /tmp/daemon.pid\n",
 		"scenario.sh": "/usr/sbin/ip link set eth0 up\n/usr/sbin/ip addr add " + NodeIP + "/24 dev eth0\n/usr/sbin/ip route add default via 10.0.2.2\n" +
 			linkSetup + "echo 1 > /proc/sys/net/ipv4/ip_forward\n/agent > /tmp/agent.log 2>&1 &\n" + autostart + "while true; do sleep 3600; done\n",
 	}
+	for p, c := range dep.Files {
+		files[p] = c
+	}
 	// Stock kube-proxy, for the takeover and differential tests: IPVS mode, its own
-	// kubeconfig (admin token), started only when a test asks for it.
-	files["var/lib/kube-proxy/kubeconfig"] = "apiVersion: v1\nkind: Config\nclusters:\n- name: c\n  cluster: {server: \"https://" + APIServerGuestIP +
+	// kubeconfig (admin token), started only when a test asks for it. Its files live
+	// apart from the DaemonSet's /var/lib/kube-proxy.
+	files[StockKubeProxyDir+"/kubeconfig"] = "apiVersion: v1\nkind: Config\nclusters:\n- name: c\n  cluster: {server: \"https://" + APIServerGuestIP +
 		":6443\", certificate-authority: /var/run/secrets/kubernetes.io/serviceaccount/ca.crt}\nusers:\n- name: u\n  user: {token: " + adminToken +
 		"}\ncontexts:\n- name: x\n  context: {cluster: c, user: u}\ncurrent-context: x\n"
-	files["var/lib/kube-proxy/config.conf"] = "apiVersion: kubeproxy.config.k8s.io/v1alpha1\nkind: KubeProxyConfiguration\nmode: ipvs\n" +
-		"hostnameOverride: " + name + "\nclusterCIDR: 10.244.0.0/16\nclientConnection: {kubeconfig: /var/lib/kube-proxy/kubeconfig}\nipvs: {minSyncPeriod: 1s, syncPeriod: 30s}\n"
-	files["start-kube-proxy.sh"] = "#!/bin/sh\n/usr/local/bin/kube-proxy --config=/var/lib/kube-proxy/config.conf >> /tmp/kube-proxy.log 2>&1 &\necho $! > /tmp/kube-proxy.pid\n"
+	files[StockKubeProxyDir+"/config.conf"] = "apiVersion: kubeproxy.config.k8s.io/v1alpha1\nkind: KubeProxyConfiguration\nmode: ipvs\n" +
+		"hostnameOverride: " + name + "\nclusterCIDR: 10.244.0.0/16\nclientConnection: {kubeconfig: /" + StockKubeProxyDir + "/kubeconfig}\nipvs: {minSyncPeriod: 1s, syncPeriod: 30s}\n"
+	files["start-kube-proxy.sh"] = "#!/bin/sh\n/usr/local/bin/kube-proxy --config=/" + StockKubeProxyDir + "/config.conf >> /tmp/kube-proxy.log 2>&1 &\necho $! > /tmp/kube-proxy.pid\n"
 	if kp, err := os.ReadFile(cp.Bins.KubeProxy); err == nil {
 		files["usr/local/bin/kube-proxy"] = string(kp)
 	}

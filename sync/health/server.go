@@ -17,6 +17,10 @@ type Server struct {
 	Status func() any
 	// Count is told the code of each /healthz and /livez answer, for metrics.
 	CountHealthz, CountLivez func(code int)
+	// APIServer, when set, makes /readyz fail with the reason while the API server is
+	// unreachable. /livez does not follow it: a restart cannot bring the server back,
+	// and the programmed state keeps forwarding meanwhile.
+	APIServer *APIServer
 }
 
 // Handler returns the mux.
@@ -26,11 +30,18 @@ func (s *Server) Handler() http.Handler {
 	mux.HandleFunc("/livez", func(w http.ResponseWriter, r *http.Request) { s.health(w, false) })
 	mux.HandleFunc("/readyz", func(w http.ResponseWriter, r *http.Request) {
 		st := s.Proxy.State()
-		code := http.StatusOK
-		if !st.Ready {
-			code = http.StatusServiceUnavailable
+		body := readyBody{Ready: st.Ready, LastUpdated: st.LastUpdated, CurrentTime: st.Now}
+		if s.APIServer != nil {
+			body.Reason = s.APIServer.Reason()
 		}
-		writeJSON(w, code, map[string]any{"ready": st.Ready, "lastUpdated": st.LastUpdated, "currentTime": st.Now})
+		if !st.Ready && body.Reason == "" {
+			body.Reason = "waiting for the first successful sync"
+		}
+		code := http.StatusOK
+		if body.Reason != "" {
+			body.Ready, code = false, http.StatusServiceUnavailable
+		}
+		writeJSON(w, code, body)
 	})
 	mux.HandleFunc("/proxyMode", ProxyMode)
 	mux.HandleFunc("/status", func(w http.ResponseWriter, r *http.Request) {
@@ -48,6 +59,14 @@ func ProxyMode(w http.ResponseWriter, _ *http.Request) {
 	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 	w.Header().Set("X-Content-Type-Options", "nosniff")
 	_, _ = w.Write([]byte("ipvs"))
+}
+
+// readyBody is the /readyz body; Reason says why it is not ready.
+type readyBody struct {
+	Ready       bool      `json:"ready"`
+	Reason      string    `json:"reason,omitempty"`
+	LastUpdated time.Time `json:"lastUpdated"`
+	CurrentTime time.Time `json:"currentTime"`
 }
 
 // healthBody is kube-proxy's /healthz and /livez body.
