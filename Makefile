@@ -51,10 +51,14 @@ bench-scale: ## ipvs-proxier vs kube-proxy IPVS mode in the VM at SVC_SCALE_STEP
 	cd e2e && $(GO) run ./scalebench
 
 e2e: ## End to end: real kube-apiserver + etcd, the daemon in a VM node as deploy/ runs it, real traffic
-	cd e2e && IPVS_PROXIER_E2E=1 $(GO) test -count=1 -v -timeout 60m ./...
+	cd e2e && IPVS_PROXIER_E2E=1 $(GO) test -p 1 -count=1 -v -timeout 60m ./...
 
 demo: ## The main job: local apiserver, a real-kernel VM node running the daemon, examples/demo.yaml; Ctrl-C to stop
 	cd e2e && $(GO) run ./demo
+
+demo-exec: ## Run CMD on a running demo's node: make demo-exec CMD='ipvsadm -Ln'
+	@test -n "$$CMD" || { echo "usage: make demo-exec CMD='ipvsadm -Ln'"; exit 2; }
+	@cd e2e && $(GO) run ./demo exec "$$CMD"
 
 demo-down: ## Stop a running `make demo`
 	@pid=$$(cat $${IPVS_PROXIER_CACHE:-$$HOME/.cache/ipvs-proxier}/demo.pid 2>/dev/null) && kill $$pid && echo "stopped demo (pid $$pid)" || echo "no demo running"
@@ -66,4 +70,4 @@ image: ## Build the container image with docker or podman (no engine runs in CI;
 plan-example: build ## Print what the daemon would program for examples/cluster.yaml
 	$(BIN) plan -f examples/cluster.yaml --hostname-override test-node --cluster-cidr 10.244.0.0/16
 
-.PHONY: help build test test-unit test-netns test-vm e2e lint fuzz bench bench-micro bench-scale demo demo-down image plan-example
+.PHONY: help build test test-unit test-netns test-vm e2e lint fuzz bench bench-micro bench-scale demo demo-exec demo-down image plan-example

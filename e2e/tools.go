@@ -9,4 +9,5 @@ import (
 	_ "go.etcd.io/etcd/server/v3"
 	_ "k8s.io/kubernetes/cmd/kube-apiserver"
 	_ "k8s.io/kubernetes/cmd/kube-proxy"
+	_ "k8s.io/kubernetes/cmd/kubectl"
 )

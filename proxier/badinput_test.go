@@ -46,6 +46,15 @@ func TestTranslateBadInput(t *testing.T) {
 		wantVS: map[string][]string{"TCP 10.20.30.41:80": {"10.180.0.1:80"}},
 		probs:  []string{"DuplicatePort"},
 	}, {
+		// A file may omit the protocol the API would default to TCP: still a duplicate.
+		name: "duplicate ports, one without a protocol",
+		svc: makeService("ns", "s", func(s *v1.Service) {
+			s.Spec.Ports = append(s.Spec.Ports, v1.ServicePort{Name: "again", Port: 80})
+		}),
+		slices: []*discovery.EndpointSlice{good},
+		wantVS: map[string][]string{"TCP 10.20.30.41:80": {"10.180.0.1:80"}},
+		probs:  []string{"DuplicatePort"},
+	}, {
 		name:   "endpoint of the wrong family in a slice",
 		svc:    makeService("ns", "s"),
 		slices: []*discovery.EndpointSlice{makeSlice("ns", "s", "s1", tcp, ep{ip: "10.180.0.1"}, ep{ip: "fd00::1"}, ep{ip: "not-an-ip"})},

@@ -74,8 +74,9 @@ type Config struct {
 	ServiceProxyName string
 	// DummyDevice is the interface VIPs are bound to.
 	DummyDevice string
-	// MasqueradeBit is the fwmark bit used to request SNAT.
-	MasqueradeBit int
+	// MasqueradeBit is the fwmark bit used to request SNAT, 0-31 as in kube-proxy; nil
+	// means DefaultMasqueradeBit. A pointer because 0 is a valid bit.
+	MasqueradeBit *int
 	// MaxEndpoints caps the real servers of one virtual server.
 	MaxEndpoints int
 }
@@ -88,8 +89,9 @@ func (c Config) WithDefaults() Config {
 	if c.DummyDevice == "" {
 		c.DummyDevice = DefaultDummyDevice
 	}
-	if c.MasqueradeBit == 0 {
-		c.MasqueradeBit = DefaultMasqueradeBit
+	if c.MasqueradeBit == nil {
+		bit := DefaultMasqueradeBit
+		c.MasqueradeBit = &bit
 	}
 	if c.MaxEndpoints == 0 {
 		c.MaxEndpoints = DefaultMaxEndpoints
@@ -98,6 +100,15 @@ func (c Config) WithDefaults() Config {
 		c.Families = []kernel.Family{kernel.IPv4, kernel.IPv6}
 	}
 	return c
+}
+
+// masqueradeMark is the fwmark KUBE-MARK-MASQ sets.
+func (c *Config) masqueradeMark() uint32 {
+	bit := DefaultMasqueradeBit
+	if c.MasqueradeBit != nil {
+		bit = *c.MasqueradeBit
+	}
+	return uint32(1) << bit
 }
 
 // servesFamily reports whether the node serves f.

@@ -81,6 +81,9 @@ func TestRenderRules(t *testing.T) {
 				"-A KUBE-MARK-MASQ -j MARK --or-mark 0x00004000"}, nil},
 		{"cluster CIDR", testConfig(func(c *Config) { c.ClusterCIDRs = mustPrefixes("10.244.0.0/16") }), kernel.IPv4,
 			[]string{"--match-set KUBE-CLUSTER-IP dst,dst ! -s 10.244.0.0/16 -j KUBE-MARK-MASQ", "-A KUBE-EXTERNAL-NO-LOCAL -s 10.244.0.0/16 -j RETURN"}, nil},
+		// 0-31 are valid bits, as in kube-proxy; 0 once silently became 14.
+		{"masquerade bit 0", testConfig(func(c *Config) { bit := 0; c.MasqueradeBit = &bit }), kernel.IPv4,
+			[]string{"-A KUBE-MARK-MASQ -j MARK --or-mark 0x00000001", "-m mark --mark 0x00000001/0x00000001"}, []string{"0x00004000"}},
 		{"masquerade all", testConfig(func(c *Config) { c.MasqueradeAll = true }), kernel.IPv4,
 			[]string{"--match-set KUBE-CLUSTER-IP dst,dst -j KUBE-MARK-MASQ"}, []string{"src,dst -j KUBE-MARK-MASQ"}},
 		{"IPv6 uses KUBE-6- sets and skips IPv4 out-filters", testConfig(), kernel.IPv6,

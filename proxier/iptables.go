@@ -39,7 +39,7 @@ func RenderRules(cfg *Config, f kernel.Family, outFilters []OutFilter) string {
 	var b strings.Builder
 	w := func(format string, args ...any) { fmt.Fprintf(&b, format+"\n", args...) }
 	set := func(base string) string { return SetName(base, f) }
-	mark := fmt.Sprintf("%#08x", 1<<cfg.MasqueradeBit)
+	mark := fmt.Sprintf("%#08x", cfg.masqueradeMark())
 	lo := "127.0.0.0/8"
 	if f == kernel.IPv6 {
 		lo = "::1/128"

@@ -55,6 +55,9 @@ type translator struct {
 	sched string
 	flags uint32
 	tmo   uint32
+	// noRangeOfFamily: families for which loadBalancerSourceRanges lists no range
+	// although it lists some.
+	noRangeOfFamily []kernel.Family
 }
 
 func (t *translator) problem(reason, format string, args ...any) {
@@ -92,18 +95,20 @@ func (t *translator) run(epSlices []*discovery.EndpointSlice) {
 			t.problem("InvalidPort", "port %q: port %d / nodePort %d out of range; skipped", sp.Name, sp.Port, sp.NodePort)
 			continue
 		}
-		k := seenKey{sp.Port, sp.Protocol}
+		// A missing protocol is TCP everywhere (the API defaults it; a file may omit
+		// it), so "80" and "80/TCP" are the same port.
+		protoName := sp.Protocol
+		if protoName == "" {
+			protoName = v1.ProtocolTCP
+		}
+		k := seenKey{sp.Port, protoName}
 		if seen[k] {
-			t.problem("DuplicatePort", "port %d/%s listed twice; the second is skipped", sp.Port, sp.Protocol)
+			t.problem("DuplicatePort", "port %d/%s listed twice; the second is skipped", sp.Port, protoName)
 			continue
 		}
 		seen[k] = true
 		for _, cip := range clusterIPs {
 			f := kernel.FamilyOf(cip)
-			protoName := sp.Protocol
-			if protoName == "" {
-				protoName = v1.ProtocolTCP
-			}
 			list := eps[portKey{name: sp.Name, proto: protoName, fam: f}]
 			t.addPort(sp, proto, cip, list)
 		}
@@ -273,7 +278,7 @@ func (t *translator) addLoadBalancer(f kernel.Family, proto kernel.Protocol, por
 	externalLocal bool, addVS func(netip.Addr, uint16, []kernel.RealServer, bool), bind func(netip.Addr),
 	member func(string, kernel.SetEntry)) {
 	cfg, svc := t.cfg, t.svc
-	ranges := t.sourceRanges(f)
+	ranges, filtered := t.sourceRanges(f)
 	for _, ing := range svc.Status.LoadBalancer.Ingress {
 		if ing.IP == "" || ing.IPMode != nil && *ing.IPMode != v1.LoadBalancerIPModeVIP {
 			continue // hostname-only or ipMode Proxy: the LB delivers to the pods itself
@@ -291,7 +296,10 @@ func (t *translator) addLoadBalancer(f kernel.Family, proto kernel.Protocol, por
 		if externalLocal {
 			member(setLoadBalancerLocal, e)
 		}
-		if len(ranges) == 0 {
+		if !filtered {
+			if slices.Contains(t.noRangeOfFamily, f) {
+				t.problem("SourceRangesMissingFamily", "loadBalancerSourceRanges has no %s range; %s traffic to %s is not filtered (as kube-proxy does)", f, f, a)
+			}
 			continue
 		}
 		member(setLoadBalancerFW, e)
@@ -309,25 +317,43 @@ func (t *translator) addLoadBalancer(f kernel.Family, proto kernel.Protocol, por
 	}
 }
 
-// sourceRanges parses loadBalancerSourceRanges of family f. A zero-length prefix allows
-// everyone, so the whole list is then treated as empty, as kube-proxy does.
-func (t *translator) sourceRanges(f kernel.Family) []netip.Prefix {
-	var out []netip.Prefix
+// sourceRanges returns the loadBalancerSourceRanges of family f and whether traffic of
+// family f to the load balancer is filtered at all. As kube-proxy (MapCIDRsByIPFamily),
+// the list is split by family first: a /0 of one family opens that family only, and a
+// family with no range stays open. A range that does not parse (the API rejects it, a
+// file may hold it) keeps both families filtered: it fails closed, never open.
+func (t *translator) sourceRanges(f kernel.Family) (ranges []netip.Prefix, filtered bool) {
+	listed, invalid, open := false, false, false
 	for _, s := range t.svc.Spec.LoadBalancerSourceRanges {
+		if strings.TrimSpace(s) == "" {
+			continue
+		}
+		listed = true
 		p, err := netip.ParsePrefix(strings.TrimSpace(s))
 		if err != nil {
-			t.problem("InvalidSourceRange", "loadBalancerSourceRanges %q is not a CIDR; skipped", s)
+			t.problem("InvalidSourceRange", "loadBalancerSourceRanges %q is not a CIDR; skipped, the firewall stays closed to it", s)
+			invalid = true
 			continue
 		}
 		p = p.Masked()
+		if kernel.FamilyOf(p.Addr()) != f {
+			continue
+		}
 		if p.Bits() == 0 {
-			return nil
+			open = true
 		}
-		if kernel.FamilyOf(p.Addr()) == f {
-			out = append(out, p)
-		}
+		ranges = append(ranges, p)
 	}
-	return out
+	switch {
+	case open:
+		return nil, false
+	case len(ranges) > 0 || invalid:
+		return ranges, true
+	}
+	if listed {
+		t.noRangeOfFamily = append(t.noRangeOfFamily, f)
+	}
+	return nil, false
 }
 
 // parseFamilyIP parses s and reports whether it is an address of family f. Unparseable

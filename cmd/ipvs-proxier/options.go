@@ -183,7 +183,7 @@ func (o *options) resolve(hostname func() (string, error)) (*resolved, error) {
 		NodeName: r.nodeName, NodeIPs: ips, NodePortAddresses: nodePortCIDRs,
 		Families: []kernel.Family{kernel.IPv4, kernel.IPv6}, Scheduler: o.scheduler,
 		MasqueradeAll: o.masqueradeAll, ClusterCIDRs: clusterCIDRs, ServiceProxyName: o.serviceProxyName,
-		DummyDevice: o.dummyDevice, MasqueradeBit: o.masqueradeBit,
+		DummyDevice: o.dummyDevice, MasqueradeBit: &o.masqueradeBit,
 	}.WithDefaults()
 	// Real servers are re-read over 10 full syncs (5 min at the default syncPeriod): at
 	// 30,000 Services reading them all every syncPeriod was most of the idle CPU.

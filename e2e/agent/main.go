@@ -38,6 +38,10 @@ func main() {
 		serve(os.Args[2])
 		return
 	}
+	if len(os.Args) == 4 && os.Args[1] == "forward" {
+		forward(os.Args[2], os.Args[3])
+		return
+	}
 	http.HandleFunc("/exec", func(w http.ResponseWriter, r *http.Request) {
 		body, _ := io.ReadAll(r.Body)
 		// Debian's static busybox sh runs its own `ip` applet first; use iproute2's.

@@ -1,6 +1,9 @@
 // Command demo is `make demo`: a local kube-apiserver, one real-kernel node VM running
-// ipvs-proxier as deploy/ runs it, and the example workload; it shows the node's IPVS
-// table and live requests, then stays up until Ctrl-C or `make demo-down`.
+// ipvs-proxier as deploy/ runs it (as a process, with the DaemonSet's command, files and
+// token; no kubelet), and the example workload; it shows the node's IPVS table and live
+// requests, then stays up until Ctrl-C or `make demo-down`, with a kubeconfig for
+// kubectl, the node's shell (`make demo-exec CMD=...`, which is `demo exec CMD`) and the
+// daemon's health and metrics ports forwarded to the host.
 package main
 
 import (
@@ -17,6 +20,9 @@ import (
 )
 
 func main() {
+	if len(os.Args) == 3 && os.Args[1] == "exec" {
+		os.Exit(execOnNode(os.Args[2]))
+	}
 	if err := run(); err != nil {
 		fmt.Fprintln(os.Stderr, "demo:", err)
 		os.Exit(1)
@@ -53,7 +59,7 @@ func run() error {
 		return err
 	}
 	step("booting node-1: a Debian kernel under qemu running ipvs-proxier with the DaemonSet's command and token")
-	node, err := cp.StartNode(ctx, "node-1", dep, nil)
+	node, err := cp.StartNodeWith(ctx, "node-1", dep, harness.NodeOptions{Forward: map[int]int{10256: 10256, 10249: 10249}})
 	if err != nil {
 		return err
 	}
@@ -94,7 +100,20 @@ func run() error {
 			fmt.Printf("    answered by %s\n", a)
 		}
 	}
-	step("up: the apiserver is at %s (admin token in %s); Ctrl-C or `make demo-down` stops it", cp.RESTCfg.Host, cp.Dir)
+	st, err := writeState(cp, node, bins)
+	defer os.Remove(filepath.Join(stateDir(), "state.json"))
+	if err != nil {
+		return err
+	}
+	step("up: the apiserver is at %s; Ctrl-C or `make demo-down` stops it. Try:", cp.RESTCfg.Host)
+	fmt.Printf(`    export KUBECONFIG=%s
+    kubectl get svc,endpointslices -A                # kubectl %s: %s
+    kubectl -n default patch endpointslice web-1 --type=json -p '[{"op":"remove","path":"/endpoints/1"}]'
+    make demo-exec CMD='ipvsadm -Ln'                 # the node follows: one real server left
+    # (no controllers run: pods are network namespaces in the VM, so edit EndpointSlices)
+    make build && bin/ipvs-proxier status --address %s
+    curl -s http://%s/metrics | grep ^kubeproxy_sync
+`, st.Kubeconfig, harness.KubeVersion, bins.Kubectl, st.Health, st.Metrics)
 	sig := make(chan os.Signal, 1)
 	signal.Notify(sig, syscall.SIGINT, syscall.SIGTERM)
 	<-sig

@@ -7,24 +7,37 @@ import (
 	"path/filepath"
 )
 
-// Binaries are the host-side programs of the control plane.
-type Binaries struct{ APIServer, Etcd, KubeProxy string }
+// Binaries are the host-side programs of the control plane, and kubectl.
+type Binaries struct{ APIServer, Etcd, KubeProxy, Kubectl string }
 
-// BuildControlPlane builds kube-apiserver, etcd and kube-proxy (pinned in e2e/go.mod)
-// into the cache, once. The first build takes about ten minutes on two cores.
+// buildRecipe names the build flags below in the cache folder: bump it when they
+// change, so that a machine's cache does not keep binaries CI would build differently.
+const buildRecipe = "r2"
+
+// versionLDFlags stamp the Kubernetes version into the binaries, as the release build
+// does (hack/lib/version.sh); without them they report v0.0.0-master.
+var versionLDFlags = "-X k8s.io/component-base/version.gitVersion=" + KubeVersion +
+	" -X k8s.io/component-base/version.gitMajor=1 -X k8s.io/component-base/version.gitMinor=37" +
+	" -X k8s.io/component-base/version.gitTreeState=clean" +
+	" -X k8s.io/client-go/pkg/version.gitVersion=" + KubeVersion
+
+// BuildControlPlane builds kube-apiserver, etcd, kube-proxy and kubectl (pinned in
+// e2e/go.mod) into the cache, once. The first build takes about ten minutes on two cores.
 func BuildControlPlane() (Binaries, error) {
-	dir := filepath.Join(Cache(), "bin-"+KubeVersion)
-	b := Binaries{APIServer: filepath.Join(dir, "kube-apiserver"), Etcd: filepath.Join(dir, "etcd"), KubeProxy: filepath.Join(dir, "kube-proxy")}
+	dir := filepath.Join(Cache(), "bin-"+KubeVersion+"-"+buildRecipe)
+	b := Binaries{APIServer: filepath.Join(dir, "kube-apiserver"), Etcd: filepath.Join(dir, "etcd"),
+		KubeProxy: filepath.Join(dir, "kube-proxy"), Kubectl: filepath.Join(dir, "kubectl")}
 	for pkg, out := range map[string]string{
 		"k8s.io/kubernetes/cmd/kube-apiserver": b.APIServer,
 		"go.etcd.io/etcd/server/v3":            b.Etcd,
 		"k8s.io/kubernetes/cmd/kube-proxy":     b.KubeProxy,
+		"k8s.io/kubernetes/cmd/kubectl":        b.Kubectl,
 	} {
 		if _, err := os.Stat(out); err == nil {
 			continue
 		}
 		Logf("building %s %s (first run only; about 10 minutes on 2 cores)", pkg, KubeVersion)
-		cmd := exec.Command("go", "build", "-o", out, pkg)
+		cmd := exec.Command("go", "build", "-ldflags", versionLDFlags, "-o", out, pkg)
 		cmd.Dir = E2EDir()
 		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
 		if out, err := cmd.CombinedOutput(); err != nil {

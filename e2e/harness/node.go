@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/url"
 	"os"
@@ -30,7 +31,13 @@ type Node struct {
 	agentPort int
 	cmd       *exec.Cmd
 	Console   string
+	// Forwarded maps a port on the node's loopback to the host loopback port that
+	// reaches it (NodeOptions.Forward).
+	Forwarded map[int]int
 }
+
+// AgentURL is the host-side address of the node's agent (/exec, /ask, /get).
+func (n *Node) AgentURL() string { return fmt.Sprintf("http://127.0.0.1:%d", n.agentPort) }
 
 // Link is a second NIC joining nodes on an L2 segment: a qemu socket network over the
 // host's loopback, one node listening, the others connecting. Pod CIDRs of other nodes
@@ -59,12 +66,31 @@ type NodeOptions struct {
 	NoDaemon bool
 	// MemoryMB is the VM's memory; 1536 when 0.
 	MemoryMB int
+	// Forward makes these ports of the node's loopback reachable from the host's: each
+	// goes to the preferred host port in the map when it is free, else to a free one
+	// (Node.Forwarded says which).
+	Forward map[int]int
 }
+
+// forwardOffset moves a forwarded port's relay in the guest clear of the original.
+const forwardOffset = 10000
 
 // StartNodeWith is StartNode with options.
 func (cp *ControlPlane) StartNodeWith(ctx context.Context, name string, dep *Deployment, opts NodeOptions) (*Node, error) {
 	link := opts.Link
-	n := &Node{Name: name, IP: NodeIP, dir: filepath.Join(cp.Dir, "node-"+name)}
+	n := &Node{Name: name, IP: NodeIP, dir: filepath.Join(cp.Dir, "node-"+name), Forwarded: map[int]int{}}
+	relays, hostfwd := "", ""
+	for guest, preferred := range opts.Forward {
+		host := preferred
+		if ln, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", host)); err == nil {
+			_ = ln.Close()
+		} else if host, err = FreePort(); err != nil {
+			return nil, err
+		}
+		n.Forwarded[guest] = host
+		relays += fmt.Sprintf("/agent forward :%d 127.0.0.1:%d > /dev/null 2>&1 &\n", guest+forwardOffset, guest)
+		hostfwd += fmt.Sprintf(",hostfwd=tcp:127.0.0.1:%d-:%d", host, guest+forwardOffset)
+	}
 	autostart := "sh /start-daemon.sh\n"
 	if opts.NoDaemon {
 		autostart = ""
@@ -110,7 +136,7 @@ func (cp *ControlPlane) StartNodeWith(ctx context.Context, name string, dep *Dep
 		"start-daemon.sh": "#!/bin/sh\nexport KUBERNETES_SERVICE_HOST=" + KubernetesServiceIP + " KUBERNETES_SERVICE_PORT=443 NODE_NAME=" + name +
 			"\n" + shellJoin(cmd) + " \"$@\" >> /tmp/daemon.log 2>&1 &\necho $! > /tmp/daemon.pid\n",
 		"scenario.sh": "/usr/sbin/ip link set eth0 up\n/usr/sbin/ip addr add " + NodeIP + "/24 dev eth0\n/usr/sbin/ip route add default via 10.0.2.2\n" +
-			linkSetup + "echo 1 > /proc/sys/net/ipv4/ip_forward\n/agent > /tmp/agent.log 2>&1 &\n" + autostart + "while true; do sleep 3600; done\n",
+			linkSetup + "echo 1 > /proc/sys/net/ipv4/ip_forward\n/agent > /tmp/agent.log 2>&1 &\n" + relays + autostart + "while true; do sleep 3600; done\n",
 	}
 	for p, c := range dep.Files {
 		files[p] = c
@@ -149,8 +175,8 @@ func (cp *ControlPlane) StartNodeWith(ctx context.Context, name string, dep *Dep
 		return nil, err
 	}
 	n.Console = filepath.Join(n.dir, "console.log")
-	netdev := fmt.Sprintf("user,id=n0,restrict=on,net=10.0.2.0/24,guestfwd=tcp:%s:6443-cmd:socat - TCP:127.0.0.1:%d,hostfwd=tcp:127.0.0.1:%d-:7000",
-		APIServerGuestIP, cp.Port, n.agentPort)
+	netdev := fmt.Sprintf("user,id=n0,restrict=on,net=10.0.2.0/24,guestfwd=tcp:%s:6443-cmd:socat - TCP:127.0.0.1:%d,hostfwd=tcp:127.0.0.1:%d-:7000%s",
+		APIServerGuestIP, cp.Port, n.agentPort, hostfwd)
 	args := []string{"-accel", "tcg", "-m", mem, "-smp", "2",
 		"-kernel", strings.TrimSpace(string(kernelOut)), "-initrd", initrd, "-append", "console=ttyS0 quiet panic=-1",
 		"-netdev", netdev, "-device", "e1000,netdev=n0", "-display", "none", "-serial", "file:" + n.Console, "-monitor", "none", "-no-reboot"}
