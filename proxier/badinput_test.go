@@ -70,6 +70,16 @@ func TestTranslateBadInput(t *testing.T) {
 		wantVS: map[string][]string{"TCP 10.20.30.41:80": {"10.180.0.1:80"}, "TCP 1.2.3.4:80": {"10.180.0.1:80"}},
 		probs:  []string{"InvalidExternalIP", "InvalidSourceRange"},
 	}, {
+		// Bound to kube-ipvs0, 127.0.0.1:80 would capture the node's own localhost.
+		name: "special external and load-balancer IPs are never programmed",
+		svc: makeService("ns", "s", withLB("127.0.0.1", "0.0.0.0", "5.6.7.8"), func(s *v1.Service) {
+			s.Spec.ExternalIPs = []string{"0.0.0.0", "127.0.0.1", "224.0.0.1", "255.255.255.255", "169.254.169.254", "10.20.30.41", "1.2.3.4"}
+		}),
+		slices: []*discovery.EndpointSlice{good},
+		wantVS: map[string][]string{"TCP 10.20.30.41:80": {"10.180.0.1:80"}, "TCP 1.2.3.4:80": {"10.180.0.1:80"},
+			"TCP 5.6.7.8:80": {"10.180.0.1:80"}},
+		probs: []string{"InvalidExternalIP", "InvalidLoadBalancerIP"},
+	}, {
 		name:   "bad external IP on an IPv6-only service is still reported",
 		svc:    makeService("ns", "s", withClusterIPs("fd00::41"), func(s *v1.Service) { s.Spec.ExternalIPs = []string{"nope"} }),
 		wantVS: map[string][]string{"TCP [fd00::41]:80": {}},

@@ -31,7 +31,8 @@ type portKey struct {
 
 // collectEndpoints gathers, per service port, the endpoints of the slices. Slices of the
 // wrong address type for an endpoint, unparseable addresses and port 0 are reported and
-// skipped. For duplicate addresses a non-terminating entry wins, as in kube-proxy.
+// skipped. Duplicate addresses (one IP:port in several slices) keep the best copy, see
+// betterCopy.
 func collectEndpoints(cfg *Config, slices_ []*discovery.EndpointSlice, probs *[]Problem) map[portKey][]endpoint {
 	out := map[portKey][]endpoint{}
 	seen := map[portKey]map[netip.AddrPort]int{}
@@ -88,7 +89,7 @@ func collectEndpoints(cfg *Config, slices_ []*discovery.EndpointSlice, probs *[]
 					}
 				}
 				if i, dup := seen[key][ep.addr]; dup {
-					if out[key][i].terminating && !ep.terminating {
+					if betterCopy(ep, out[key][i]) {
 						out[key][i] = ep
 					}
 					continue
@@ -104,6 +105,22 @@ func collectEndpoints(cfg *Config, slices_ []*discovery.EndpointSlice, probs *[]
 		}
 	}
 	return out
+}
+
+// betterCopy reports whether a copy of an endpoint seen in a later slice replaces the
+// one kept so far: a non-terminating copy beats a terminating one (kube-proxy's
+// EndpointSliceCache: a reused pod IP prefers the running pod), then a local copy beats
+// a remote one (ETP/ITP=Local must not lose a local pod that also appears under
+// another node during a move), then a ready copy beats a not-ready one. On a tie the
+// first copy, by slice name, stays, so the result does not depend on event order.
+func betterCopy(cand, kept endpoint) bool {
+	if cand.terminating != kept.terminating {
+		return !cand.terminating
+	}
+	if cand.local != kept.local {
+		return cand.local
+	}
+	return cand.ready && !kept.ready
 }
 
 // categorize returns the endpoints for cluster-wide and for node-local traffic, following

@@ -55,6 +55,7 @@ type translator struct {
 	sched string
 	flags uint32
 	tmo   uint32
+	cips  []netip.Addr // the Service's ClusterIPs
 	// noRangeOfFamily: families for which loadBalancerSourceRanges lists no range
 	// although it lists some.
 	noRangeOfFamily []kernel.Family
@@ -79,6 +80,7 @@ func (t *translator) run(epSlices []*discovery.EndpointSlice) {
 		}
 	}
 	clusterIPs := t.clusterIPs()
+	t.cips = clusterIPs
 	eps := collectEndpoints(t.cfg, epSlices, &t.st.Problems)
 	type seenKey struct {
 		port  int32
@@ -220,7 +222,7 @@ func (t *translator) addPort(sp v1.ServicePort, proto kernel.Protocol, cip netip
 
 	for _, s := range svc.Spec.ExternalIPs {
 		a, ok := t.parseFamilyIP(s, f, "InvalidExternalIP")
-		if !ok {
+		if !ok || !t.usableVIP(a, "externalIPs", "InvalidExternalIP") {
 			continue
 		}
 		addVS(a, port, external, true)
@@ -284,7 +286,7 @@ func (t *translator) addLoadBalancer(f kernel.Family, proto kernel.Protocol, por
 			continue // hostname-only or ipMode Proxy: the LB delivers to the pods itself
 		}
 		a, ok := t.parseFamilyIP(ing.IP, f, "InvalidLoadBalancerIP")
-		if !ok {
+		if !ok || !t.usableVIP(a, "status.loadBalancer.ingress", "InvalidLoadBalancerIP") {
 			continue
 		}
 		addVS(a, port, external, true)
@@ -354,6 +356,32 @@ func (t *translator) sourceRanges(f kernel.Family) (ranges []netip.Prefix, filte
 		t.noRangeOfFamily = append(t.noRangeOfFamily, f)
 	}
 	return nil, false
+}
+
+// usableVIP reports whether a can be an external or load-balancer VIP, and reports a
+// Problem when it cannot. Bound to kube-ipvs0, 127.0.0.1:80 would capture the node's own
+// localhost, 0.0.0.0 every address; multicast, broadcast and link-local addresses are
+// not a Service's to take, and the Service's own ClusterIP is already its VIP.
+func (t *translator) usableVIP(a netip.Addr, field, reason string) bool {
+	why := ""
+	switch {
+	case a.IsUnspecified():
+		why = "the unspecified address"
+	case a.IsLoopback():
+		why = "a loopback address"
+	case a.IsMulticast():
+		why = "a multicast address"
+	case a == netip.AddrFrom4([4]byte{255, 255, 255, 255}):
+		why = "the broadcast address"
+	case a.IsLinkLocalUnicast():
+		why = "a link-local address"
+	case slices.Contains(t.cips, a):
+		why = "the Service's own ClusterIP"
+	default:
+		return true
+	}
+	t.problem(reason, "%s %s is %s; never bound or programmed", field, a, why)
+	return false
 }
 
 // parseFamilyIP parses s and reports whether it is an address of family f. Unparseable

@@ -307,6 +307,20 @@ func TestTranslateEndpoints(t *testing.T) {
 			makeSlice("ns", "s", "s1", tcp, ep{ip: "10.0.1.1", terminating: true}),
 			makeSlice("ns", "s", "s2", tcp, ep{ip: "10.0.1.1"})},
 		wantVS: map[string][]string{"TCP 10.20.30.41:80": {"10.0.1.1:80"}},
+	}, {
+		name: "duplicate endpoint across slices: the local copy wins",
+		svc:  makeService("ns", "s", withITPLocal),
+		slices: []*discovery.EndpointSlice{
+			makeSlice("ns", "s", "s1", tcp, remote("10.0.1.1")),
+			makeSlice("ns", "s", "s2", tcp, local("10.0.1.1"))},
+		wantVS: map[string][]string{"TCP 10.20.30.41:80": {"10.0.1.1:80"}},
+	}, {
+		name: "duplicate endpoint across slices: the ready copy wins",
+		svc:  makeService("ns", "s"),
+		slices: []*discovery.EndpointSlice{
+			makeSlice("ns", "s", "s1", tcp, ep{ip: "10.0.1.1", notReady: true}),
+			makeSlice("ns", "s", "s2", tcp, ep{ip: "10.0.1.1"})},
+		wantVS: map[string][]string{"TCP 10.20.30.41:80": {"10.0.1.1:80"}},
 	}})
 }
 
