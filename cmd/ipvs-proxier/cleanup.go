@@ -46,7 +46,7 @@ func runCleanup(args []string, out io.Writer) error {
 		}
 		return errors.Join(errs...)
 	}
-	exclude, err := parsePrefixes("ipvs-exclude-cidrs", *excludeFlag)
+	exclude, err := (&options{}).parsePrefixes("ipvs-exclude-cidrs", *excludeFlag)
 	if err != nil {
 		return err
 	}

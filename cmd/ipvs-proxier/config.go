@@ -6,6 +6,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"time"
 
 	kpv1alpha1 "k8s.io/kube-proxy/config/v1alpha1"
 	"sigs.k8s.io/yaml"
@@ -110,22 +111,35 @@ func (o *options) applyConfig(data []byte) ([]string, error) {
 		set("iptables-masquerade-bit", func() { o.masqueradeBit = int(*bit) })
 	}
 	// ipvs.* periods are the IPVS mode's own; kube-proxy falls back to the iptables ones.
+	// kube-proxy's validation rejects negative periods and timeouts
+	// (pkg/proxy/apis/config/validation); so do we, rather than take the default.
 	for _, d := range []struct {
-		flag string
-		vals []int64
-		dst  *int64
+		flag   string
+		fields []string
+		vals   []int64
+		dst    *int64
 	}{
-		{"sync-period", []int64{int64(c.IPVS.SyncPeriod.Duration), int64(c.IPTables.SyncPeriod.Duration)}, (*int64)(&o.syncPeriod)},
-		{"min-sync-period", []int64{int64(c.IPVS.MinSyncPeriod.Duration), int64(c.IPTables.MinSyncPeriod.Duration)}, (*int64)(&o.minSyncPeriod)},
-		{"ipvs-tcp-timeout", []int64{int64(c.IPVS.TCPTimeout.Duration)}, (*int64)(&o.tcpTimeout)},
-		{"ipvs-tcpfin-timeout", []int64{int64(c.IPVS.TCPFinTimeout.Duration)}, (*int64)(&o.tcpFinTimeout)},
-		{"ipvs-udp-timeout", []int64{int64(c.IPVS.UDPTimeout.Duration)}, (*int64)(&o.udpTimeout)},
+		{"sync-period", []string{"ipvs.syncPeriod", "iptables.syncPeriod"}, []int64{int64(c.IPVS.SyncPeriod.Duration), int64(c.IPTables.SyncPeriod.Duration)}, (*int64)(&o.syncPeriod)},
+		{"min-sync-period", []string{"ipvs.minSyncPeriod", "iptables.minSyncPeriod"}, []int64{int64(c.IPVS.MinSyncPeriod.Duration), int64(c.IPTables.MinSyncPeriod.Duration)}, (*int64)(&o.minSyncPeriod)},
+		{"ipvs-tcp-timeout", []string{"ipvs.tcpTimeout"}, []int64{int64(c.IPVS.TCPTimeout.Duration)}, (*int64)(&o.tcpTimeout)},
+		{"ipvs-tcpfin-timeout", []string{"ipvs.tcpFinTimeout"}, []int64{int64(c.IPVS.TCPFinTimeout.Duration)}, (*int64)(&o.tcpFinTimeout)},
+		{"ipvs-udp-timeout", []string{"ipvs.udpTimeout"}, []int64{int64(c.IPVS.UDPTimeout.Duration)}, (*int64)(&o.udpTimeout)},
 	} {
-		for _, v := range d.vals {
+		for i, v := range d.vals {
+			if v < 0 {
+				return nil, fmt.Errorf("config: %s %v: must not be negative", d.fields[i], time.Duration(v))
+			}
+		}
+		for i, v := range d.vals {
 			if v > 0 {
-				set(d.flag, func() { *d.dst = v })
+				set(d.flag, func() { *d.dst = v; o.fromFile[d.flag] = d.fields[i] })
 				break
 			}
+		}
+	}
+	for field, v := range map[string]*int32{"conntrack.maxPerCore": c.Conntrack.MaxPerCore, "conntrack.min": c.Conntrack.Min} {
+		if v != nil && *v < 0 {
+			return nil, fmt.Errorf("config: %s %d: must not be negative", field, *v)
 		}
 	}
 	if v := c.Conntrack.MaxPerCore; v != nil {

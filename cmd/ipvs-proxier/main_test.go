@@ -98,11 +98,14 @@ winkernel: {enableDSR: true}
 func TestResolveValidates(t *testing.T) {
 	host := func() (string, error) { return "Node-1", nil }
 	cases := map[string][]string{
-		"--scheduler":          {"--scheduler", "fastest"},
-		"--cluster-cidr":       {"--cluster-cidr", "10.0.0.0/33"},
-		"--min-sync-period":    {"--min-sync-period", "1m", "--sync-period", "30s"},
-		"--node-ip":            {"--node-ip", "x"},
-		"--ipvs-exclude-cidrs": {"--ipvs-exclude-cidrs", "nope"},
+		"--scheduler":              {"--scheduler", "fastest"},
+		"--cluster-cidr":           {"--cluster-cidr", "10.0.0.0/33"},
+		"--min-sync-period":        {"--min-sync-period", "1m", "--sync-period", "30s"},
+		"--node-ip":                {"--node-ip", "x"},
+		"--ipvs-exclude-cidrs":     {"--ipvs-exclude-cidrs", "nope"},
+		"--max-endpoints-per-port": {"--max-endpoints-per-port", "0"},
+		// 0-31 are valid, as in kube-proxy.
+		"--iptables-masquerade-bit": {"--iptables-masquerade-bit", "32"},
 	}
 	for want, args := range cases {
 		o := newOptions("t")
@@ -143,5 +146,50 @@ func TestMissingKubeconfigNamesTheField(t *testing.T) {
 	}
 	if _, _, err := restConfig(o); err == nil || !strings.HasPrefix(err.Error(), "--kubeconfig: stat /nonexistent/kc") {
 		t.Errorf("missing kubeconfig from the flag: %v", err)
+	}
+}
+
+// TestConfigErrorsNameTheField: a bad value from --config is reported under its config
+// field and file, not under a flag the user never typed; negative durations are
+// rejected, as kube-proxy's validation does, not replaced by defaults.
+func TestConfigErrorsNameTheField(t *testing.T) {
+	host := func() (string, error) { return "n", nil }
+	cases := []struct{ name, conf, want string }{
+		{"bad CIDR", "nodePortAddresses: [abc]", `nodePortAddresses in f.conf: "abc" is not a CIDR`},
+		{"bad cluster CIDR", "clusterCIDR: 10.0.0.0/40", `clusterCIDR in f.conf: "10.0.0.0/40" is not a CIDR`},
+		{"bad scheduler", "ipvs: {scheduler: fastest}", `ipvs.scheduler in f.conf: unknown IPVS scheduler "fastest"`},
+		{"bad masquerade bit", "iptables: {masqueradeBit: 40}", `iptables.masqueradeBit in f.conf: 40 not in 0-31`},
+		{"negative sync period", "ipvs: {syncPeriod: -5s}", "config: ipvs.syncPeriod -5s: must not be negative"},
+		{"negative iptables min sync period", "iptables: {minSyncPeriod: -1s}", "config: iptables.minSyncPeriod -1s: must not be negative"},
+		{"negative tcp timeout", "ipvs: {tcpTimeout: -1m}", "config: ipvs.tcpTimeout -1m0s: must not be negative"},
+		{"negative conntrack min", "conntrack: {min: -1}", "config: conntrack.min -1: must not be negative"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			o := newOptions("t")
+			if err := o.fs.Parse(nil); err != nil {
+				t.Fatal(err)
+			}
+			o.configFile = "f.conf"
+			_, err := o.applyConfig([]byte("apiVersion: kubeproxy.config.k8s.io/v1alpha1\nkind: KubeProxyConfiguration\n" + tc.conf + "\n"))
+			if err == nil {
+				_, err = o.resolve(host)
+			}
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("err %v, want %q", err, tc.want)
+			}
+		})
+	}
+	// The same value from a flag is named by the flag.
+	o := newOptions("t")
+	if err := o.fs.Parse([]string{"--nodeport-addresses", "abc"}); err != nil {
+		t.Fatal(err)
+	}
+	o.configFile = "f.conf"
+	if _, err := o.applyConfig([]byte("nodePortAddresses: [10.0.0.0/8]\n")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := o.resolve(host); err == nil || !strings.HasPrefix(err.Error(), `--nodeport-addresses: "abc"`) {
+		t.Errorf("flag value: %v", err)
 	}
 }

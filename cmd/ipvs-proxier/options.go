@@ -46,6 +46,7 @@ type options struct {
 	conntrackInterval time.Duration
 	conntrackPressure float64
 	profiling         bool
+	maxEndpoints      int
 
 	// fromFile names the config field each option took from --config, by flag name,
 	// so that errors name what the user wrote.
@@ -90,6 +91,8 @@ func newOptions(name string) *options {
 	fs.IntVar(&o.apiBurst, "kube-api-burst", 10, "API client burst")
 	fs.DurationVar(&o.conntrackInterval, "conntrack-report-interval", 10*time.Second, "how often to read conntrack table statistics (one query, never a dump)")
 	fs.Float64Var(&o.conntrackPressure, "conntrack-pressure-threshold", 0.8, "conntrack usage (entries/max) at which pressure is reported")
+	fs.IntVar(&o.maxEndpoints, "max-endpoints-per-port", proxier.DefaultMaxEndpoints,
+		"most real servers programmed for one Service port; more are cut, with a Warning Event (kube-proxy has no cap)")
 	fs.BoolVar(&o.profiling, "profiling", false, "serve /debug/pprof on the metrics address (kube-proxy's enableProfiling)")
 	return o
 }
@@ -103,8 +106,8 @@ func (o *options) origin(flag string) string {
 	return "--" + flag
 }
 
-// parsePrefixes parses CIDRs, naming the flag in errors.
-func parsePrefixes(flag string, items []string) ([]netip.Prefix, error) {
+// parsePrefixes parses CIDRs, naming the flag (or the config field) in errors.
+func (o *options) parsePrefixes(flag string, items []string) ([]netip.Prefix, error) {
 	var out []netip.Prefix
 	for _, s := range items {
 		s = strings.TrimSpace(s)
@@ -113,7 +116,7 @@ func parsePrefixes(flag string, items []string) ([]netip.Prefix, error) {
 		}
 		p, err := netip.ParsePrefix(s)
 		if err != nil {
-			return nil, fmt.Errorf("--%s: %q is not a CIDR", flag, s)
+			return nil, fmt.Errorf("%s: %q is not a CIDR", o.origin(flag), s)
 		}
 		out = append(out, p.Masked())
 	}
@@ -132,7 +135,7 @@ type resolved struct {
 // resolve validates the options and builds the translation and sync configs.
 func (o *options) resolve(hostname func() (string, error)) (*resolved, error) {
 	if err := proxier.ValidateScheduler(o.scheduler); err != nil {
-		return nil, fmt.Errorf("--scheduler: %w", err)
+		return nil, fmt.Errorf("%s: %w", o.origin("scheduler"), err)
 	}
 	if o.minSyncPeriod < 0 || o.syncPeriod <= 0 || o.minSyncPeriod > o.syncPeriod {
 		return nil, fmt.Errorf("need 0 <= --min-sync-period (%v) <= --sync-period (%v), and --sync-period > 0", o.minSyncPeriod, o.syncPeriod)
@@ -140,8 +143,11 @@ func (o *options) resolve(hostname func() (string, error)) (*resolved, error) {
 	if o.conntrackPressure <= 0 || o.conntrackPressure > 1 || o.conntrackInterval <= 0 {
 		return nil, fmt.Errorf("need 0 < --conntrack-pressure-threshold (%v) <= 1 and --conntrack-report-interval (%v) > 0", o.conntrackPressure, o.conntrackInterval)
 	}
+	if o.maxEndpoints <= 0 {
+		return nil, fmt.Errorf("--max-endpoints-per-port %d: want > 0", o.maxEndpoints)
+	}
 	if o.masqueradeBit < 0 || o.masqueradeBit > 31 {
-		return nil, fmt.Errorf("--iptables-masquerade-bit %d not in 0-31", o.masqueradeBit)
+		return nil, fmt.Errorf("%s: %d not in 0-31", o.origin("iptables-masquerade-bit"), o.masqueradeBit)
 	}
 	r := &resolved{nodeName: strings.ToLower(strings.TrimSpace(o.hostnameOverride))}
 	if r.nodeName == "" {
@@ -151,7 +157,7 @@ func (o *options) resolve(hostname func() (string, error)) (*resolved, error) {
 		}
 		r.nodeName = strings.ToLower(h)
 	}
-	clusterCIDRs, err := parsePrefixes("cluster-cidr", strings.Split(o.clusterCIDR, ","))
+	clusterCIDRs, err := o.parsePrefixes("cluster-cidr", strings.Split(o.clusterCIDR, ","))
 	if err != nil {
 		return nil, err
 	}
@@ -163,11 +169,11 @@ func (o *options) resolve(hostname func() (string, error)) (*resolved, error) {
 		}
 		npa = append(npa, s)
 	}
-	nodePortCIDRs, err := parsePrefixes("nodeport-addresses", npa)
+	nodePortCIDRs, err := o.parsePrefixes("nodeport-addresses", npa)
 	if err != nil {
 		return nil, err
 	}
-	exclude, err := parsePrefixes("ipvs-exclude-cidrs", o.excludeCIDRs)
+	exclude, err := o.parsePrefixes("ipvs-exclude-cidrs", o.excludeCIDRs)
 	if err != nil {
 		return nil, err
 	}
@@ -183,7 +189,7 @@ func (o *options) resolve(hostname func() (string, error)) (*resolved, error) {
 		NodeName: r.nodeName, NodeIPs: ips, NodePortAddresses: nodePortCIDRs,
 		Families: []kernel.Family{kernel.IPv4, kernel.IPv6}, Scheduler: o.scheduler,
 		MasqueradeAll: o.masqueradeAll, ClusterCIDRs: clusterCIDRs, ServiceProxyName: o.serviceProxyName,
-		DummyDevice: o.dummyDevice, MasqueradeBit: &o.masqueradeBit,
+		DummyDevice: o.dummyDevice, MasqueradeBit: &o.masqueradeBit, MaxEndpoints: o.maxEndpoints,
 	}.WithDefaults()
 	// Real servers are re-read over 10 full syncs (5 min at the default syncPeriod): at
 	// 30,000 Services reading them all every syncPeriod was most of the idle CPU.
