@@ -36,6 +36,9 @@ func runCleanup(args []string, out io.Writer) error {
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
+	if err := noArgs(fs); err != nil {
+		return err
+	}
 	if *leftoversOnly {
 		ipt := linux.NewIptables(nil)
 		var errs []error

@@ -12,6 +12,8 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"slices"
+	"strings"
 
 	"github.com/spf13/pflag"
 )
@@ -20,9 +22,17 @@ func main() {
 	os.Exit(run(os.Args[1:]))
 }
 
+// subcommands are the words run accepts first; anything else that is not a flag is a
+// typo, never a reason to start the daemon.
+var subcommands = []string{"run", "plan", "status", "cleanup", "version"}
+
 func run(args []string) int {
 	cmd := "run"
-	if len(args) > 0 && (args[0] == "plan" || args[0] == "version" || args[0] == "run" || args[0] == "status" || args[0] == "cleanup") {
+	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
+		if !slices.Contains(subcommands, args[0]) {
+			fmt.Fprintf(os.Stderr, "ipvs-proxier: unknown command %q; valid: %s (none runs the daemon)\n", args[0], strings.Join(subcommands, ", "))
+			return 2
+		}
 		cmd, args = args[0], args[1:]
 	}
 	var err error
@@ -39,6 +49,10 @@ func run(args []string) int {
 	default:
 		err = runDaemon(args)
 	}
+	if errors.Is(err, errUsage) {
+		fmt.Fprintln(os.Stderr, "ipvs-proxier:", err)
+		return 2
+	}
 	if errors.Is(err, pflag.ErrHelp) {
 		return 0
 	}
@@ -47,4 +61,16 @@ func run(args []string) int {
 		return 1
 	}
 	return 0
+}
+
+// errUsage marks a command line that is wrong in itself (exit code 2).
+var errUsage = errors.New("usage")
+
+// noArgs rejects positional arguments: every setting is a flag, so a stray word is a
+// typo (`ipvs-proxier --v 2 stauts`) that must not start anything.
+func noArgs(fs *pflag.FlagSet) error {
+	if fs.NArg() > 0 {
+		return fmt.Errorf("%w: unexpected argument %q; valid commands: %s", errUsage, fs.Arg(0), strings.Join(subcommands, ", "))
+	}
+	return nil
 }

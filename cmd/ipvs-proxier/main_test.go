@@ -193,3 +193,14 @@ func TestConfigErrorsNameTheField(t *testing.T) {
 		t.Errorf("flag value: %v", err)
 	}
 }
+
+// TestCommandLineTypos: a typo'd subcommand or a stray word never starts the daemon
+// (runDaemon would touch the kernel); both exit 2 before anything runs.
+func TestCommandLineTypos(t *testing.T) {
+	for _, args := range [][]string{{"stauts"}, {"--log-level", "info", "extra"}, {"plan", "-f", "x.yaml", "extra"},
+		{"status", "now"}, {"cleanup", "all"}} {
+		if code := run(args); code != 2 {
+			t.Errorf("%v: exit %d, want 2", args, code)
+		}
+	}
+}

@@ -47,6 +47,7 @@ type options struct {
 	conntrackPressure float64
 	profiling         bool
 	maxEndpoints      int
+	lockFile          string
 
 	// fromFile names the config field each option took from --config, by flag name,
 	// so that errors name what the user wrote.
@@ -93,6 +94,7 @@ func newOptions(name string) *options {
 	fs.Float64Var(&o.conntrackPressure, "conntrack-pressure-threshold", 0.8, "conntrack usage (entries/max) at which pressure is reported")
 	fs.IntVar(&o.maxEndpoints, "max-endpoints-per-port", proxier.DefaultMaxEndpoints,
 		"most real servers programmed for one Service port; more are cut, with a Warning Event (kube-proxy has no cap)")
+	fs.StringVar(&o.lockFile, "lock-file", defaultLockFile, "file the daemon locks exclusively before it touches the kernel")
 	fs.BoolVar(&o.profiling, "profiling", false, "serve /debug/pprof on the metrics address (kube-proxy's enableProfiling)")
 	return o
 }

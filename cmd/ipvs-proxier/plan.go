@@ -26,6 +26,9 @@ func runPlan(args []string, out io.Writer) error {
 	if err := o.fs.Parse(args); err != nil {
 		return err
 	}
+	if err := noArgs(o.fs); err != nil {
+		return err
+	}
 	if o.configFile != "" {
 		warnings, err := o.applyConfigFile(o.configFile)
 		if err != nil {

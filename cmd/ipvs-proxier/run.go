@@ -36,6 +36,9 @@ func runDaemon(args []string) error {
 	if err := o.fs.Parse(args); err != nil {
 		return err
 	}
+	if err := noArgs(o.fs); err != nil {
+		return err
+	}
 	var warnings []string
 	if o.configFile != "" {
 		var err error
@@ -77,6 +80,11 @@ func runDaemon(args []string) error {
 	if err != nil {
 		return err
 	}
+	lock, err := acquireLock(o.lockFile, lockWait)
+	if err != nil {
+		return err
+	}
+	defer lock.Close()
 	report := linux.Preflight{}.Check([]string{o.scheduler})
 	if !report.OK() {
 		log.Warn(report.String())

@@ -20,6 +20,9 @@ func runStatus(args []string, out io.Writer) error {
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
+	if err := noArgs(fs); err != nil {
+		return err
+	}
 	c := &http.Client{Timeout: 5 * time.Second}
 	resp, err := c.Get("http://" + *addr + "/status")
 	if err != nil {
