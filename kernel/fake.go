@@ -17,11 +17,13 @@ type Fake struct {
 	mu    sync.Mutex
 	vs    map[VSKey]*fakeVS
 	links map[string]map[netip.Addr]struct{}
-	sets  map[string]*fakeSet
-	rules map[Family]string
-	flows map[fakeFlow]struct{}
-	stats ConntrackStats
-	ops   map[string]int
+	// realLinks are devices of another type than dummy (AddRealLink).
+	realLinks map[string]bool
+	sets      map[string]*fakeSet
+	rules     map[Family]string
+	flows     map[fakeFlow]struct{}
+	stats     ConntrackStats
+	ops       map[string]int
 	// KnownSchedulers lists the scheduler modules the fake kernel can load; nil means the
 	// full in-tree list.
 	KnownSchedulers []string
@@ -256,10 +258,24 @@ func (f *Fake) EnsureDummy(dev string) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.count("EnsureDummy")
+	if f.realLinks[dev] {
+		return fmt.Errorf("%s: %w", dev, ErrNotDummy)
+	}
 	if _, ok := f.links[dev]; !ok {
 		f.links[dev] = map[netip.Addr]struct{}{}
 	}
 	return nil
+}
+
+// AddRealLink makes dev a non-dummy interface (an eth0), for the tests that must see
+// EnsureDummy refuse it.
+func (f *Fake) AddRealLink(dev string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.realLinks == nil {
+		f.realLinks = map[string]bool{}
+	}
+	f.realLinks[dev] = true
 }
 
 // DeleteLink removes a device and its addresses, as `ip link del` would.

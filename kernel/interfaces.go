@@ -11,6 +11,10 @@ import (
 var (
 	ErrExist    = errors.New("already exists")
 	ErrNotFound = errors.New("not found")
+	// ErrNotDummy: the device named for the VIPs exists and is not a dummy interface.
+	// Adopting it would bind every VIP to a real interface and unbind the node's own
+	// addresses at the first full sync, so it is refused.
+	ErrNotDummy = errors.New("not a dummy interface")
 	// ErrInjected marks a failure made up by the Faulty wrapper.
 	ErrInjected = errors.New("injected fault")
 )
@@ -39,7 +43,8 @@ type IPVS interface {
 // Addresses manages the dummy interface that holds the service VIPs.
 // Implementations are safe for concurrent use.
 type Addresses interface {
-	// EnsureDummy creates the dummy device (left down, as kube-proxy does) if it is missing.
+	// EnsureDummy creates the dummy device (left down, as kube-proxy does) if it is
+	// missing; an existing device of another type is ErrNotDummy.
 	EnsureDummy(dev string) error
 	// ListAddresses returns the addresses on dev.
 	ListAddresses(dev string) ([]netip.Addr, error)

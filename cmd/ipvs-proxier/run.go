@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/netip"
 	"os"
@@ -86,6 +87,10 @@ func runDaemon(args []string) error {
 	}
 	defer lock.Close()
 	report := linux.Preflight{}.Check([]string{o.scheduler})
+	if report.NoIPVS != "" {
+		// Before any sysctl: on such a kernel they fail with a bare ENOENT.
+		return fmt.Errorf("IPVS is not usable on this node: %s (%s)", report.NoIPVS, report)
+	}
 	if !report.OK() {
 		log.Warn(report.String())
 	}
@@ -98,6 +103,9 @@ func runDaemon(args []string) error {
 		return fmt.Errorf("IPVS is not usable on this node: %w (%s)", err, report)
 	}
 	defer ipvsHandle.Close()
+	if err := k.Addresses.EnsureDummy(r.cfg.DummyDevice); errors.Is(err, kernel.ErrNotDummy) {
+		return err
+	}
 	changes, err := linux.HostSysctls.Apply(linux.SysctlConfig{StrictARP: o.strictARP,
 		ConntrackMaxPerCore: int(o.conntrackPerCore), ConntrackMin: int(o.conntrackMin), CPUs: runtime.NumCPU()})
 	for _, c := range changes {

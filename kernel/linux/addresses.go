@@ -2,6 +2,7 @@ package linux
 
 import (
 	"errors"
+	"fmt"
 	"net"
 	"net/netip"
 
@@ -16,8 +17,11 @@ type Addresses struct{}
 // EnsureDummy implements kernel.Addresses. The link stays down, as kube-proxy leaves it:
 // addresses on a down dummy are still local, and it answers nothing by itself.
 func (Addresses) EnsureDummy(dev string) error {
-	_, err := netlink.LinkByName(dev)
+	l, err := netlink.LinkByName(dev)
 	if err == nil {
+		if _, ok := l.(*netlink.Dummy); !ok {
+			return fmt.Errorf("%s is a %s interface: %w; refusing to hold VIPs on it (--dummy-device)", dev, l.Type(), kernel.ErrNotDummy)
+		}
 		return nil
 	}
 	var nf netlink.LinkNotFoundError

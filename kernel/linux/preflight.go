@@ -21,6 +21,9 @@ type PreflightReport struct {
 	MissingModules []string
 	Problems       []string
 	Fixes          []string
+	// NoIPVS names what shows the kernel has no IPVS after the modules were loaded
+	// ("" when it has): without it there is nothing to program.
+	NoIPVS string
 }
 
 // OK reports whether nothing is missing.
@@ -80,6 +83,13 @@ func (p Preflight) Check(schedulers []string) PreflightReport {
 	if len(r.MissingModules) > 0 {
 		r.Fixes = append(r.Fixes, "modprobe -a "+strings.Join(r.MissingModules, " "),
 			"list them in /etc/modules-load.d/ipvs-proxier.conf so they load at boot")
+	}
+	// IPVS registers /proc/sys/net/ipv4/vs when the module is in: a generic netlink
+	// listing can still answer without it (nothing to list), and the sysctls the
+	// daemon writes next would fail with a bare ENOENT.
+	if _, err := os.Stat(filepath.Join(root, "proc/sys/net/ipv4/vs")); err != nil {
+		r.NoIPVS = "/proc/sys/net/ipv4/vs is missing: the kernel has no IPVS (module ip_vs)"
+		r.Problems = append(r.Problems, r.NoIPVS)
 	}
 	if v := strings.TrimSpace(readFile(filepath.Join(root, "proc/sys/net/ipv4/ip_forward"))); v != "1" {
 		r.Problems = append(r.Problems, "net.ipv4.ip_forward is "+orUnknown(v)+" (ipvs-proxier sets it to 1)")

@@ -58,4 +58,12 @@ func TestPreflight(t *testing.T) {
 	if strings.Count(msg, "\n") != 0 {
 		t.Errorf("want one line, got:\n%s", msg)
 	}
+	// ip_vs "loaded" but no /proc/sys/net/ipv4/vs: the kernel cannot do IPVS.
+	if r.NoIPVS == "" || !strings.Contains(msg, "the kernel has no IPVS") {
+		t.Errorf("no /proc/sys/net/ipv4/vs, yet NoIPVS %q:\n%s", r.NoIPVS, msg)
+	}
+	writeFiles(t, root, map[string]string{"proc/sys/net/ipv4/vs/conntrack": "0\n"})
+	if r := p.Check([]string{"rr"}); r.NoIPVS != "" {
+		t.Errorf("with /proc/sys/net/ipv4/vs: NoIPVS %q", r.NoIPVS)
+	}
 }
