@@ -58,3 +58,15 @@ func (c *claims) winner() (*VirtualServerState, ServiceKey) {
 	}
 	return st, best
 }
+
+// keys returns every claimant.
+func (c *claims) keys() []ServiceKey {
+	if c.state == nil {
+		return nil
+	}
+	out := []ServiceKey{c.key}
+	for k := range c.more {
+		out = append(out, k)
+	}
+	return out
+}

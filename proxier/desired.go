@@ -16,7 +16,8 @@ import (
 // proportion to that Service's objects, never to the number of Services.
 //
 // When two Services claim the same virtual server (bad input), the one with the smaller
-// namespace/name wins, deterministically.
+// namespace/name wins, deterministically, with every set member and rule of that
+// virtual server (conflicts.go).
 type Desired struct {
 	services map[ServiceKey]*ServiceState
 	vs       map[kernel.VSKey]*claims
@@ -30,6 +31,8 @@ type Desired struct {
 	gone map[kernel.Member]struct{}
 	// noLocalInternal and noLocalExternal sum the Services' NoLocal counters.
 	noLocalInternal, noLocalExternal int
+	// touched: Services whose virtual-server conflicts may have changed (conflicts.go).
+	touched map[ServiceKey]struct{}
 }
 
 // NewDesired returns an empty desired state.
@@ -41,6 +44,7 @@ func NewDesired() *Desired {
 		members:    map[string]map[kernel.SetEntry]int{},
 		gone:       map[kernel.Member]struct{}{},
 		outFilters: map[OutFilter]int{},
+		touched:    map[ServiceKey]struct{}{},
 	}
 }
 
@@ -109,6 +113,11 @@ func (d *Desired) Set(st *ServiceState, delta *Delta) bool {
 }
 
 func (d *Desired) add(st *ServiceState, delta *Delta) {
+	rivals := d.rivals(st)
+	before := make([]tiedWanted, len(rivals))
+	for i, o := range rivals {
+		before[i] = d.tiedWanted(o)
+	}
 	for i := range st.VirtualServers {
 		vs := &st.VirtualServers[i]
 		c := d.vs[vs.VSKey]
@@ -119,33 +128,44 @@ func (d *Desired) add(st *ServiceState, delta *Delta) {
 		c.set(st.Key, vs)
 		delta.VirtualServers[vs.VSKey] = struct{}{}
 	}
+	if len(rivals) > 0 {
+		d.reconcileRivals(rivals, before, delta)
+		d.touched[st.Key] = struct{}{}
+	}
 	for _, a := range st.Bind {
 		if d.addrs[a]++; d.addrs[a] == 1 {
 			delta.Addresses[a] = struct{}{}
 		}
 	}
 	for _, m := range st.Members {
-		set := d.members[m.Set]
-		if set == nil {
-			set = map[kernel.SetEntry]int{}
-			d.members[m.Set] = set
-		}
-		if set[m.Entry]++; set[m.Entry] == 1 {
-			if _, ok := d.gone[m]; ok {
-				delete(d.gone, m) // wanted before and after: no change
-			} else {
-				delta.Members[m] = struct{}{}
-			}
+		if d.countsMember(st, m) {
+			d.addMember(m, delta)
 		}
 	}
 	for _, o := range st.OutFilters {
-		if d.outFilters[o]++; d.outFilters[o] == 1 {
-			delta.RulesChanged = true
+		if d.countsOutFilter(st, o) {
+			d.addOutFilter(o, delta)
 		}
 	}
 }
 
 func (d *Desired) remove(st *ServiceState, delta *Delta) {
+	rivals := d.rivals(st)
+	before := make([]tiedWanted, len(rivals))
+	for i, o := range rivals {
+		before[i] = d.tiedWanted(o)
+	}
+	// What st contributes is decided by the claims as they are, before it leaves them.
+	for _, m := range st.Members {
+		if d.countsMember(st, m) {
+			d.removeMember(m)
+		}
+	}
+	for _, o := range st.OutFilters {
+		if d.countsOutFilter(st, o) {
+			d.removeOutFilter(o, delta)
+		}
+	}
 	for _, vs := range st.VirtualServers {
 		if c := d.vs[vs.VSKey]; c != nil {
 			if c.remove(st.Key); c.len() == 0 {
@@ -154,24 +174,53 @@ func (d *Desired) remove(st *ServiceState, delta *Delta) {
 		}
 		delta.VirtualServers[vs.VSKey] = struct{}{}
 	}
+	if len(rivals) > 0 {
+		d.reconcileRivals(rivals, before, delta)
+		d.touched[st.Key] = struct{}{}
+	}
 	for _, a := range st.Bind {
 		if d.addrs[a]--; d.addrs[a] <= 0 {
 			delete(d.addrs, a)
 			delta.Addresses[a] = struct{}{}
 		}
 	}
-	for _, m := range st.Members {
-		set := d.members[m.Set]
-		if set[m.Entry]--; set[m.Entry] <= 0 {
-			delete(set, m.Entry)
-			d.gone[m] = struct{}{}
+}
+
+// addMember counts one more Service wanting m.
+func (d *Desired) addMember(m kernel.Member, delta *Delta) {
+	set := d.members[m.Set]
+	if set == nil {
+		set = map[kernel.SetEntry]int{}
+		d.members[m.Set] = set
+	}
+	if set[m.Entry]++; set[m.Entry] == 1 {
+		if _, ok := d.gone[m]; ok {
+			delete(d.gone, m) // wanted before and after: no change
+		} else {
+			delta.Members[m] = struct{}{}
 		}
 	}
-	for _, o := range st.OutFilters {
-		if d.outFilters[o]--; d.outFilters[o] <= 0 {
-			delete(d.outFilters, o)
-			delta.RulesChanged = true
-		}
+}
+
+// removeMember counts one Service less wanting m; Set reports it once unwanted.
+func (d *Desired) removeMember(m kernel.Member) {
+	set := d.members[m.Set]
+	if set[m.Entry]--; set[m.Entry] <= 0 {
+		delete(set, m.Entry)
+		d.gone[m] = struct{}{}
+	}
+}
+
+func (d *Desired) addOutFilter(o OutFilter, delta *Delta) {
+	if d.outFilters[o]++; d.outFilters[o] == 1 {
+		delta.RulesChanged = true
+	}
+}
+
+func (d *Desired) removeOutFilter(o OutFilter, delta *Delta) {
+	if d.outFilters[o]--; d.outFilters[o] <= 0 {
+		delete(d.outFilters, o)
+		delta.RulesChanged = true
 	}
 }
 

@@ -71,6 +71,9 @@ type Syncer struct {
 	tracker  *Tracker
 	log      *zap.Logger
 	problems *problemReporter
+	// conflicts reports VirtualServerConflict on the losing Services, apart from the
+	// translation's problems: a Service loses when another one is set.
+	conflicts *problemReporter
 
 	mu       gosync.Mutex
 	cfg      proxier.Config
@@ -128,8 +131,9 @@ func NewSyncer(opts Options, k kernel.Kernel, src Source, tracker *Tracker) *Syn
 	opts.Config = opts.Config.WithDefaults()
 	return &Syncer{
 		opts: opts, k: k, src: src, tracker: tracker, log: opts.Logger,
-		problems: newProblemReporter(opts.Logger, opts.Events),
-		cfg:      opts.Config, desired: proxier.NewDesired(),
+		problems:  newProblemReporter(opts.Logger, opts.Events),
+		conflicts: newProblemReporter(opts.Logger, opts.Events),
+		cfg:       opts.Config, desired: proxier.NewDesired(),
 		vs: map[kernel.VSKey]*programmedVS{}, addrs: map[netip.Addr]struct{}{},
 		rules: map[kernel.Family]string{}, saved: map[kernel.Family]string{}, drain: map[drainKey]time.Time{},
 		needFull: true, retry: proxier.NewDelta(), pendingSets: map[string]struct{}{},
@@ -225,6 +229,9 @@ func (s *Syncer) updateService(k proxier.ServiceKey, delta *proxier.Delta) {
 	st := proxier.Translate(&s.cfg, k, s.src.Service(k), s.src.Slices(k))
 	s.problems.report(k, st.Problems)
 	s.desired.Set(st, delta)
+	for _, c := range s.desired.TakeConflictChanges() {
+		s.conflicts.report(c, s.desired.Conflicts(c))
+	}
 	s.noteTriggers(k)
 	if hc := s.opts.HealthChecks; hc != nil && delta != nil {
 		hc.SetHealthCheck(k, st.HealthCheck)

@@ -1,0 +1,209 @@
+package proxier
+
+import (
+	"fmt"
+	"slices"
+
+	"github.com/ipvs-proxier/ipvs-proxier/kernel"
+)
+
+// Two Services can claim one virtual server: the same external IP and port, the same
+// load-balancer IP and port (the API allows both), the same NodePort (a file can hold
+// it). One of them, the first by namespace/name (claims.winner), is programmed, and it
+// must own every kernel object of that VIP:port, set members included: a loser's
+// KUBE-NO-ENDPOINTS entry would REJECT new connections to a virtual server that has
+// real servers, and an ETP=Local loser would put the VIP in the -LOCAL sets too. So a
+// set member or out-filter tied to a virtual server counts only while its Service wins
+// that virtual server; everything else a Service contributes is reference-counted as
+// before.
+
+// tieKind says how a set's entries are tied to virtual servers.
+type tieKind uint8
+
+const (
+	untied tieKind = iota
+	// tiedIPPort: the entry's IP, protocol and port are the virtual server's.
+	tiedIPPort
+	// tiedPortTCP, tiedPortUDP: bitmap:port NodePort sets; the entry is the port of the
+	// Service's NodePort virtual servers on node IPs.
+	tiedPortTCP
+	tiedPortUDP
+)
+
+// setTies maps every set name (both families) to how its entries are tied.
+var setTies = func() map[string]tieKind {
+	m := map[string]tieKind{}
+	for base, k := range map[string]tieKind{
+		setNoEndpoints: tiedIPPort, setExternalNoLocal: tiedIPPort, setClusterIP: tiedIPPort,
+		setExternalIP: tiedIPPort, setExternalIPLocal: tiedIPPort, setLoadBalancer: tiedIPPort,
+		setLoadBalancerLocal: tiedIPPort, setLoadBalancerFW: tiedIPPort, setLoadBalancerSrcCIDR: tiedIPPort,
+		setLoadBalancerSrcIP: tiedIPPort, setNodePortSCTP: tiedIPPort, setNodePortLocalSCTP: tiedIPPort,
+		setNodePortTCP: tiedPortTCP, setNodePortLocalTCP: tiedPortTCP,
+		setNodePortUDP: tiedPortUDP, setNodePortLocalUDP: tiedPortUDP,
+	} {
+		m[SetName(base, kernel.IPv4)], m[SetName(base, kernel.IPv6)] = k, k
+	}
+	return m
+}()
+
+// tiedKeys returns the virtual servers of st that member m belongs to, or nil when m is
+// not tied to any.
+func tiedKeys(st *ServiceState, m kernel.Member) []kernel.VSKey {
+	var keys []kernel.VSKey
+	switch setTies[m.Set] {
+	case tiedIPPort:
+		k := kernel.VSKey{Protocol: m.Entry.Protocol, Address: m.Entry.IP, Port: m.Entry.Port}
+		if st.hasVS(k) {
+			keys = append(keys, k)
+		}
+	case tiedPortTCP, tiedPortUDP:
+		proto := kernel.TCP
+		if setTies[m.Set] == tiedPortUDP {
+			proto = kernel.UDP
+		}
+		for _, vs := range st.VirtualServers {
+			// NodePort virtual servers are on node IPs, which a Service never binds.
+			if vs.Protocol == proto && vs.Port == m.Entry.Port && !slices.Contains(st.Bind, vs.Address) {
+				keys = append(keys, vs.VSKey)
+			}
+		}
+	}
+	return keys
+}
+
+func (s *ServiceState) hasVS(k kernel.VSKey) bool {
+	_, found := slices.BinarySearchFunc(s.VirtualServers, k, func(v VirtualServerState, k kernel.VSKey) int {
+		return kernel.CompareVSKeys(v.VSKey, k)
+	})
+	return found
+}
+
+// wins reports whether st is programmed on every one of keys.
+func (d *Desired) wins(st *ServiceState, keys []kernel.VSKey) bool {
+	for _, k := range keys {
+		c := d.vs[k]
+		if c == nil {
+			return false
+		}
+		if _, w := c.winner(); w != st.Key {
+			return false
+		}
+	}
+	return true
+}
+
+// countsMember reports whether st's member m is wanted now: untied, or st wins its
+// virtual servers.
+func (d *Desired) countsMember(st *ServiceState, m kernel.Member) bool {
+	keys := tiedKeys(st, m)
+	return keys == nil || d.wins(st, keys)
+}
+
+// countsOutFilter reports whether st's out-filter o is wanted now.
+func (d *Desired) countsOutFilter(st *ServiceState, o OutFilter) bool {
+	return !st.hasVS(o.VSKey) || d.wins(st, []kernel.VSKey{o.VSKey})
+}
+
+// rivals returns the other Services claiming any virtual server of st.
+func (d *Desired) rivals(st *ServiceState) []*ServiceState {
+	var out []*ServiceState
+	for _, vs := range st.VirtualServers {
+		c := d.vs[vs.VSKey]
+		if c == nil || c.len() < 2 && (c.len() == 0 || c.key == st.Key) {
+			continue
+		}
+		for _, k := range c.keys() {
+			if o := d.services[k]; k != st.Key && o != nil && !slices.Contains(out, o) {
+				out = append(out, o)
+			}
+		}
+	}
+	return out
+}
+
+// tiedWanted is what of a Service's tied members and out-filters counts now.
+type tiedWanted struct {
+	members    []kernel.Member
+	outFilters []OutFilter
+}
+
+func (d *Desired) tiedWanted(st *ServiceState) tiedWanted {
+	var w tiedWanted
+	for _, m := range st.Members {
+		if keys := tiedKeys(st, m); keys != nil && d.wins(st, keys) {
+			w.members = append(w.members, m)
+		}
+	}
+	for _, o := range st.OutFilters {
+		if st.hasVS(o.VSKey) && d.wins(st, []kernel.VSKey{o.VSKey}) {
+			w.outFilters = append(w.outFilters, o)
+		}
+	}
+	return w
+}
+
+// reconcileRivals applies the change of the rivals' tied objects between before (their
+// wanted objects before a claim changed) and now, and marks them for conflict reports.
+func (d *Desired) reconcileRivals(rivals []*ServiceState, before []tiedWanted, delta *Delta) {
+	for i, o := range rivals {
+		after := d.tiedWanted(o)
+		for _, m := range before[i].members {
+			if !slices.Contains(after.members, m) {
+				d.removeMember(m)
+			}
+		}
+		for _, m := range after.members {
+			if !slices.Contains(before[i].members, m) {
+				d.addMember(m, delta)
+			}
+		}
+		for _, f := range before[i].outFilters {
+			if !slices.Contains(after.outFilters, f) {
+				d.removeOutFilter(f, delta)
+			}
+		}
+		for _, f := range after.outFilters {
+			if !slices.Contains(before[i].outFilters, f) {
+				d.addOutFilter(f, delta)
+			}
+		}
+		d.touched[o.Key] = struct{}{}
+	}
+}
+
+// TakeConflictChanges returns the Services whose conflicts may have changed since the
+// last call (a Service that claims a contested virtual server was set, or a rival of it),
+// for the caller to report Conflicts of each.
+func (d *Desired) TakeConflictChanges() []ServiceKey {
+	if len(d.touched) == 0 {
+		return nil
+	}
+	out := make([]ServiceKey, 0, len(d.touched))
+	for k := range d.touched {
+		out = append(out, k)
+	}
+	clear(d.touched)
+	return out
+}
+
+// Conflicts returns a VirtualServerConflict Problem for every virtual server that k
+// claims and another Service wins.
+func (d *Desired) Conflicts(k ServiceKey) []Problem {
+	st := d.services[k]
+	if st == nil {
+		return nil
+	}
+	var out []Problem
+	for _, vs := range st.VirtualServers {
+		c := d.vs[vs.VSKey]
+		if c == nil {
+			continue
+		}
+		if _, w := c.winner(); w != k {
+			out = append(out, Problem{Kind: "Service", Namespace: k.Namespace, Name: k.Name, Reason: "VirtualServerConflict",
+				Message: fmt.Sprintf("virtual server %s is also claimed by Service %s, which is programmed there (the first by namespace/name); "+
+					"this Service's traffic to it goes to %s's endpoints", vs.VSKey, w, w)})
+		}
+	}
+	return out
+}
