@@ -1,0 +1,79 @@
+package e2e
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// waitWarning waits for a Warning Event with reason on the default-namespace object name.
+func waitWarning(t *testing.T, name, reason string, message func(string) bool) {
+	t.Helper()
+	if err := waitFor(30*time.Second, func() bool {
+		evs, err := cp.Admin.CoreV1().Events("default").List(context.Background(), metav1.ListOptions{FieldSelector: "involvedObject.name=" + name})
+		if err != nil {
+			return false
+		}
+		for _, e := range evs.Items {
+			if e.Reason == reason && e.Type == v1.EventTypeWarning && message(e.Message) {
+				return true
+			}
+		}
+		return false
+	}); err != nil {
+		t.Errorf("no %s Warning Event on %s", reason, name)
+	}
+}
+
+// TestConflictingExternalIP: two Services on one external IP:port, the loser without
+// endpoints and created first. The winner (first by name) serves every request: the
+// loser's KUBE-NO-ENDPOINTS entry would REJECT them. The loser gets a Warning naming it.
+func TestConflictingExternalIP(t *testing.T) {
+	requireEnv(t)
+	const vip = "203.0.113.30:80"
+	spec := v1.ServiceSpec{ExternalIPs: []string{"203.0.113.30"}}
+	createService(t, &v1.Service{ObjectMeta: metav1.ObjectMeta{Name: "conflict-b"}, Spec: *spec.DeepCopy()}, 80, v1.ProtocolTCP)
+	waitIPVS(t, "loser alone", func(s string) bool { return strings.Contains(s, "TCP  "+vip) })
+	createService(t, &v1.Service{ObjectMeta: metav1.ObjectMeta{Name: "conflict-a"}, Spec: *spec.DeepCopy()}, 80, v1.ProtocolTCP, podEP{"10.244.0.11", "node-1"})
+	waitIPVS(t, "winner", func(s string) bool { return strings.Contains(vsBlock(s, vip), "10.244.0.11") })
+	waitServing(t, "client", "tcp", vip)
+	for i := range 20 {
+		if a, err := node.Ask("client", "tcp", vip); err != nil || !strings.HasPrefix(a, "pod1") {
+			t.Fatalf("request %d through the contested VIP: %q %v\n%s", i, a, err, ipsetList(t, "KUBE-NO-ENDPOINTS"))
+		}
+	}
+	if out, code, _ := node.Exec("ipset test KUBE-NO-ENDPOINTS 203.0.113.30,tcp:80"); code == 0 {
+		t.Errorf("the winner's VIP:port is in KUBE-NO-ENDPOINTS: %s", out)
+	}
+	waitWarning(t, "conflict-b", "VirtualServerConflict", func(m string) bool { return strings.Contains(m, "default/conflict-a") })
+}
+
+// TestSourceRangesOtherFamily: an IPv4 LoadBalancer whose ranges also hold "::/0" keeps
+// its IPv4 firewall (the /0 of the other family once removed it).
+func TestSourceRangesOtherFamily(t *testing.T) {
+	requireEnv(t)
+	ctx := context.Background()
+	svc := createService(t, &v1.Service{ObjectMeta: metav1.ObjectMeta{Name: "lb-mixed"}, Spec: v1.ServiceSpec{Type: v1.ServiceTypeLoadBalancer,
+		LoadBalancerSourceRanges: []string{"192.168.50.2/32", "::/0"}}}, 80, v1.ProtocolTCP, podEP{"10.244.0.12", "node-1"})
+	svc.Status.LoadBalancer.Ingress = []v1.LoadBalancerIngress{{IP: "203.0.113.21"}}
+	if _, err := cp.Admin.CoreV1().Services("default").UpdateStatus(ctx, svc, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waitIPVS(t, "LB IP", func(s string) bool { return strings.Contains(vsBlock(s, "203.0.113.21:80"), "10.244.0.12") })
+	if a, err := node.AskFrom("client", "tcp", "192.168.50.2", "203.0.113.21:80"); err != nil || !strings.HasPrefix(a, "pod2") {
+		t.Errorf("allowed source: %q %v", a, err)
+	}
+	if a, err := node.AskFrom("client", "tcp", "192.168.50.3", "203.0.113.21:80"); err == nil {
+		t.Errorf("denied source got through: %q", a)
+	}
+}
+
+func ipsetList(t *testing.T, set string) string {
+	t.Helper()
+	out, _ := node.MustExec("ipset list " + set)
+	return out
+}
