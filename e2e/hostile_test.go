@@ -77,3 +77,20 @@ func ipsetList(t *testing.T, set string) string {
 	out, _ := node.MustExec("ipset list " + set)
 	return out
 }
+
+// TestRestartPrunesExternalIPOnNodeIP: an external IP equal to the node's IP (outside
+// the NodePort range), its Service deleted while the daemon was down: the restarted
+// daemon prunes the virtual server, because our KUBE-EXTERNAL-IP set names it.
+func TestRestartPrunesExternalIPOnNodeIP(t *testing.T) {
+	requireEnv(t)
+	const vip = "10.0.2.15:8081"
+	createService(t, &v1.Service{ObjectMeta: metav1.ObjectMeta{Name: "ext-node-ip"}, Spec: v1.ServiceSpec{ExternalIPs: []string{"10.0.2.15"}}},
+		8081, v1.ProtocolTCP, podEP{"10.244.0.11", "node-1"})
+	waitIPVS(t, "external IP on the node IP", func(s string) bool { return strings.Contains(vsBlock(s, vip), "10.244.0.11") })
+	stopDaemon(t)
+	ctx := context.Background()
+	_ = cp.Admin.CoreV1().Services("default").Delete(ctx, "ext-node-ip", metav1.DeleteOptions{})
+	_ = cp.Admin.DiscoveryV1().EndpointSlices("default").Delete(ctx, "ext-node-ip-1", metav1.DeleteOptions{})
+	startDaemon(t)
+	waitIPVS(t, "stale virtual server pruned after the restart", func(s string) bool { return !strings.Contains(s, "TCP  "+vip) })
+}

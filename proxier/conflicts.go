@@ -207,3 +207,31 @@ func (d *Desired) Conflicts(k ServiceKey) []Problem {
 	}
 	return out
 }
+
+// OwnershipSets lists, for both families, our sets whose entries name virtual servers on
+// node IPs: NodePorts (by port for TCP and UDP, by IP and port for SCTP) and external or
+// load-balancer IPs. A virtual server on a node IP that one of them names was programmed
+// by us (or by kube-proxy's IPVS mode, whose sets these are), whatever its port.
+func OwnershipSets() []string {
+	var out []string
+	for _, f := range []kernel.Family{kernel.IPv4, kernel.IPv6} {
+		for _, base := range []string{setNodePortTCP, setNodePortLocalTCP, setNodePortUDP, setNodePortLocalUDP,
+			setNodePortSCTP, setNodePortLocalSCTP, setExternalIP, setExternalIPLocal, setLoadBalancer, setLoadBalancerLocal} {
+			out = append(out, SetName(base, f))
+		}
+	}
+	return out
+}
+
+// NamedBySet reports whether entry e of one of OwnershipSets names virtual server k.
+func NamedBySet(set string, e kernel.SetEntry, k kernel.VSKey) bool {
+	switch setTies[set] {
+	case tiedPortTCP:
+		return k.Protocol == kernel.TCP && e.Port == k.Port
+	case tiedPortUDP:
+		return k.Protocol == kernel.UDP && e.Port == k.Port
+	case tiedIPPort:
+		return e.IP == k.Address && e.Protocol == k.Protocol && e.Port == k.Port
+	}
+	return false
+}

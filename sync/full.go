@@ -26,6 +26,7 @@ func (s *Syncer) syncFull(keys map[proxier.ServiceKey]struct{}) error {
 	// matches are not listed, so these must be written explicitly.
 	changed := s.retry
 	s.retry, s.pendingSets = proxier.NewDelta(), map[string]struct{}{}
+	s.named = nil // read again, if needed, before this sync's sets are repaired
 	listAll := false
 	if cfg := s.nodeConfig(); !s.built || !reflect.DeepEqual(cfg, s.cfg) {
 		s.cfg = cfg
@@ -228,16 +229,56 @@ func (s *Syncer) checkRealServersNow(key kernel.VSKey) bool {
 // owns reports whether a virtual server found in the kernel is ours to prune.
 func (s *Syncer) owns(key kernel.VSKey) bool {
 	_, onDummy := s.addrs[key.Address]
-	return Owns(key, onDummy, s.cfg.NodeIPs, s.opts.ExcludeCIDRs, s.opts.NodePortMin, s.opts.NodePortMax)
+	if !onDummy && slices.Contains(s.cfg.NodeIPs, key.Address) && s.named == nil {
+		// A virtual server on a node IP that we neither want nor know: read once per
+		// full sync whether our sets name it (a restart after its Service went).
+		s.named = ReadOwnershipSets(s.k.IPSets)
+	}
+	return Owns(key, onDummy, s.cfg.NodeIPs, s.opts.ExcludeCIDRs, s.opts.NodePortMin, s.opts.NodePortMax, s.named)
+}
+
+// OwnershipEntries are the entries of proxier.OwnershipSets as the kernel holds them.
+type OwnershipEntries map[string][]kernel.SetEntry
+
+// ReadOwnershipSets lists proxier.OwnershipSets; a set that cannot be read names
+// nothing.
+func ReadOwnershipSets(ipsets kernel.IPSets) OwnershipEntries {
+	out := OwnershipEntries{}
+	for _, set := range proxier.OwnershipSets() {
+		if entries, err := ipsets.ListEntries(set); err == nil {
+			out[set] = entries
+		}
+	}
+	return out
+}
+
+// names reports whether one of the sets names k.
+func (o OwnershipEntries) names(k kernel.VSKey) bool {
+	for set, entries := range o {
+		for _, e := range entries {
+			if proxier.NamedBySet(set, e, k) {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // Owns is the one ownership rule, shared by pruning and `ipvs-proxier cleanup`: a
-// virtual server is ours when it is on an address of our dummy interface, or is a
-// NodePort (a port in the NodePort range on a node IP), and is not in an excluded CIDR
+// virtual server is ours when it is on an address of our dummy interface, or is on a
+// node IP and either named by one of our sets (a NodePort of any range, an external or
+// load-balancer IP equal to a node IP: the kernel's own record of what we programmed,
+// which survives a restart) or in the NodePort range; and it is not in an excluded CIDR
 // (--ipvs-exclude-cidrs, kube-proxy's rule for virtual servers made by others).
-func Owns(key kernel.VSKey, onDummy bool, nodeIPs []netip.Addr, exclude []netip.Prefix, portMin, portMax uint16) bool {
+func Owns(key kernel.VSKey, onDummy bool, nodeIPs []netip.Addr, exclude []netip.Prefix, portMin, portMax uint16, named OwnershipEntries) bool {
 	if slices.ContainsFunc(exclude, func(p netip.Prefix) bool { return p.Contains(key.Address) }) {
 		return false
 	}
-	return onDummy || slices.Contains(nodeIPs, key.Address) && key.Port >= portMin && key.Port <= portMax
+	if onDummy {
+		return true
+	}
+	if !slices.Contains(nodeIPs, key.Address) {
+		return false
+	}
+	return key.Port >= portMin && key.Port <= portMax || named.names(key)
 }

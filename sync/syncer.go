@@ -74,6 +74,8 @@ type Syncer struct {
 	// conflicts reports VirtualServerConflict on the losing Services, apart from the
 	// translation's problems: a Service loses when another one is set.
 	conflicts *problemReporter
+	// named: the kernel's ownership sets as read in this full sync (nil until needed).
+	named OwnershipEntries
 
 	mu       gosync.Mutex
 	cfg      proxier.Config

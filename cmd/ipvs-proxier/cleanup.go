@@ -115,10 +115,12 @@ func cleanupVirtualServers(dummy string, exclude []netip.Prefix) (int, error) {
 	if err != nil {
 		return 0, err
 	}
+	// Read before the sets are destroyed (cleanup removes virtual servers first).
+	named := sync.ReadOwnershipSets(linux.IPSets{})
 	n := 0
 	var errs []error
 	for _, vs := range vss {
-		if !sync.Owns(vs.VSKey, onDummy[vs.Address], nodeIPs, exclude, 30000, 32767) {
+		if !sync.Owns(vs.VSKey, onDummy[vs.Address], nodeIPs, exclude, 30000, 32767, named) {
 			continue
 		}
 		if err := x.DeleteVirtualServer(vs.VSKey); err != nil && !errors.Is(err, kernel.ErrNotFound) {
