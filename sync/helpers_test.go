@@ -45,7 +45,7 @@ func (h *harness) load(t testing.TB, file string) {
 		t.Fatal(err)
 	}
 	defer f.Close()
-	if err := LoadObjects(f, h.src, testNode); err != nil {
+	if _, err := LoadObjects(f, h.src, testNode); err != nil {
 		t.Fatal(err)
 	}
 }

@@ -1,8 +1,7 @@
 package sync
 
 import (
-	"bufio"
-	"bytes"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -14,55 +13,89 @@ import (
 	"k8s.io/client-go/kubernetes/scheme"
 )
 
-// LoadObjects reads Services, EndpointSlices and Nodes from multi-document YAML or JSON,
-// including v1 Lists, into src. nodeName picks the Node to use; other kinds are ignored.
-func LoadObjects(r io.Reader, src *StaticSource, nodeName string) error {
-	dec := utilyaml.NewYAMLReader(bufio.NewReader(r))
-	decoder := scheme.Codecs.UniversalDeserializer()
+// LoadObjects reads Services, EndpointSlices and Nodes into src from what kubectl
+// accepts: multi-document YAML (comment-only and null documents, as `helm template`
+// prints, are skipped), JSON (one object, newline-delimited or concatenated), `kind:
+// List` and the typed lists (`ServiceList`, `EndpointSliceList`, `NodeList`). nodeName
+// picks the Node to use. What cannot be used is skipped, with a note for each: objects of
+// kinds the scheme does not know (custom resources), other kinds, and EndpointSlices
+// without the service-name label (the daemon skips those too). Only unreadable input is
+// an error.
+func LoadObjects(r io.Reader, src *StaticSource, nodeName string) (notes []string, err error) {
+	dec := utilyaml.NewYAMLOrJSONDecoder(r, 4096)
+	l := &loader{src: src, node: nodeName}
 	for i := 0; ; i++ {
-		doc, err := dec.Read()
-		if errors.Is(err, io.EOF) {
-			return nil
+		var raw json.RawMessage
+		if err := dec.Decode(&raw); errors.Is(err, io.EOF) {
+			return l.notes, nil
+		} else if err != nil {
+			return l.notes, fmt.Errorf("document %d: %w", i, err)
 		}
-		if err != nil {
-			return fmt.Errorf("document %d: %w", i, err)
-		}
-		if len(bytes.TrimSpace(doc)) == 0 {
+		if len(raw) == 0 || string(raw) == "null" {
 			continue
 		}
-		obj, _, err := decoder.Decode(doc, nil, nil)
-		if err != nil {
-			return fmt.Errorf("document %d: %w", i, err)
-		}
-		if err := addObject(obj, src, nodeName); err != nil {
-			return fmt.Errorf("document %d: %w", i, err)
+		if err := l.decode(raw, fmt.Sprintf("document %d", i)); err != nil {
+			return l.notes, err
 		}
 	}
 }
 
-func addObject(obj runtime.Object, src *StaticSource, nodeName string) error {
+type loader struct {
+	src   *StaticSource
+	node  string
+	notes []string
+}
+
+func (l *loader) note(format string, args ...any) { l.notes = append(l.notes, fmt.Sprintf(format, args...)) }
+
+func (l *loader) decode(raw []byte, where string) error {
+	obj, gvk, err := scheme.Codecs.UniversalDeserializer().Decode(raw, nil, nil)
+	switch {
+	case runtime.IsNotRegisteredError(err):
+		kind := "unknown"
+		if gvk != nil {
+			kind = gvk.String()
+		}
+		l.note("%s: kind %s is not a Service, EndpointSlice or Node; skipped", where, kind)
+		return nil
+	case err != nil:
+		return fmt.Errorf("%s: %w", where, err)
+	}
+	l.add(obj, where)
+	return nil
+}
+
+func (l *loader) add(obj runtime.Object, where string) {
 	switch o := obj.(type) {
 	case *v1.Service:
-		src.SetService(o)
+		l.src.SetService(o)
 	case *discovery.EndpointSlice:
-		if _, ok := src.SetSlice(o); !ok {
-			return fmt.Errorf("EndpointSlice %s/%s has no %s label", o.Namespace, o.Name, discovery.LabelServiceName)
+		if _, ok := l.src.SetSlice(o); !ok {
+			l.note("%s: EndpointSlice %s/%s has no %s label; skipped", where, o.Namespace, o.Name, discovery.LabelServiceName)
 		}
 	case *v1.Node:
-		if o.Name == nodeName {
-			src.SetNode(o)
+		if o.Name == l.node {
+			l.src.SetNode(o)
 		}
 	case *v1.List:
-		decoder := scheme.Codecs.UniversalDeserializer()
-		for _, item := range o.Items {
-			inner, _, err := decoder.Decode(item.Raw, nil, nil)
-			if err != nil {
-				return err
-			}
-			if err := addObject(inner, src, nodeName); err != nil {
-				return err
+		for i, item := range o.Items {
+			if err := l.decode(item.Raw, fmt.Sprintf("%s item %d", where, i)); err != nil {
+				l.note("%v; skipped", err)
 			}
 		}
+	case *v1.ServiceList:
+		for i := range o.Items {
+			l.add(&o.Items[i], where)
+		}
+	case *discovery.EndpointSliceList:
+		for i := range o.Items {
+			l.add(&o.Items[i], where)
+		}
+	case *v1.NodeList:
+		for i := range o.Items {
+			l.add(&o.Items[i], where)
+		}
+	default:
+		l.note("%s: kind %T is not a Service, EndpointSlice or Node; skipped", where, obj)
 	}
-	return nil
 }

@@ -23,7 +23,7 @@ func TestTrimKeepsTheTranslation(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := LoadObjects(f, src, testNode); err != nil {
+		if _, err := LoadObjects(f, src, testNode); err != nil {
 			t.Fatal(err)
 		}
 		_ = f.Close()

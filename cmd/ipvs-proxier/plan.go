@@ -6,6 +6,7 @@ import (
 	"io"
 	"net/netip"
 	"os"
+	"slices"
 
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -20,9 +21,15 @@ import (
 // touching the kernel and without privileges: it runs the daemon's sync against an
 // empty in-memory kernel and prints the desired state.
 func runPlan(args []string, out io.Writer) error {
+	return runPlanTo(args, out, os.Stderr)
+}
+
+// runPlanTo is runPlan with the notes, warnings and problems going to errOut.
+func runPlanTo(args []string, out, errOut io.Writer) error {
 	o := newOptions("plan")
 	var files []string
 	o.fs.StringArrayVarP(&files, "filename", "f", nil, "Service, EndpointSlice and Node objects (YAML or JSON, multi-document or a List); '-' is stdin")
+	strict := o.fs.Bool("strict", false, "exit non-zero when the input has problems (the daemon's Warning Events)")
 	if err := o.fs.Parse(args); err != nil {
 		return err
 	}
@@ -35,7 +42,7 @@ func runPlan(args []string, out io.Writer) error {
 			return err
 		}
 		for _, w := range warnings {
-			fmt.Fprintln(os.Stderr, "warning:", w)
+			fmt.Fprintln(errOut, "warning:", w)
 		}
 	}
 	r, err := o.resolve(os.Hostname)
@@ -46,12 +53,17 @@ func runPlan(args []string, out io.Writer) error {
 	switch {
 	case len(files) > 0:
 		for _, f := range files {
-			if err := loadFile(f, src, r.nodeName); err != nil {
+			if err := loadFile(f, src, r.nodeName, errOut); err != nil {
 				return err
 			}
 		}
+		if src.Node() == nil {
+			// As `plan --kubeconfig` warns: without the Node, NodePorts have no node IPs
+			// unless --node-ip gives them, and no endpoint is local.
+			fmt.Fprintf(errOut, "warning: no Node %q in the input: no NodePorts without --node-ip, no local endpoints (set --hostname-override)\n", r.nodeName)
+		}
 	case o.kubeconfig != "" || o.master != "":
-		if err := loadCluster(o, src, r.nodeName); err != nil {
+		if err := loadCluster(o, src, r.nodeName, errOut); err != nil {
 			return err
 		}
 	default:
@@ -61,13 +73,39 @@ func runPlan(args []string, out io.Writer) error {
 		r.sync.Config.NodePortAddresses = append(r.sync.Config.NodePortAddresses, hostPrefixes(sync.NodeAddresses(src.Node()))...)
 	}
 	fake := kernel.NewFake()
+	problems := &problemList{}
+	r.sync.Events = problems
 	s := sync.NewSyncer(r.sync, fake.Kernel(), src, sync.NewTracker(nil))
 	if err := s.Sync(); err != nil {
 		return err
 	}
 	cfg := s.Config()
-	_, err = io.WriteString(out, s.Desired().Plan(&cfg))
-	return err
+	if _, err = io.WriteString(out, s.Desired().Plan(&cfg)); err != nil {
+		return err
+	}
+	lines := problems.lines()
+	for _, l := range lines {
+		fmt.Fprintln(errOut, "problem:", l)
+	}
+	if *strict && len(lines) > 0 {
+		return fmt.Errorf("%d problem(s) in the input (--strict)", len(lines))
+	}
+	return nil
+}
+
+// problemList collects what the daemon would publish as Warning Events.
+type problemList struct{ got []proxier.Problem }
+
+func (p *problemList) Warn(pr proxier.Problem) { p.got = append(p.got, pr) }
+
+// lines returns one sorted line per distinct problem: "Kind namespace/name: Reason: message".
+func (p *problemList) lines() []string {
+	var out []string
+	for _, pr := range p.got {
+		out = append(out, pr.String())
+	}
+	slices.Sort(out)
+	return slices.Compact(out)
 }
 
 // hostPrefixes turns addresses into /32 and /128 prefixes.
@@ -79,7 +117,7 @@ func hostPrefixes(ips []netip.Addr) []netip.Prefix {
 	return out
 }
 
-func loadFile(name string, src *sync.StaticSource, node string) error {
+func loadFile(name string, src *sync.StaticSource, node string, errOut io.Writer) error {
 	f := os.Stdin
 	if name != "-" {
 		var err error
@@ -88,14 +126,18 @@ func loadFile(name string, src *sync.StaticSource, node string) error {
 		}
 		defer f.Close()
 	}
-	if err := sync.LoadObjects(f, src, node); err != nil {
+	notes, err := sync.LoadObjects(f, src, node)
+	for _, n := range notes {
+		fmt.Fprintf(errOut, "note: %s: %s\n", name, n)
+	}
+	if err != nil {
 		return fmt.Errorf("%s: %w", name, err)
 	}
 	return nil
 }
 
 // loadCluster reads Services, EndpointSlices and the Node from a live cluster, once.
-func loadCluster(o *options, src *sync.StaticSource, node string) error {
+func loadCluster(o *options, src *sync.StaticSource, node string, errOut io.Writer) error {
 	cfg, _, err := restConfig(o)
 	if err != nil {
 		return err
@@ -124,7 +166,7 @@ func loadCluster(o *options, src *sync.StaticSource, node string) error {
 		src.SetNode(n)
 	} else {
 		src.SetNode(&v1.Node{})
-		fmt.Fprintf(os.Stderr, "warning: node %s: %v\n", node, err)
+		fmt.Fprintf(errOut, "warning: node %s: %v\n", node, err)
 	}
 	return nil
 }
