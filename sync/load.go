@@ -46,7 +46,9 @@ type loader struct {
 	notes []string
 }
 
-func (l *loader) note(format string, args ...any) { l.notes = append(l.notes, fmt.Sprintf(format, args...)) }
+func (l *loader) note(format string, args ...any) {
+	l.notes = append(l.notes, fmt.Sprintf(format, args...))
+}
 
 func (l *loader) decode(raw []byte, where string) error {
 	obj, gvk, err := scheme.Codecs.UniversalDeserializer().Decode(raw, nil, nil)
