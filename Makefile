@@ -35,8 +35,11 @@ lint: ## gofmt, go vet and staticcheck (pinned, through go run)
 	cd e2e && $(GO) vet ./...
 	$(GO) run $(STATICCHECK) ./...
 
-fuzz: ## Fuzz the translation for 60s
-	$(GO) test ./proxier -run '^$$' -fuzz FuzzTranslate -fuzztime 60s
+FUZZTIME ?= 60s
+fuzz: ## Fuzz the translation, whole clusters (loader, syncer, plan) and --config, FUZZTIME each (60s); make test runs their seeds
+	$(GO) test ./proxier -run '^$$' -fuzz '^FuzzTranslate$$' -fuzztime $(FUZZTIME)
+	$(GO) test ./sync -run '^$$' -fuzz '^FuzzPlan$$' -fuzztime $(FUZZTIME)
+	$(GO) test ./cmd/ipvs-proxier -run '^$$' -fuzz '^FuzzConfig$$' -fuzztime $(FUZZTIME)
 
 bench: bench-micro bench-scale ## Both benchmarks: Go microbenchmarks, then the scale run against kube-proxy (long; not part of make test)
 
