@@ -86,6 +86,14 @@ func TestDifferentialAgainstKubeProxy(t *testing.T) {
 	}
 	createService(t, &v1.Service{ObjectMeta: metav1.ObjectMeta{Name: "diff-empty"}}, 80, v1.ProtocolTCP)
 
+	compareWithKubeProxy(t, "203.0.113.50:80")
+}
+
+// compareWithKubeProxy reads the node's state once it settles with want in it, wipes the
+// node, lets stock kube-proxy (IPVS mode) program the same objects, and fails on every
+// difference but the deliberate ones. The node is left wiped, kube-proxy stopped.
+func compareWithKubeProxy(t *testing.T, want string) {
+	t.Helper()
 	settled := func(want string) []string {
 		t.Helper()
 		var prev, cur []string
@@ -98,12 +106,12 @@ func TestDifferentialAgainstKubeProxy(t *testing.T) {
 		}
 		return cur
 	}
-	ours := settled("203.0.113.50:80")
+	ours := settled(want)
 
 	t.Cleanup(func() { restoreNode(t) })
 	wipeNode(t)
 	startKubeProxy(t, "ipvs")
-	theirs := settled("203.0.113.50:80")
+	theirs := settled(want)
 	stopKubeProxy(t)
 
 	var onlyOurs, onlyTheirs, allowed []string

@@ -51,6 +51,8 @@ var setTies = func() map[string]tieKind {
 func tiedKeys(st *ServiceState, m kernel.Member) []kernel.VSKey {
 	var keys []kernel.VSKey
 	switch setTies[m.Set] {
+	case untied:
+		return nil
 	case tiedIPPort:
 		k := kernel.VSKey{Protocol: m.Entry.Protocol, Address: m.Entry.IP, Port: m.Entry.Port}
 		if st.hasVS(k) {
