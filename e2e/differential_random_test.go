@@ -48,7 +48,9 @@ func applyClusterState(t *testing.T, cs *harness.ClusterState) string {
 		if err != nil {
 			t.Fatalf("seed %d: %s: %v", cs.Seed, svc.Name, err)
 		}
-		t.Cleanup(func() { _ = cp.Admin.CoreV1().Services("default").Delete(context.Background(), svc.Name, metav1.DeleteOptions{}) })
+		t.Cleanup(func() {
+			_ = cp.Admin.CoreV1().Services("default").Delete(context.Background(), svc.Name, metav1.DeleteOptions{})
+		})
 		last = got.Spec.ClusterIP + ":" + strconv.Itoa(int(got.Spec.Ports[0].Port))
 		if ing, ok := cs.LBIngress[svc.Name]; ok {
 			got.Status.LoadBalancer.Ingress = ing
