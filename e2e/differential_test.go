@@ -89,11 +89,16 @@ func TestDifferentialAgainstKubeProxy(t *testing.T) {
 	compareWithKubeProxy(t, "203.0.113.50:80")
 }
 
-// compareWithKubeProxy reads the node's state once it settles with want in it, wipes the
-// node, lets stock kube-proxy (IPVS mode) program the same objects, and fails on every
-// difference but the deliberate ones. The node is left wiped, kube-proxy stopped.
+// compareWithKubeProxy starts both proxies from a wiped node (so neither sees what
+// earlier tests left, such as real servers still draining): ipvs-proxier first, its
+// state read once it settles with want in it, then stock kube-proxy (IPVS mode) on the
+// same objects. It fails on every difference but the deliberate ones; the node goes
+// back to ipvs-proxier when the test ends.
 func compareWithKubeProxy(t *testing.T, want string) {
 	t.Helper()
+	t.Cleanup(func() { restoreNode(t) })
+	wipeNode(t)
+	startDaemon(t)
 	settled := func(want string) []string {
 		t.Helper()
 		var prev, cur []string
@@ -108,7 +113,6 @@ func compareWithKubeProxy(t *testing.T, want string) {
 	}
 	ours := settled(want)
 
-	t.Cleanup(func() { restoreNode(t) })
 	wipeNode(t)
 	startKubeProxy(t, "ipvs")
 	theirs := settled(want)

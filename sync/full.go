@@ -229,7 +229,7 @@ func (s *Syncer) checkRealServersNow(key kernel.VSKey) bool {
 // owns reports whether a virtual server found in the kernel is ours to prune.
 func (s *Syncer) owns(key kernel.VSKey) bool {
 	_, onDummy := s.addrs[key.Address]
-	if !onDummy && slices.Contains(s.cfg.NodeIPs, key.Address) && s.named == nil {
+	if !onDummy && (slices.Contains(s.cfg.NodeIPs, key.Address) || key.Address.IsLinkLocalUnicast()) && s.named == nil {
 		// A virtual server on a node IP that we neither want nor know: read once per
 		// full sync whether our sets name it (a restart after its Service went).
 		s.named = ReadOwnershipSets(s.k.IPSets)
@@ -268,7 +268,8 @@ func (o OwnershipEntries) names(k kernel.VSKey) bool {
 // virtual server is ours when it is on an address of our dummy interface, or is on a
 // node IP and either named by one of our sets (a NodePort of any range, an external or
 // load-balancer IP equal to a node IP: the kernel's own record of what we programmed,
-// which survives a restart) or in the NodePort range; and it is not in an excluded CIDR
+// which survives a restart) or in the NodePort range, or is on a link-local address and
+// named by our sets (kube-proxy's NodePorts there); and it is not in an excluded CIDR
 // (--ipvs-exclude-cidrs, kube-proxy's rule for virtual servers made by others).
 func Owns(key kernel.VSKey, onDummy bool, nodeIPs []netip.Addr, exclude []netip.Prefix, portMin, portMax uint16, named OwnershipEntries) bool {
 	if slices.ContainsFunc(exclude, func(p netip.Prefix) bool { return p.Contains(key.Address) }) {
@@ -276,6 +277,12 @@ func Owns(key kernel.VSKey, onDummy bool, nodeIPs []netip.Addr, exclude []netip.
 	}
 	if onDummy {
 		return true
+	}
+	if key.Address.IsLinkLocalUnicast() {
+		// We program no NodePorts on link-local addresses, but kube-proxy's IPVS mode
+		// does (169.254.x on a pod veth gateway): after a takeover, those our sets name
+		// are kube-proxy's leftovers, ours to remove.
+		return named.names(key)
 	}
 	if !slices.Contains(nodeIPs, key.Address) {
 		return false

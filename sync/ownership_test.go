@@ -51,3 +51,27 @@ func TestRestartPrunesStaleNodeIPVirtualServers(t *testing.T) {
 		t.Errorf("foreign virtual server pruned:\n%s", dump)
 	}
 }
+
+// TestTakeoverPrunesLinkLocalNodePorts: kube-proxy's IPVS mode programs NodePorts on
+// link-local addresses too; we do not, so after a takeover those virtual servers, which
+// our (shared) NodePort sets name, are removed. A link-local one they do not name stays.
+func TestTakeoverPrunesLinkLocalNodePorts(t *testing.T) {
+	fake := kernel.NewFake()
+	ll := netip.MustParseAddr("169.254.1.1")
+	must(t, fake.AddVirtualServer(kernel.VirtualServer{VSKey: kernel.VSKey{Protocol: kernel.TCP, Address: ll, Port: 30080}, Scheduler: "rr"}))
+	must(t, fake.AddVirtualServer(kernel.VirtualServer{VSKey: kernel.VSKey{Protocol: kernel.TCP, Address: ll, Port: 9000}, Scheduler: "rr"}))
+	h := newHarness(t, kernel.Kernel{}, fake, func(o *Options) { o.Config.NodeIPs = []netip.Addr{netip.MustParseAddr("192.168.0.10")} })
+	np := svc("ns", "np", "10.96.0.20", 80, v1.ProtocolTCP)
+	np.Spec.Type = v1.ServiceTypeNodePort
+	np.Spec.Ports[0].NodePort = 30080
+	h.src.SetService(np)
+	h.src.SetSlice(slice("ns", "np", "np-1", 8080, v1.ProtocolTCP, "10.244.0.1"))
+	h.tracker.AllChanged()
+	h.mustSync(t) // the set entry is written now; kube-proxy's would have been there already
+	h.tracker.AllChanged()
+	h.mustSync(t)
+	dump := fake.Dump()
+	if strings.Contains(dump, "TCP  169.254.1.1:30080") || !strings.Contains(dump, "TCP  169.254.1.1:9000") || !strings.Contains(dump, "TCP  192.168.0.10:30080") {
+		t.Errorf("after the takeover:\n%s", dump)
+	}
+}
