@@ -49,6 +49,9 @@ type options struct {
 	maxEndpoints      int
 	lockFile          string
 
+	// kp holds kube-proxy's own flags (kubeproxyflags.go).
+	kp kubeProxyFlags
+
 	// fromFile names the config field each option took from --config, by flag name,
 	// so that errors name what the user wrote.
 	fromFile map[string]string
@@ -96,6 +99,7 @@ func newOptions(name string) *options {
 		"most real servers programmed for one Service port; more are cut, with a Warning Event (kube-proxy has no cap)")
 	fs.StringVar(&o.lockFile, "lock-file", defaultLockFile, "file the daemon locks exclusively before it touches the kernel")
 	fs.BoolVar(&o.profiling, "profiling", false, "serve /debug/pprof on the metrics address (kube-proxy's enableProfiling)")
+	o.addKubeProxyFlags()
 	return o
 }
 

@@ -9,6 +9,8 @@ import (
 	"os/signal"
 	"runtime"
 	"runtime/debug"
+	"strconv"
+	"strings"
 	gosync "sync"
 	"syscall"
 	"time"
@@ -40,12 +42,24 @@ func runDaemon(args []string) error {
 	if err := noArgs(o.fs); err != nil {
 		return err
 	}
+	if o.kp.version {
+		fmt.Println(version)
+		return nil
+	}
+	if err := o.validOOMScoreAdj(); err != nil {
+		return err
+	}
 	var warnings []string
 	if o.configFile != "" {
 		var err error
 		if warnings, err = o.applyConfigFile(o.configFile); err != nil {
 			return err
 		}
+	}
+	if o.kp.cleanup {
+		// kube-proxy's --cleanup removes what every proxy mode left.
+		return runCleanup([]string{"--iptables-mode-leftovers", "--dummy-device", o.dummyDevice,
+			"--ipvs-exclude-cidrs", strings.Join(o.excludeCIDRs, ",")}, os.Stdout)
 	}
 	if os.Getenv("GOGC") == "" {
 		// Half the default GC headroom: at 10,000 Services the live heap was ~80 MiB but
@@ -54,6 +68,7 @@ func runDaemon(args []string) error {
 		// GOGC (and GOMEMLIMIT) in the environment still win.
 		debug.SetGCPercent(50)
 	}
+	warnings = append(warnings, o.kubeProxyWarnings()...)
 	log, err := newLogger(o.logLevel, o.logFormat, os.Stderr)
 	if err != nil {
 		return err
@@ -61,7 +76,7 @@ func runDaemon(args []string) error {
 	defer func() { _ = log.Sync() }()
 	logBanner(log)
 	for _, w := range warnings {
-		log.Warn("Config file", zap.String("warning", w))
+		log.Warn("Settings ignored", zap.String("warning", w))
 	}
 	r, err := o.resolve(os.Hostname)
 	if err != nil {
@@ -116,6 +131,16 @@ func runDaemon(args []string) error {
 	}
 	if err := ipvsHandle.SetTimeouts(o.tcpTimeout, o.tcpFinTimeout, o.udpTimeout); err != nil {
 		log.Warn("Cannot set IPVS timeouts", zap.Error(err))
+	}
+	if o.fs.Changed("oom-score-adj") {
+		if err := os.WriteFile("/proc/self/oom_score_adj", []byte(strconv.Itoa(o.kp.oomScoreAdj)), 0o644); err != nil {
+			log.Warn("Cannot set oom_score_adj", zap.Int("value", o.kp.oomScoreAdj), zap.Error(err))
+		}
+	}
+	if o.kp.initOnly {
+		// kube-proxy's --init-only: what needs full root (modules, sysctls) is done.
+		log.Info("Node initialised (--init-only); exiting")
+		return nil
 	}
 
 	broadcaster := record.NewBroadcaster()
