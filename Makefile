@@ -17,7 +17,7 @@ help: ## List the targets
 build: ## Build the static binary into bin/
 	CGO_ENABLED=0 $(GO) build -ldflags "-X main.version=$(VERSION)" -o $(BIN) ./cmd/ipvs-proxier
 
-test: lint test-unit test-netns test-vm e2e ## Everything CI runs: lint, unit, host-netns, real-kernel VM and e2e tests
+test: lint test-unit test-netns test-vm e2e test-image ## Everything CI runs: lint, unit, host-netns, real-kernel VM, e2e and image tests
 	@echo "make test: all tiers passed"
 
 test-unit: ## Unit tests (no privileges, fake kernel), with the fuzz seeds
@@ -33,6 +33,7 @@ lint: ## gofmt, go vet and staticcheck (pinned, through go run)
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	$(GO) vet ./...
 	cd e2e && $(GO) vet ./...
+	cd e2e/image && $(GO) vet ./...
 	$(GO) run $(STATICCHECK) ./...
 
 FUZZTIME ?= 60s
@@ -66,6 +67,14 @@ demo-exec: ## Run CMD on a running demo's node: make demo-exec CMD='ipvsadm -Ln'
 demo-down: ## Stop a running `make demo`
 	@pid=$$(cat $${IPVS_PROXIER_CACHE:-$$HOME/.cache/ipvs-proxier}/demo.pid 2>/dev/null) && kill $$pid && echo "stopped demo (pid $$pid)" || echo "no demo running"
 
+IMAGE_ARCHIVE ?= bin/ipvs-proxier-image.tar
+image-oci: ## Build the image without a container engine (mmdebstrap + go-containerregistry) into IMAGE_ARCHIVE, reproducibly (SOURCE_DATE_EPOCH)
+	@mkdir -p $(dir $(IMAGE_ARCHIVE))
+	cd e2e/image && $(GO) run . -out $(abspath $(IMAGE_ARCHIVE)) -tag $(IMAGE)
+
+test-image: ## Build the image twice (same digest), check its contents and run its binary and iptables wrapper in a fresh netns
+	cd e2e/image && IPVS_PROXIER_E2E=1 $(GO) test -count=1 -v .
+
 image: ## Build the container image with docker or podman (no engine runs in CI; a test checks the Dockerfile instead)
 	@engine=$$(command -v docker || command -v podman) || { echo "make image: needs docker or podman"; exit 1; }; \
 	$$engine build --build-arg VERSION=$(VERSION) -t $(IMAGE) .
@@ -73,4 +82,4 @@ image: ## Build the container image with docker or podman (no engine runs in CI;
 plan-example: build ## Print what the daemon would program for examples/cluster.yaml
 	$(BIN) plan -f examples/cluster.yaml --hostname-override test-node --cluster-cidr 10.244.0.0/16
 
-.PHONY: help build test test-unit test-netns test-vm e2e lint fuzz bench bench-micro bench-scale demo demo-exec demo-down image plan-example
+.PHONY: help build test test-unit test-netns test-vm e2e lint fuzz bench bench-micro bench-scale demo demo-exec demo-down image image-oci test-image plan-example
