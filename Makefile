@@ -77,7 +77,7 @@ test-image: ## Build the image twice (same digest), check its contents and run i
 
 image: ## Build the container image with docker or podman (no engine runs in CI; a test checks the Dockerfile instead)
 	@engine=$$(command -v docker || command -v podman) || { echo "make image: needs docker or podman"; exit 1; }; \
-	$$engine build --build-arg VERSION=$(VERSION) -t $(IMAGE) .
+	$$engine build --build-arg VERSION=$(RELEASE) -t $(IMAGE) .
 
 plan-example: build ## Print what the daemon would program for examples/cluster.yaml
 	$(BIN) plan -f examples/cluster.yaml --hostname-override test-node --cluster-cidr 10.244.0.0/16
