@@ -109,18 +109,21 @@ func collectEndpoints(cfg *Config, slices_ []*discovery.EndpointSlice, probs *[]
 
 // betterCopy reports whether a copy of an endpoint seen in a later slice replaces the
 // one kept so far: a non-terminating copy beats a terminating one (kube-proxy's
-// EndpointSliceCache: a reused pod IP prefers the running pod), then a local copy beats
-// a remote one (ETP/ITP=Local must not lose a local pod that also appears under
-// another node during a move), then a ready copy beats a not-ready one. On a tie the
-// first copy, by slice name, stays, so the result does not depend on event order.
+// EndpointSliceCache: a reused pod IP prefers the running pod), then a ready copy beats
+// a not-ready one, then a local copy beats a remote one (ETP/ITP=Local must not lose a
+// local pod that also appears under another node during a move). Ready comes before
+// local: a local copy that is not ready must not hide the same endpoint's ready copy
+// (found by the random differential against kube-proxy, seed 5). On a tie the first copy,
+// by slice name, stays, so the result does not depend on event order; kube-proxy keeps
+// the last.
 func betterCopy(cand, kept endpoint) bool {
 	if cand.terminating != kept.terminating {
 		return !cand.terminating
 	}
-	if cand.local != kept.local {
-		return cand.local
+	if cand.ready != kept.ready {
+		return cand.ready
 	}
-	return cand.ready && !kept.ready
+	return cand.local && !kept.local
 }
 
 // categorize returns the endpoints for cluster-wide and for node-local traffic, following

@@ -315,6 +315,13 @@ func TestTranslateEndpoints(t *testing.T) {
 			makeSlice("ns", "s", "s2", tcp, local("10.0.1.1"))},
 		wantVS: map[string][]string{"TCP 10.20.30.41:80": {"10.0.1.1:80"}},
 	}, {
+		name: "duplicate endpoint across slices: a ready remote copy beats a not-ready local one",
+		svc:  makeService("ns", "s"),
+		slices: []*discovery.EndpointSlice{
+			makeSlice("ns", "s", "s1", tcp, ep{ip: "10.0.1.1", node: testNode, notReady: true}),
+			makeSlice("ns", "s", "s2", tcp, remote("10.0.1.1"))},
+		wantVS: map[string][]string{"TCP 10.20.30.41:80": {"10.0.1.1:80"}},
+	}, {
 		name: "duplicate endpoint across slices: the ready copy wins",
 		svc:  makeService("ns", "s"),
 		slices: []*discovery.EndpointSlice{
