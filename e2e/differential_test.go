@@ -86,7 +86,7 @@ func TestDifferentialAgainstKubeProxy(t *testing.T) {
 	}
 	createService(t, &v1.Service{ObjectMeta: metav1.ObjectMeta{Name: "diff-empty"}}, 80, v1.ProtocolTCP)
 
-	compareWithKubeProxy(t, "203.0.113.50:80")
+	compareWithKubeProxy(t, "203.0.113.50:80", nil)
 }
 
 // compareWithKubeProxy starts both proxies from a wiped node (so neither sees what
@@ -94,7 +94,9 @@ func TestDifferentialAgainstKubeProxy(t *testing.T) {
 // state read once it settles with want in it, then stock kube-proxy (IPVS mode) on the
 // same objects. It fails on every difference but the deliberate ones; the node goes
 // back to ipvs-proxier when the test ends.
-func compareWithKubeProxy(t *testing.T, want string) {
+//
+// also, when not nil, marks more lines as deliberate for this state.
+func compareWithKubeProxy(t *testing.T, want string, also func(line string) bool) {
 	t.Helper()
 	t.Cleanup(func() { restoreNode(t) })
 	wipeNode(t)
@@ -121,7 +123,7 @@ func compareWithKubeProxy(t *testing.T, want string) {
 	var onlyOurs, onlyTheirs, allowed []string
 	for _, l := range ours {
 		if !slices.Contains(theirs, l) {
-			if deliberate(l) {
+			if deliberate(l) || also != nil && also(l) {
 				allowed = append(allowed, "+ "+l)
 			} else {
 				onlyOurs = append(onlyOurs, l)
@@ -130,7 +132,7 @@ func compareWithKubeProxy(t *testing.T, want string) {
 	}
 	for _, l := range theirs {
 		if !slices.Contains(ours, l) {
-			if deliberate(l) {
+			if deliberate(l) || also != nil && also(l) {
 				allowed = append(allowed, "- "+l)
 			} else {
 				onlyTheirs = append(onlyTheirs, l)

@@ -107,3 +107,31 @@ func randomSlices(r *rand.Rand, svc *v1.Service) []*discovery.EndpointSlice {
 	}
 	return out
 }
+
+// ITPLocalFallback reports whether Service name has internalTrafficPolicy Local, is
+// reachable from outside (NodePort, LoadBalancer or an external IP) and has no ready
+// endpoint on node: where kube-proxy's IPVS mode gives its ClusterIP the remote
+// endpoints and ipvs-proxier none (README, "Differences").
+func (cs *ClusterState) ITPLocalFallback(name, node string) bool {
+	var svc *v1.Service
+	for _, s := range cs.Services {
+		if s.Name == name {
+			svc = s
+		}
+	}
+	if svc == nil || svc.Spec.InternalTrafficPolicy == nil || *svc.Spec.InternalTrafficPolicy != v1.ServiceInternalTrafficPolicyLocal ||
+		svc.Spec.Type == v1.ServiceTypeClusterIP && len(svc.Spec.ExternalIPs) == 0 {
+		return false
+	}
+	for _, sl := range cs.Slices {
+		if sl.Labels[discovery.LabelServiceName] != name {
+			continue
+		}
+		for _, e := range sl.Endpoints {
+			if e.NodeName != nil && *e.NodeName == node && (e.Conditions.Ready == nil || *e.Conditions.Ready) {
+				return false
+			}
+		}
+	}
+	return true
+}
