@@ -55,6 +55,17 @@ func TestTranslateBadInput(t *testing.T) {
 		wantVS: map[string][]string{"TCP 10.20.30.41:80": {"10.180.0.1:80"}},
 		probs:  []string{"DuplicatePort"},
 	}, {
+		// Found by FuzzPlan: one virtual server of two ports, the KUBE-NO-ENDPOINTS entry
+		// of the one without endpoints rejecting the other's traffic.
+		name: "two ports on one nodePort: the second gets none",
+		svc: makeService("ns", "s", withType(v1.ServiceTypeNodePort, 30081), func(s *v1.Service) {
+			s.Spec.Ports = append(s.Spec.Ports, v1.ServicePort{Name: "other", Port: 443, NodePort: 30081})
+		}),
+		cfg:    []func(*Config){nodeIPs("192.168.0.10")},
+		slices: []*discovery.EndpointSlice{good},
+		wantVS: map[string][]string{"TCP 10.20.30.41:80": {"10.180.0.1:80"}, "TCP 10.20.30.41:443": {}, "TCP 192.168.0.10:30081": {"10.180.0.1:80"}},
+		probs:  []string{"DuplicateNodePort"},
+	}, {
 		name:   "endpoint of the wrong family in a slice",
 		svc:    makeService("ns", "s"),
 		slices: []*discovery.EndpointSlice{makeSlice("ns", "s", "s1", tcp, ep{ip: "10.180.0.1"}, ep{ip: "fd00::1"}, ep{ip: "not-an-ip"})},

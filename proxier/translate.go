@@ -87,6 +87,7 @@ func (t *translator) run(epSlices []*discovery.EndpointSlice) {
 		proto v1.Protocol
 	}
 	seen := map[seenKey]bool{}
+	seenNodePort := map[seenKey]bool{}
 	for _, sp := range svc.Spec.Ports {
 		proto, ok := kernelProtocol(sp.Protocol)
 		if !ok {
@@ -109,6 +110,14 @@ func (t *translator) run(epSlices []*discovery.EndpointSlice) {
 			continue
 		}
 		seen[k] = true
+		// Two ports on one NodePort (the API rejects it, a file can hold it) would make
+		// one virtual server of two ports, the set entries of both.
+		if np := (seenKey{sp.NodePort, protoName}); sp.NodePort > 0 && seenNodePort[np] {
+			t.problem("DuplicateNodePort", "port %q: nodePort %d/%s is already another port's; it gets none", sp.Name, sp.NodePort, protoName)
+			sp.NodePort = 0
+		} else if sp.NodePort > 0 {
+			seenNodePort[np] = true
+		}
 		for _, cip := range clusterIPs {
 			f := kernel.FamilyOf(cip)
 			list := eps[portKey{name: sp.Name, proto: protoName, fam: f}]
