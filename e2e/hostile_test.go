@@ -2,12 +2,15 @@ package e2e
 
 import (
 	"context"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/ipvs-proxier/ipvs-proxier/e2e/harness"
 )
 
 // waitWarning waits for a Warning Event with reason on the default-namespace object name.
@@ -93,4 +96,27 @@ func TestRestartPrunesExternalIPOnNodeIP(t *testing.T) {
 	_ = cp.Admin.DiscoveryV1().EndpointSlices("default").Delete(ctx, "ext-node-ip-1", metav1.DeleteOptions{})
 	startDaemon(t)
 	waitIPVS(t, "stale virtual server pruned after the restart", func(s string) bool { return !strings.Contains(s, "TCP  "+vip) })
+}
+
+// TestNodePortAddressesPrimary: with `nodePortAddresses: [primary]` NodePorts listen on
+// the Node's InternalIP only, not on the node's other addresses (the daemon once ignored
+// the keyword and opened every address).
+func TestNodePortAddressesPrimary(t *testing.T) {
+	requireEnv(t)
+	stopDaemon(t)
+	defer func() {
+		_, _ = node.MustExec("kill $(cat /tmp/primary.pid) 2>/dev/null; sleep 1")
+		startDaemon(t)
+	}()
+	if _, err := node.MustExec(`mkdir -p /tmp/primary && (cat /var/lib/kube-proxy/config.conf; echo 'nodePortAddresses: [primary]') > /tmp/primary/config.conf &&
+sed -e 's|/var/lib/kube-proxy/config.conf|/tmp/primary/config.conf|' -e 's|/tmp/daemon|/tmp/primary|g' /start-daemon.sh > /tmp/primary.sh && sh /tmp/primary.sh`); err != nil {
+		t.Fatal(err)
+	}
+	svc := createService(t, &v1.Service{ObjectMeta: metav1.ObjectMeta{Name: "np-primary"}, Spec: v1.ServiceSpec{Type: v1.ServiceTypeNodePort}},
+		80, v1.ProtocolTCP, podEP{"10.244.0.11", "node-1"})
+	np := strconv.Itoa(int(svc.Spec.Ports[0].NodePort))
+	waitIPVS(t, "NodePort on the primary IP", func(s string) bool { return strings.Contains(vsBlock(s, node.IP+":"+np), "10.244.0.11") })
+	if out := ipvsadm(t); strings.Contains(out, harness.NodeIP+":"+np) {
+		t.Errorf("NodePort also on the non-primary %s:\n%s", harness.NodeIP, out)
+	}
 }

@@ -36,6 +36,10 @@ type Options struct {
 	// NodePortMin and NodePortMax bound the ports of NodePort virtual servers we own on
 	// node IPs; others on node IPs belong to someone else.
 	NodePortMin, NodePortMax uint16
+	// NodePortPrimary is nodePortAddresses' "primary" keyword: NodePorts also listen on
+	// the Node's primary IP of each family (PrimaryNodeIPs), re-read when the Node
+	// changes. With no primary IP known, "primary" alone opens no NodePort (never all).
+	NodePortPrimary bool
 	// LocalAddresses lists the node's own addresses (all interfaces but the dummy).
 	LocalAddresses func() ([]netip.Addr, error)
 	Logger         *zap.Logger
@@ -250,6 +254,17 @@ func (s *Syncer) nodeConfig() proxier.Config {
 	}
 	if cfg.Zone == "" && node != nil {
 		cfg.Zone = node.Labels[v1.LabelTopologyZone]
+	}
+	if s.opts.NodePortPrimary {
+		cfg.NodePortAddresses = slices.Clone(cfg.NodePortAddresses)
+		for _, ip := range cfg.PrimaryIPs {
+			cfg.NodePortAddresses = append(cfg.NodePortAddresses, netip.PrefixFrom(ip, ip.BitLen()))
+		}
+		if len(cfg.NodePortAddresses) == 0 {
+			// An empty list means every address: "primary" with no primary IP yet must
+			// match nothing. The unspecified address is never a node IP.
+			cfg.NodePortAddresses = []netip.Prefix{netip.PrefixFrom(netip.IPv6Unspecified(), 128)}
+		}
 	}
 	if len(cfg.NodeIPs) > 0 {
 		return cfg

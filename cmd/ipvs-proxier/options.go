@@ -200,6 +200,6 @@ func (o *options) resolve(hostname func() (string, error)) (*resolved, error) {
 	// Real servers are re-read over 10 full syncs (5 min at the default syncPeriod): at
 	// 30,000 Services reading them all every syncPeriod was most of the idle CPU.
 	r.sync = sync.Options{Config: r.cfg, SyncPeriod: o.syncPeriod, GracefulTimeout: o.gracefulTimeout, ExcludeCIDRs: exclude,
-		CheckEvery: 10}
+		CheckEvery: 10, NodePortPrimary: r.primaryNodePorts}
 	return r, nil
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"net/netip"
 	"os"
 	"slices"
 
@@ -69,9 +68,6 @@ func runPlanTo(args []string, out, errOut io.Writer) error {
 	default:
 		return fmt.Errorf("plan needs -f FILE or --kubeconfig")
 	}
-	if r.primaryNodePorts {
-		r.sync.Config.NodePortAddresses = append(r.sync.Config.NodePortAddresses, hostPrefixes(sync.NodeAddresses(src.Node()))...)
-	}
 	fake := kernel.NewFake()
 	problems := &problemList{}
 	r.sync.Events = problems
@@ -106,15 +102,6 @@ func (p *problemList) lines() []string {
 	}
 	slices.Sort(out)
 	return slices.Compact(out)
-}
-
-// hostPrefixes turns addresses into /32 and /128 prefixes.
-func hostPrefixes(ips []netip.Addr) []netip.Prefix {
-	var out []netip.Prefix
-	for _, ip := range ips {
-		out = append(out, netip.PrefixFrom(ip, ip.BitLen()))
-	}
-	return out
 }
 
 func loadFile(name string, src *sync.StaticSource, node string, errOut io.Writer) error {

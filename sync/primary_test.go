@@ -1,0 +1,47 @@
+package sync
+
+import (
+	"net/netip"
+	"strings"
+	"testing"
+
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/ipvs-proxier/ipvs-proxier/kernel"
+)
+
+// TestNodePortAddressesPrimary: "primary" opens NodePorts on the Node's primary IP only
+// (not on the node's other addresses), follows a change of the Node, and with no Node
+// yet opens none; the daemon once dropped the keyword and opened every address.
+func TestNodePortAddressesPrimary(t *testing.T) {
+	node := func(ip string) *v1.Node {
+		return &v1.Node{ObjectMeta: metav1.ObjectMeta{Name: testNode},
+			Status: v1.NodeStatus{Addresses: []v1.NodeAddress{{Type: v1.NodeInternalIP, Address: ip}}}}
+	}
+	h := newHarness(t, kernel.Kernel{}, nil, func(o *Options) {
+		o.Config.NodeIPs = []netip.Addr{netip.MustParseAddr("192.168.0.10"), netip.MustParseAddr("10.0.0.5")}
+		o.NodePortPrimary = true
+	})
+	np := svc("ns", "np", "10.96.0.20", 80, v1.ProtocolTCP)
+	np.Spec.Type = v1.ServiceTypeNodePort
+	np.Spec.Ports[0].NodePort = 30080
+	h.src.SetService(np)
+	h.src.SetSlice(slice("ns", "np", "np-1", 8080, v1.ProtocolTCP, "10.244.0.1"))
+	h.tracker.AllChanged()
+	h.mustSync(t)
+	if d := h.fake.Dump(); strings.Contains(d, ":30080") {
+		t.Errorf("no Node yet, yet NodePorts:\n%s", d)
+	}
+	for _, tc := range []struct{ primary, want, not string }{
+		{"192.168.0.10", "TCP  192.168.0.10:30080", "TCP  10.0.0.5:30080"},
+		{"10.0.0.5", "TCP  10.0.0.5:30080", "TCP  192.168.0.10:30080"},
+	} {
+		h.src.SetNode(node(tc.primary))
+		h.tracker.AllChanged()
+		h.mustSync(t)
+		if d := h.fake.Dump(); !strings.Contains(d, tc.want) || strings.Contains(d, tc.not) {
+			t.Errorf("primary %s:\n%s", tc.primary, d)
+		}
+	}
+}
