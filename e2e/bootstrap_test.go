@@ -73,17 +73,8 @@ func TestEmptyNodeBootstrap(t *testing.T) {
 func TestStuckStartSaysWhy(t *testing.T) {
 	requireEnv(t)
 	const bad = "https://" + harness.APIServerGuestIP + ":6444" // nothing forwards it
-	stopDaemon(t)
-	defer func() {
-		_, _ = node.MustExec("kill $(cat /tmp/stuck.pid) 2>/dev/null; sleep 1")
-		startDaemon(t)
-	}()
-	if _, err := node.MustExec(`mkdir -p /tmp/stuck && sed 's|server: .*|server: ` + bad + `|' /var/lib/kube-proxy/kubeconfig.conf > /tmp/stuck/kubeconfig.conf &&
-sed 's|/var/lib/kube-proxy/kubeconfig.conf|/tmp/stuck/kubeconfig.conf|' /var/lib/kube-proxy/config.conf > /tmp/stuck/config.conf &&
-sed -e 's|/var/lib/kube-proxy/config.conf|/tmp/stuck/config.conf|' -e 's|/tmp/daemon|/tmp/stuck|g' /start-daemon.sh > /tmp/stuck.sh &&
-sh /tmp/stuck.sh`); err != nil {
-		t.Fatal(err)
-	}
+	runDaemonVariant(t, "stuck", `sed 's|server: .*|server: `+bad+`|' /var/lib/kube-proxy/kubeconfig.conf > /tmp/stuck/kubeconfig.conf &&
+sed 's|/var/lib/kube-proxy/kubeconfig.conf|/tmp/stuck/kubeconfig.conf|' /var/lib/kube-proxy/config.conf > /tmp/stuck/config.conf`)
 	var log string
 	if err := waitFor(60*time.Second, func() bool {
 		log, _ = node.MustExec("grep 'Cannot reach the API server' /tmp/stuck.log || true")
@@ -116,4 +107,21 @@ sh /tmp/stuck.sh`); err != nil {
 		t.Errorf("/status: %+v %v", r, err)
 	}
 	t.Logf("stuck start, logged every %s:\n%s", "10s", log)
+}
+
+// runDaemonVariant stops the node's daemon and starts it as deploy/ does but with
+// /tmp/NAME/config.conf, which prepare (a shell command) writes; its log and pid go to
+// /tmp/NAME.log and /tmp/NAME.pid. The usual daemon is back when the test ends.
+func runDaemonVariant(t *testing.T, name, prepare string) {
+	t.Helper()
+	stopDaemon(t)
+	t.Cleanup(func() {
+		_, _ = node.MustExec("kill $(cat /tmp/" + name + ".pid) 2>/dev/null; sleep 1")
+		startDaemon(t)
+	})
+	dir := "/tmp/" + name
+	if _, err := node.MustExec("mkdir -p " + dir + " && " + prepare + " && sed -e 's|/var/lib/kube-proxy/config.conf|" + dir +
+		"/config.conf|' -e 's|/tmp/daemon|" + dir + "|g' /start-daemon.sh > " + dir + ".sh && sh " + dir + ".sh"); err != nil {
+		t.Fatal(err)
+	}
 }

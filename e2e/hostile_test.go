@@ -103,15 +103,7 @@ func TestRestartPrunesExternalIPOnNodeIP(t *testing.T) {
 // the keyword and opened every address).
 func TestNodePortAddressesPrimary(t *testing.T) {
 	requireEnv(t)
-	stopDaemon(t)
-	defer func() {
-		_, _ = node.MustExec("kill $(cat /tmp/primary.pid) 2>/dev/null; sleep 1")
-		startDaemon(t)
-	}()
-	if _, err := node.MustExec(`mkdir -p /tmp/primary && (cat /var/lib/kube-proxy/config.conf; echo 'nodePortAddresses: [primary]') > /tmp/primary/config.conf &&
-sed -e 's|/var/lib/kube-proxy/config.conf|/tmp/primary/config.conf|' -e 's|/tmp/daemon|/tmp/primary|g' /start-daemon.sh > /tmp/primary.sh && sh /tmp/primary.sh`); err != nil {
-		t.Fatal(err)
-	}
+	runDaemonVariant(t, "primary", "(cat /var/lib/kube-proxy/config.conf; echo 'nodePortAddresses: [primary]') > /tmp/primary/config.conf")
 	svc := createService(t, &v1.Service{ObjectMeta: metav1.ObjectMeta{Name: "np-primary"}, Spec: v1.ServiceSpec{Type: v1.ServiceTypeNodePort}},
 		80, v1.ProtocolTCP, podEP{"10.244.0.11", "node-1"})
 	np := strconv.Itoa(int(svc.Spec.Ports[0].NodePort))
