@@ -111,8 +111,8 @@ func (d *Desired) rivals(st *ServiceState) []*ServiceState {
 	var out []*ServiceState
 	for _, vs := range st.VirtualServers {
 		c := d.vs[vs.VSKey]
-		if c == nil || c.len() < 2 && (c.len() == 0 || c.key == st.Key) {
-			continue
+		if c == nil || c.len() == 0 || c.len() == 1 && c.key == st.Key {
+			continue // no one else claims it
 		}
 		for _, k := range c.keys() {
 			if o := d.services[k]; k != st.Key && o != nil && !slices.Contains(out, o) {
