@@ -83,11 +83,7 @@ func (s *ServiceState) hasVS(k kernel.VSKey) bool {
 // wins reports whether st is programmed on every one of keys.
 func (d *Desired) wins(st *ServiceState, keys []kernel.VSKey) bool {
 	for _, k := range keys {
-		c := d.vs[k]
-		if c == nil {
-			return false
-		}
-		if _, w := c.winner(); w != st.Key {
+		if !d.winsKey(st, k) {
 			return false
 		}
 	}
@@ -95,15 +91,41 @@ func (d *Desired) wins(st *ServiceState, keys []kernel.VSKey) bool {
 }
 
 // countsMember reports whether st's member m is wanted now: untied, or st wins its
-// virtual servers.
+// virtual servers. It allocates nothing: it runs for every member of every change.
 func (d *Desired) countsMember(st *ServiceState, m kernel.Member) bool {
-	keys := tiedKeys(st, m)
-	return keys == nil || d.wins(st, keys)
+	kind := setTies[m.Set]
+	switch kind {
+	case untied:
+		return true
+	case tiedIPPort:
+		k := kernel.VSKey{Protocol: m.Entry.Protocol, Address: m.Entry.IP, Port: m.Entry.Port}
+		return !st.hasVS(k) || d.winsKey(st, k)
+	}
+	proto := kernel.TCP
+	if kind == tiedPortUDP {
+		proto = kernel.UDP
+	}
+	for _, vs := range st.VirtualServers {
+		if vs.Protocol == proto && vs.Port == m.Entry.Port && !slices.Contains(st.Bind, vs.Address) && !d.winsKey(st, vs.VSKey) {
+			return false
+		}
+	}
+	return true
+}
+
+// winsKey reports whether st is programmed on k.
+func (d *Desired) winsKey(st *ServiceState, k kernel.VSKey) bool {
+	c := d.vs[k]
+	if c == nil {
+		return false
+	}
+	_, w := c.winner()
+	return w == st.Key
 }
 
 // countsOutFilter reports whether st's out-filter o is wanted now.
 func (d *Desired) countsOutFilter(st *ServiceState, o OutFilter) bool {
-	return !st.hasVS(o.VSKey) || d.wins(st, []kernel.VSKey{o.VSKey})
+	return !st.hasVS(o.VSKey) || d.winsKey(st, o.VSKey)
 }
 
 // rivals returns the other Services claiming any virtual server of st.
@@ -137,7 +159,7 @@ func (d *Desired) tiedWanted(st *ServiceState) tiedWanted {
 		}
 	}
 	for _, o := range st.OutFilters {
-		if st.hasVS(o.VSKey) && d.wins(st, []kernel.VSKey{o.VSKey}) {
+		if st.hasVS(o.VSKey) && d.winsKey(st, o.VSKey) {
 			w.outFilters = append(w.outFilters, o)
 		}
 	}
