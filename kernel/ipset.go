@@ -23,7 +23,8 @@ type Set struct {
 	Type   SetType
 	Family Family
 	// MaxElem and HashSize apply to hash types. Both must hold at least 262,144 entries:
-	// kube-proxy's fixed 65,536 silently drops entries at scale (ipvs-pitfalls §6 #7).
+	// kube-proxy's fixed 65,536 (pkg/proxy/ipvs/ipset/ipset.go, setIPSetDefaults) makes
+	// adds fail at scale, and it only logs them.
 	MaxElem  uint32
 	HashSize uint32
 	// Comment is used only in iptables rule comments, as kube-proxy does.

@@ -143,7 +143,7 @@ func TestTranslateHugeService(t *testing.T) {
 }
 
 // TestHealthCheck: the healthCheckNodePort of an ETP=Local LB counts distinct local
-// ready endpoint IPs; terminating ones do not count (§5 #14, #24).
+// ready endpoint IPs; terminating ones do not count.
 func TestHealthCheck(t *testing.T) {
 	hc := func(s *v1.Service) { s.Spec.HealthCheckNodePort = 30000 }
 	cases := []struct {
@@ -174,7 +174,7 @@ func TestHealthCheck(t *testing.T) {
 	}
 }
 
-// TestNoLocalEndpointCounters mirrors kube-proxy's no_local_endpoints metric (§5 #27).
+// TestNoLocalEndpointCounters mirrors kube-proxy's no_local_endpoints metric.
 func TestNoLocalEndpointCounters(t *testing.T) {
 	remoteOnly := makeSlice("ns", "s", "s1", v1.ProtocolTCP, remote("10.0.0.1"), remote("10.0.0.2"))
 	withLocal := makeSlice("ns", "s", "s1", v1.ProtocolTCP, local("10.0.0.1"), remote("10.0.0.2"))

@@ -12,7 +12,7 @@ import (
 )
 
 // TestDesiredSharedObjects: an external IP two Services share stays bound until both
-// are gone, and a virtual server two Services claim goes to the smaller name (§5 #14).
+// are gone, and a virtual server two Services claim goes to the smaller name.
 func TestDesiredSharedObjects(t *testing.T) {
 	cfg := testConfig()
 	d := NewDesired()

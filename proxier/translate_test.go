@@ -70,19 +70,19 @@ func runTranslateCases(t *testing.T, cases []translateCase) {
 	}
 }
 
-// TestTranslateAddresses covers which addresses get virtual servers (kube-proxy-ipvs.md
-// §5 #1-#13, #17, #19, #22, #28).
+// TestTranslateAddresses covers which addresses get virtual servers: ClusterIP, NodePort,
+// external and load-balancer IPs, per family and traffic policy.
 func TestTranslateAddresses(t *testing.T) {
 	tcp := v1.ProtocolTCP
 	runTranslateCases(t, []translateCase{{
-		name:    "cluster IP, one endpoint (#1)",
+		name:    "cluster IP, one endpoint",
 		svc:     makeService("ns", "svc1"),
 		slices:  []*discovery.EndpointSlice{makeSlice("ns", "svc1", "s1", tcp, ep{ip: "10.180.0.1"})},
 		wantVS:  map[string][]string{"TCP 10.20.30.41:80": {"10.180.0.1:80"}},
 		wantSet: map[string][]string{"KUBE-CLUSTER-IP": {"10.20.30.41,tcp:80"}, "KUBE-IPVS-IPS": {"10.20.30.41"}, "KUBE-LOOP-BACK": nil},
 		bind:    []string{"10.20.30.41"},
 	}, {
-		name:    "IPv6 cluster IP uses KUBE-6- sets (#1)",
+		name:    "IPv6 cluster IP uses KUBE-6- sets",
 		svc:     makeService("ns", "svc2", withClusterIPs("1002:ab8::2:1")),
 		slices:  []*discovery.EndpointSlice{makeSlice("ns", "svc2", "s1", tcp, ep{ip: "1009:ab8::5:6"})},
 		wantVS:  map[string][]string{"TCP [1002:ab8::2:1]:80": {"[1009:ab8::5:6]:80"}},
@@ -106,7 +106,7 @@ func TestTranslateAddresses(t *testing.T) {
 		wantVS:  map[string][]string{"TCP 10.20.30.41:80": {}},
 		wantSet: map[string][]string{"KUBE-NO-ENDPOINTS": {"10.20.30.41,tcp:80"}},
 	}, {
-		name:    "NodePort on every node IPv4 address, never bound (#3)",
+		name:    "NodePort on every node IPv4 address, never bound",
 		cfg:     []func(*Config){nodeIPs("100.101.102.103", "2001:db8::1:1")},
 		svc:     makeService("ns", "np", withType(v1.ServiceTypeNodePort, 3001)),
 		slices:  []*discovery.EndpointSlice{makeSlice("ns", "np", "s1", tcp, ep{ip: "10.180.0.1"})},
@@ -114,20 +114,20 @@ func TestTranslateAddresses(t *testing.T) {
 		wantSet: map[string][]string{"KUBE-NODE-PORT-TCP": {"3001"}, "KUBE-6-NODE-PORT-TCP": nil},
 		bind:    []string{"10.20.30.41"},
 	}, {
-		name:    "UDP NodePort (#4)",
+		name:    "UDP NodePort",
 		cfg:     []func(*Config){nodeIPs("100.101.102.103")},
 		svc:     makeService("ns", "np", withType(v1.ServiceTypeNodePort, 3001), withProto(v1.ProtocolUDP)),
 		slices:  []*discovery.EndpointSlice{makeSlice("ns", "np", "s1", v1.ProtocolUDP, ep{ip: "10.180.0.1"})},
 		wantVS:  map[string][]string{"UDP 10.20.30.41:80": {"10.180.0.1:80"}, "UDP 100.101.102.103:3001": {"10.180.0.1:80"}},
 		wantSet: map[string][]string{"KUBE-NODE-PORT-UDP": {"3001"}, "KUBE-CLUSTER-IP": {"10.20.30.41,udp:80"}},
 	}, {
-		name:    "NodePort with no endpoints (#5)",
+		name:    "NodePort with no endpoints",
 		cfg:     []func(*Config){nodeIPs("100.101.102.103")},
 		svc:     makeService("ns", "np", withType(v1.ServiceTypeNodePort, 3001)),
 		wantVS:  map[string][]string{"TCP 10.20.30.41:80": {}, "TCP 100.101.102.103:3001": {}},
 		wantSet: map[string][]string{"KUBE-NO-ENDPOINTS": {"10.20.30.41,tcp:80", "100.101.102.103,tcp:3001"}},
 	}, {
-		name:   "SCTP NodePort on several node IPs uses the hash set (#6)",
+		name:   "SCTP NodePort on several node IPs uses the hash set",
 		cfg:    []func(*Config){nodeIPs("100.101.102.103", "100.101.102.104", "100.101.102.105", "2001:db8::1:1")},
 		svc:    makeService("ns", "np", withType(v1.ServiceTypeNodePort, 3001), withProto(v1.ProtocolSCTP)),
 		slices: []*discovery.EndpointSlice{makeSlice("ns", "np", "s1", v1.ProtocolSCTP, ep{ip: "10.180.0.1"})},
@@ -135,7 +135,7 @@ func TestTranslateAddresses(t *testing.T) {
 			"SCTP 100.101.102.104:3001": {"10.180.0.1:80"}, "SCTP 100.101.102.105:3001": {"10.180.0.1:80"}},
 		wantSet: map[string][]string{"KUBE-NODE-PORT-SCTP-HASH": {"100.101.102.103,sctp:3001", "100.101.102.104,sctp:3001", "100.101.102.105,sctp:3001"}},
 	}, {
-		name:   "SCTP NodePort with ETP=Local (#7)",
+		name:   "SCTP NodePort with ETP=Local",
 		cfg:    []func(*Config){nodeIPs("100.101.102.103")},
 		svc:    makeService("ns", "np", withType(v1.ServiceTypeNodePort, 3001), withProto(v1.ProtocolSCTP), withETPLocal),
 		slices: []*discovery.EndpointSlice{makeSlice("ns", "np", "s1", v1.ProtocolSCTP, local("10.180.0.1"), remote("10.180.1.1"))},
@@ -143,27 +143,27 @@ func TestTranslateAddresses(t *testing.T) {
 		wantSet: map[string][]string{"KUBE-NODE-PORT-SCTP-HASH": {"100.101.102.103,sctp:3001"}, "KUBE-NODE-PORT-LOCAL-SCTP-HASH": {"100.101.102.103,sctp:3001"},
 			"KUBE-LOOP-BACK": {"10.180.0.1,sctp:80,10.180.0.1"}},
 	}, {
-		name:    "IPv6 NodePort ignores IPv4 node IPs (#8a)",
+		name:    "IPv6 NodePort ignores IPv4 node IPs",
 		cfg:     []func(*Config){nodeIPs("100.101.102.103", "2001:db8::1:1")},
 		svc:     makeService("ns", "np", withClusterIPs("2020::1"), withType(v1.ServiceTypeNodePort, 3001)),
 		slices:  []*discovery.EndpointSlice{makeSlice("ns", "np", "s4", tcp, ep{ip: "10.180.0.1"}), makeSlice("ns", "np", "s6", tcp, ep{ip: "1002:ab8::2:10"})},
 		wantVS:  map[string][]string{"TCP [2020::1]:80": {"[1002:ab8::2:10]:80"}, "TCP [2001:db8::1:1]:3001": {"[1002:ab8::2:10]:80"}},
 		wantSet: map[string][]string{"KUBE-6-CLUSTER-IP": {"2020::1,tcp:80"}, "KUBE-6-NODE-PORT-TCP": {"3001"}, "KUBE-NODE-PORT-TCP": nil},
 	}, {
-		name:    "nodePortAddresses narrows NodePorts (#13)",
+		name:    "nodePortAddresses narrows NodePorts",
 		cfg:     []func(*Config){nodeIPs("100.101.102.103", "192.168.0.1"), func(c *Config) { c.NodePortAddresses = mustPrefixes("100.101.102.0/24") }},
 		svc:     makeService("ns", "np", withType(v1.ServiceTypeNodePort, 3001)),
 		slices:  []*discovery.EndpointSlice{makeSlice("ns", "np", "s1", tcp, ep{ip: "10.180.0.1"})},
 		wantVS:  map[string][]string{"TCP 10.20.30.41:80": {"10.180.0.1:80"}, "TCP 100.101.102.103:3001": {"10.180.0.1:80"}},
 		wantSet: map[string][]string{"KUBE-NODE-PORT-TCP": {"3001"}},
 	}, {
-		name:    "external IPs: no endpoints (#9)",
+		name:    "external IPs: no endpoints",
 		svc:     makeService("ns", "ext", func(s *v1.Service) { s.Spec.ExternalIPs = []string{"50.60.70.81"} }),
 		wantVS:  map[string][]string{"TCP 10.20.30.41:80": {}, "TCP 50.60.70.81:80": {}},
 		wantSet: map[string][]string{"KUBE-EXTERNAL-IP": {"50.60.70.81,tcp:80"}},
 		bind:    []string{"10.20.30.41", "50.60.70.81"},
 	}, {
-		name: "external IPs: node IP not bound, other family ignored (#10)",
+		name: "external IPs: node IP not bound, other family ignored",
 		cfg:  []func(*Config){nodeIPs("100.101.102.103")},
 		svc: makeService("ns", "ext", func(s *v1.Service) {
 			s.Spec.ExternalIPs = []string{"50.60.70.81", "2012::51", "100.101.102.103"}
@@ -174,13 +174,13 @@ func TestTranslateAddresses(t *testing.T) {
 		wantSet: map[string][]string{"KUBE-EXTERNAL-IP": {"100.101.102.103,tcp:80", "50.60.70.81,tcp:80"}, "KUBE-LOOP-BACK": {"10.180.0.1,tcp:80,10.180.0.1"}},
 		bind:    []string{"10.20.30.41", "50.60.70.81"},
 	}, {
-		name:    "external IPs with ETP=Local (#11)",
+		name:    "external IPs with ETP=Local",
 		svc:     makeService("ns", "ext", withType(v1.ServiceTypeNodePort, 3001), withETPLocal, func(s *v1.Service) { s.Spec.ExternalIPs = []string{"50.60.70.81"} }),
 		slices:  []*discovery.EndpointSlice{makeSlice("ns", "ext", "s1", tcp, local("10.180.0.1"), remote("10.180.1.1"))},
 		wantVS:  map[string][]string{"TCP 10.20.30.41:80": {"10.180.0.1:80", "10.180.1.1:80"}, "TCP 50.60.70.81:80": {"10.180.0.1:80"}},
 		wantSet: map[string][]string{"KUBE-EXTERNAL-IP-LOCAL": {"50.60.70.81,tcp:80"}, "KUBE-EXTERNAL-IP": nil, "KUBE-EXTERNAL-NO-LOCAL-EP": nil},
 	}, {
-		name:    "LoadBalancer (#12)",
+		name:    "LoadBalancer",
 		cfg:     []func(*Config){nodeIPs("100.101.102.103")},
 		svc:     makeService("ns", "lb", withLB("1.2.3.4")),
 		slices:  []*discovery.EndpointSlice{makeSlice("ns", "lb", "s1", tcp, ep{ip: "10.180.0.1"})},
@@ -188,7 +188,7 @@ func TestTranslateAddresses(t *testing.T) {
 		wantSet: map[string][]string{"KUBE-LOAD-BALANCER": {"1.2.3.4,tcp:80"}, "KUBE-NODE-PORT-TCP": {"3001"}, "KUBE-LOAD-BALANCER-FW": nil},
 		bind:    []string{"1.2.3.4", "10.20.30.41"},
 	}, {
-		name: "LoadBalancer ipMode Proxy and hostname ingresses are skipped (#28)",
+		name: "LoadBalancer ipMode Proxy and hostname ingresses are skipped",
 		svc: makeService("ns", "lb", withLB(), func(s *v1.Service) {
 			s.Status.LoadBalancer.Ingress = []v1.LoadBalancerIngress{
 				{IP: "1.2.3.4", IPMode: ptr.To(v1.LoadBalancerIPModeProxy)}, {Hostname: "lb.example"},
@@ -198,7 +198,7 @@ func TestTranslateAddresses(t *testing.T) {
 		wantVS:  map[string][]string{"TCP 10.20.30.41:80": {"10.180.0.1:80"}, "TCP 1.2.3.5:80": {"10.180.0.1:80"}},
 		wantSet: map[string][]string{"KUBE-LOAD-BALANCER": {"1.2.3.5,tcp:80"}},
 	}, {
-		name: "multi-port service binds its cluster IP once (#22)",
+		name: "multi-port service binds its cluster IP once",
 		svc: makeService("ns", "mp", func(s *v1.Service) {
 			s.Spec.Ports = append(s.Spec.Ports, v1.ServicePort{Name: "dns", Port: 1236, Protocol: v1.ProtocolUDP})
 		}),
@@ -208,8 +208,9 @@ func TestTranslateAddresses(t *testing.T) {
 	}})
 }
 
-// TestTranslateEndpoints covers endpoint selection and traffic policies (§5 #7, #18,
-// #23, #25, #26, topology hints) with this project's semantics where they differ.
+// TestTranslateEndpoints covers endpoint selection and traffic policies (ready, serving
+// and terminating endpoints, ETP/ITP=Local, topology hints) with this project's semantics
+// where they differ.
 func TestTranslateEndpoints(t *testing.T) {
 	tcp := v1.ProtocolTCP
 	mixed := []*discovery.EndpointSlice{makeSlice("ns", "s", "s1", tcp,
@@ -222,34 +223,34 @@ func TestTranslateEndpoints(t *testing.T) {
 	np := withType(v1.ServiceTypeNodePort, 3001)
 	ext := func(s *v1.Service) { s.Spec.ExternalIPs = []string{"1.2.3.4"} }
 	runTranslateCases(t, []translateCase{{
-		name:    "not-ready endpoints are never used (#23)",
+		name:    "not-ready endpoints are never used",
 		svc:     makeService("ns", "s"),
 		slices:  []*discovery.EndpointSlice{makeSlice("ns", "s", "s1", tcp, local("10.0.1.1"), remote("10.0.1.2"), remote("10.0.1.3"), ep{ip: "10.0.1.4", notReady: true})},
 		wantVS:  map[string][]string{"TCP 10.20.30.41:80": {"10.0.1.1:80", "10.0.1.2:80", "10.0.1.3:80"}},
 		wantSet: map[string][]string{"KUBE-LOOP-BACK": {"10.0.1.1,tcp:80,10.0.1.1"}},
 	}, {
-		name:    "ready endpoints win over terminating ones; LOOP-BACK has every local one (#26 Cluster)",
+		name:    "ready endpoints win over terminating ones; LOOP-BACK has every local one",
 		svc:     makeService("ns", "s", np, ext),
 		slices:  mixed,
 		wantVS:  map[string][]string{"TCP 10.20.30.41:80": {"10.0.1.1:80", "10.0.1.2:80", "10.0.1.5:80"}, "TCP 1.2.3.4:80": {"10.0.1.1:80", "10.0.1.2:80", "10.0.1.5:80"}},
 		wantSet: map[string][]string{"KUBE-LOOP-BACK": {"10.0.1.1,tcp:80,10.0.1.1", "10.0.1.2,tcp:80,10.0.1.2", "10.0.1.3,tcp:80,10.0.1.3", "10.0.1.4,tcp:80,10.0.1.4"}},
 	}, {
-		name:   "ETP=Local: external VS gets local ready endpoints (#26 Local)",
+		name:   "ETP=Local: external VS gets local ready endpoints",
 		svc:    makeService("ns", "s", np, ext, withETPLocal),
 		slices: mixed,
 		wantVS: map[string][]string{"TCP 10.20.30.41:80": {"10.0.1.1:80", "10.0.1.2:80", "10.0.1.5:80"}, "TCP 1.2.3.4:80": {"10.0.1.1:80", "10.0.1.2:80"}},
 	}, {
-		name:   "no ready endpoint anywhere: serving+terminating ones are used (#26 only, Cluster)",
+		name:   "no ready endpoint anywhere: serving+terminating ones are used (Cluster)",
 		svc:    makeService("ns", "s", np, ext),
 		slices: onlyTerminating,
 		wantVS: map[string][]string{"TCP 10.20.30.41:80": {"10.0.1.1:80", "10.0.1.2:80", "10.0.1.4:80"}, "TCP 1.2.3.4:80": {"10.0.1.1:80", "10.0.1.2:80", "10.0.1.4:80"}},
 	}, {
-		name:   "ETP=Local with only terminating local endpoints uses them (#26 only, Local)",
+		name:   "ETP=Local with only terminating local endpoints uses them (Local)",
 		svc:    makeService("ns", "s", np, ext, withETPLocal),
 		slices: onlyTerminating,
 		wantVS: map[string][]string{"TCP 10.20.30.41:80": {"10.0.1.1:80", "10.0.1.2:80", "10.0.1.4:80"}, "TCP 1.2.3.4:80": {"10.0.1.1:80", "10.0.1.2:80"}},
 	}, {
-		name:   "ETP=Local LoadBalancer (#18)",
+		name:   "ETP=Local LoadBalancer",
 		cfg:    []func(*Config){nodeIPs("100.101.102.103")},
 		svc:    makeService("ns", "lb", withLB("1.2.3.4"), withETPLocal, func(s *v1.Service) { s.Spec.HealthCheckNodePort = 32000 }),
 		slices: []*discovery.EndpointSlice{makeSlice("ns", "lb", "s1", tcp, local("10.180.0.1"), remote("10.180.1.1"))},
@@ -264,17 +265,17 @@ func TestTranslateEndpoints(t *testing.T) {
 		wantVS:  map[string][]string{"TCP 10.20.30.41:80": {"10.180.1.1:80"}, "TCP 1.2.3.4:80": {"10.180.1.1:80"}, "TCP 100.101.102.103:3001": {"10.180.1.1:80"}},
 		wantSet: map[string][]string{"KUBE-EXTERNAL-NO-LOCAL-EP": {"1.2.3.4,tcp:80", "100.101.102.103,tcp:3001"}, "KUBE-NO-ENDPOINTS": nil},
 	}, {
-		name:   "ITP=Cluster uses every endpoint (#25)",
+		name:   "ITP=Cluster uses every endpoint",
 		svc:    makeService("ns", "s"),
 		slices: []*discovery.EndpointSlice{makeSlice("ns", "s", "s1", tcp, local("10.0.1.1"), remote("10.0.1.2"), remote("10.0.1.3"))},
 		wantVS: map[string][]string{"TCP 10.20.30.41:80": {"10.0.1.1:80", "10.0.1.2:80", "10.0.1.3:80"}},
 	}, {
-		name:   "ITP=Local uses the local endpoint (#25)",
+		name:   "ITP=Local uses the local endpoint",
 		svc:    makeService("ns", "s", withITPLocal),
 		slices: []*discovery.EndpointSlice{makeSlice("ns", "s", "s1", tcp, local("10.0.1.1"), remote("10.0.1.2"), remote("10.0.1.3"))},
 		wantVS: map[string][]string{"TCP 10.20.30.41:80": {"10.0.1.1:80"}},
 	}, {
-		name:    "ITP=Local with no local endpoint is rejected, even on an external service (#25, differs from IPVS mode's fallback)",
+		name:    "ITP=Local with no local endpoint is rejected, even on an external service (differs from IPVS mode's fallback)",
 		svc:     makeService("ns", "s", withITPLocal, np),
 		slices:  []*discovery.EndpointSlice{makeSlice("ns", "s", "s1", tcp, remote("10.0.1.2"), remote("10.0.1.3"))},
 		wantVS:  map[string][]string{"TCP 10.20.30.41:80": {}},
@@ -331,8 +332,8 @@ func TestTranslateEndpoints(t *testing.T) {
 	}})
 }
 
-// TestTranslateFirewallAndAffinity covers source ranges (§5 #15, #16), session affinity
-// (#19) and schedulers.
+// TestTranslateFirewallAndAffinity covers source ranges, session affinity
+// and schedulers.
 func TestTranslateFirewallAndAffinity(t *testing.T) {
 	tcp := v1.ProtocolTCP
 	ranges := func(r ...string) func(*v1.Service) {
@@ -356,14 +357,14 @@ func TestTranslateFirewallAndAffinity(t *testing.T) {
 	}
 	one := []*discovery.EndpointSlice{makeSlice("ns", "s", "s1", tcp, ep{ip: "10.180.0.1"})}
 	runTranslateCases(t, []translateCase{{
-		name:   "source ranges, node outside (#15)",
+		name:   "source ranges, node outside",
 		cfg:    []func(*Config){nodeIPs("192.168.1.1")},
 		svc:    makeService("ns", "s", withLB("1.2.3.4"), ranges("10.0.0.0/8")),
 		slices: one,
 		wantSet: map[string][]string{"KUBE-LOAD-BALANCER-FW": {"1.2.3.4,tcp:80"}, "KUBE-LOAD-BALANCER-SOURCE-CIDR": {"1.2.3.4,tcp:80,10.0.0.0/8"},
 			"KUBE-LOAD-BALANCER-SOURCE-IP": nil},
 	}, {
-		name:   "source ranges, node inside (#16)",
+		name:   "source ranges, node inside",
 		cfg:    []func(*Config){nodeIPs("10.1.2.3")},
 		svc:    makeService("ns", "s", withLB("1.2.3.4"), ranges("10.0.0.0/8")),
 		slices: one,
@@ -381,12 +382,12 @@ func TestTranslateFirewallAndAffinity(t *testing.T) {
 		wantSet: map[string][]string{"KUBE-LOAD-BALANCER-FW": {"1.2.3.4,tcp:80"}, "KUBE-LOAD-BALANCER-SOURCE-CIDR": {"1.2.3.4,tcp:80,10.0.0.0/8"},
 			"KUBE-LOAD-BALANCER-SOURCE-IP": nil},
 	}, {
-		name:    "a zero source range allows everyone (#16)",
+		name:    "a zero source range allows everyone",
 		svc:     makeService("ns", "s", withLB("1.2.3.4"), ranges("10.0.0.0/8", "0.0.0.0/0")),
 		slices:  one,
 		wantSet: map[string][]string{"KUBE-LOAD-BALANCER-FW": nil, "KUBE-LOAD-BALANCER-SOURCE-CIDR": nil},
 	}, {
-		name:    "session affinity on every virtual server (#19)",
+		name:    "session affinity on every virtual server",
 		cfg:     []func(*Config){nodeIPs("100.101.102.103")},
 		svc:     makeService("ns", "s", withType(v1.ServiceTypeNodePort, 3001), affinity(600), func(s *v1.Service) { s.Spec.ExternalIPs = []string{"50.60.70.81"} }),
 		slices:  one,

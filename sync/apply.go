@@ -155,7 +155,8 @@ func (s *Syncer) syncRealServers(key kernel.VSKey, have *programmedVS, want []ke
 			s.queueRS(kernel.RealServerOp{VS: key, RS: rs}, nil) // an existing one is updated
 		case cur.Weight != rs.Weight:
 			// A draining server that is wanted again is restored in place, keeping its
-			// connections (kube-proxy deletes and re-adds it, ipvs-pitfalls §6 #15).
+			// connections (kube-proxy's graceful-termination manager, pkg/proxy/ipvs/graceful_termination.go,
+			// deletes and re-adds it).
 			s.queueRS(kernel.RealServerOp{VS: key, RS: rs, Kind: kernel.UpdateRS}, nil)
 		default:
 			continue

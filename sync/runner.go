@@ -9,7 +9,8 @@ import (
 // BoundedFrequencyRunner semantics (pkg/proxy/runner): requests coalesce; two runs are
 // at least minInterval apart; a run happens at least every maxInterval; and after a
 // failed run the next one comes early, with exponential backoff from minInterval up to
-// maxInterval (kube-proxy's IPVS mode never retries early, ipvs-pitfalls §6 #10).
+// maxInterval (kube-proxy's IPVS proxier only logs a failed sync, pkg/proxy/ipvs/proxier.go,
+// so a failure waits for the next syncPeriod).
 type Runner struct {
 	fn          func() error
 	minInterval time.Duration

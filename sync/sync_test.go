@@ -242,7 +242,7 @@ func TestDriftRepair(t *testing.T) {
 }
 
 // TestPruneOnlyOurs: a full sync removes stale virtual servers on our addresses but
-// never someone else's, nor those in --ipvs-exclude-cidrs (§5 #21).
+// never someone else's, nor those in --ipvs-exclude-cidrs.
 func TestPruneOnlyOurs(t *testing.T) {
 	fake := kernel.NewFake()
 	must(t, fake.EnsureDummy("kube-ipvs0"))
@@ -302,7 +302,7 @@ type unsyncedSource struct{ *StaticSource }
 
 func (unsyncedSource) HasSynced() bool { return false }
 
-// TestGracefulTermination covers real-server removal (§5 #29): TCP with connections
+// TestGracefulTermination covers real-server removal: TCP with connections
 // drains at weight 0 and is reaped when they end or the timeout passes; one that comes
 // back is restored in place; UDP goes at once with its conntrack flows.
 func TestGracefulTermination(t *testing.T) {

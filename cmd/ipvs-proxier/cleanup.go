@@ -20,7 +20,8 @@ import (
 // virtual servers (the prune rule of the daemon), our iptables chains and the jumps to
 // them, our ipsets, and the dummy interface. Run it after stopping the daemon. It is
 // idempotent. Unlike kube-proxy's --cleanup it never flushes the whole IPVS table
-// (kube-proxy-ipvs.md §1.16), and it destroys the KUBE-6-* sets too.
+// (pkg/proxy/ipvs/cleanup.go calls ipvs.Flush: every virtual server on the host), and it
+// destroys the KUBE-6-* sets too (kube-proxy destroys only the IPv4-named ones).
 //
 // Two narrower modes serve migrations (docs/migration.md): --leftovers-only removes
 // just the kube-proxy iptables-mode chains we do not use, and is safe while the daemon

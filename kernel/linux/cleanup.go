@@ -14,7 +14,8 @@ import (
 // IptablesModeChains are the chains kube-proxy's iptables mode makes, by table
 // (pkg/proxy/iptables/proxier.go), and IptablesModePrefixes the prefixes of its
 // per-Service and per-endpoint chains. Neither it nor we remove them when a node switches
-// to IPVS (kube-proxy-ipvs.md §1.16), and the stale filter KUBE-SERVICES REJECTs
+// to IPVS (in IPVS mode kube-proxy's platformCleanup, cmd/kube-proxy/app/server_linux.go,
+// runs only the nftables cleanup), and the stale filter KUBE-SERVICES REJECTs
 // Services that had no endpoints at the switch. KUBE-FIREWALL, KUBE-MARK-DROP and
 // KUBE-KUBELET-CANARY are kubelet's and never listed.
 var (

@@ -94,7 +94,8 @@ func asErrno(err error, out *syscall.Errno) bool {
 }
 
 // ListEntries implements kernel.IPSets. IpsetList merges a set split over several
-// netlink messages (ipvs-pitfalls §4.2).
+// netlink messages (vishvananda/netlink ipset_linux.go: IpsetListAll returns one result
+// per message, IpsetList merges them).
 func (IPSets) ListEntries(name string) ([]kernel.SetEntry, error) {
 	var res *netlink.IPSetResult
 	var err error

@@ -19,7 +19,7 @@ var ErrTimeout = errors.New("ipvs netlink call timed out; handle recreated")
 
 // IPVS programs IPVS through one moby/ipvs handle. moby/ipvs is not goroutine-safe, so
 // calls are serialized; and since it loops forever on EAGAIN when a reply is lost
-// (ipvs-pitfalls §4.1), every call has a deadline after which the handle is closed and
+// (moby/ipvs netlink_linux.go: execute retries the 3 s receive timeout's EAGAIN), every call has a deadline after which the handle is closed and
 // a new one made.
 type IPVS struct {
 	mu      sync.Mutex
