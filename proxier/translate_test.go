@@ -101,7 +101,7 @@ func TestTranslateAddresses(t *testing.T) {
 		bind:    []string{"10.20.30.41", "fd00::41"},
 		wantSet: map[string][]string{"KUBE-6-IPVS-IPS": {"fd00::41"}},
 	}, {
-		name:    "no endpoints: virtual server kept and rejected (#2, kubernetes#78994)",
+		name:    "no endpoints: virtual server kept and rejected (kubernetes#78994)",
 		svc:     makeService("ns", "svc1"),
 		wantVS:  map[string][]string{"TCP 10.20.30.41:80": {}},
 		wantSet: map[string][]string{"KUBE-NO-ENDPOINTS": {"10.20.30.41,tcp:80"}},
