@@ -46,33 +46,6 @@ var setTies = func() map[string]tieKind {
 	return m
 }()
 
-// tiedKeys returns the virtual servers of st that member m belongs to, or nil when m is
-// not tied to any.
-func tiedKeys(st *ServiceState, m kernel.Member) []kernel.VSKey {
-	var keys []kernel.VSKey
-	switch setTies[m.Set] {
-	case untied:
-		return nil
-	case tiedIPPort:
-		k := kernel.VSKey{Protocol: m.Entry.Protocol, Address: m.Entry.IP, Port: m.Entry.Port}
-		if st.hasVS(k) {
-			keys = append(keys, k)
-		}
-	case tiedPortTCP, tiedPortUDP:
-		proto := kernel.TCP
-		if setTies[m.Set] == tiedPortUDP {
-			proto = kernel.UDP
-		}
-		for _, vs := range st.VirtualServers {
-			// NodePort virtual servers are on node IPs, which a Service never binds.
-			if vs.Protocol == proto && vs.Port == m.Entry.Port && !slices.Contains(st.Bind, vs.Address) {
-				keys = append(keys, vs.VSKey)
-			}
-		}
-	}
-	return keys
-}
-
 func (s *ServiceState) hasVS(k kernel.VSKey) bool {
 	_, found := slices.BinarySearchFunc(s.VirtualServers, k, func(v VirtualServerState, k kernel.VSKey) int {
 		return kernel.CompareVSKeys(v.VSKey, k)
@@ -80,37 +53,41 @@ func (s *ServiceState) hasVS(k kernel.VSKey) bool {
 	return found
 }
 
-// wins reports whether st is programmed on every one of keys.
-func (d *Desired) wins(st *ServiceState, keys []kernel.VSKey) bool {
-	for _, k := range keys {
-		if !d.winsKey(st, k) {
-			return false
-		}
-	}
-	return true
-}
-
-// countsMember reports whether st's member m is wanted now: untied, or st wins its
-// virtual servers. It allocates nothing: it runs for every member of every change.
-func (d *Desired) countsMember(st *ServiceState, m kernel.Member) bool {
+// tiedStatus reports whether st's member m is tied to any of st's virtual servers and
+// whether st wins all of them (an untied member is "won"). It allocates nothing: it runs
+// for every member of every change.
+func (d *Desired) tiedStatus(st *ServiceState, m kernel.Member) (tied, won bool) {
 	kind := setTies[m.Set]
 	switch kind {
 	case untied:
-		return true
+		return false, true
 	case tiedIPPort:
 		k := kernel.VSKey{Protocol: m.Entry.Protocol, Address: m.Entry.IP, Port: m.Entry.Port}
-		return !st.hasVS(k) || d.winsKey(st, k)
+		if !st.hasVS(k) {
+			return false, true
+		}
+		return true, d.winsKey(st, k)
 	}
 	proto := kernel.TCP
 	if kind == tiedPortUDP {
 		proto = kernel.UDP
 	}
+	won = true
 	for _, vs := range st.VirtualServers {
-		if vs.Protocol == proto && vs.Port == m.Entry.Port && !slices.Contains(st.Bind, vs.Address) && !d.winsKey(st, vs.VSKey) {
-			return false
+		// NodePort virtual servers are on node IPs, which a Service never binds.
+		if vs.Protocol == proto && vs.Port == m.Entry.Port && !slices.Contains(st.Bind, vs.Address) {
+			tied = true
+			won = won && d.winsKey(st, vs.VSKey)
 		}
 	}
-	return true
+	return tied, won
+}
+
+// countsMember reports whether st's member m is wanted now: untied, or st wins its
+// virtual servers.
+func (d *Desired) countsMember(st *ServiceState, m kernel.Member) bool {
+	_, won := d.tiedStatus(st, m)
+	return won
 }
 
 // winsKey reports whether st is programmed on k.
@@ -154,7 +131,7 @@ type tiedWanted struct {
 func (d *Desired) tiedWanted(st *ServiceState) tiedWanted {
 	var w tiedWanted
 	for _, m := range st.Members {
-		if keys := tiedKeys(st, m); keys != nil && d.wins(st, keys) {
+		if tied, won := d.tiedStatus(st, m); tied && won {
 			w.members = append(w.members, m)
 		}
 	}
