@@ -224,15 +224,17 @@ func OwnershipSets() []string {
 	return out
 }
 
-// NamedBySet reports whether entry e of one of OwnershipSets names virtual server k.
-func NamedBySet(set string, e kernel.SetEntry, k kernel.VSKey) bool {
+// NamedKey returns the virtual server that entry e of set names: for the bitmap:port
+// NodePort sets only protocol and port (anyAddress: the port on every node IP); ok is
+// false for sets that name no virtual server.
+func NamedKey(set string, e kernel.SetEntry) (k kernel.VSKey, anyAddress, ok bool) {
 	switch setTies[set] {
 	case tiedPortTCP:
-		return k.Protocol == kernel.TCP && e.Port == k.Port
+		return kernel.VSKey{Protocol: kernel.TCP, Port: e.Port}, true, true
 	case tiedPortUDP:
-		return k.Protocol == kernel.UDP && e.Port == k.Port
+		return kernel.VSKey{Protocol: kernel.UDP, Port: e.Port}, true, true
 	case tiedIPPort:
-		return e.IP == k.Address && e.Protocol == k.Protocol && e.Port == k.Port
+		return kernel.VSKey{Protocol: e.Protocol, Address: e.IP, Port: e.Port}, false, true
 	}
-	return false
+	return kernel.VSKey{}, false, false
 }

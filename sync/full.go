@@ -237,31 +237,43 @@ func (s *Syncer) owns(key kernel.VSKey) bool {
 	return Owns(key, onDummy, s.cfg.NodeIPs, s.opts.ExcludeCIDRs, s.opts.NodePortMin, s.opts.NodePortMax, s.named)
 }
 
-// OwnershipEntries are the entries of proxier.OwnershipSets as the kernel holds them.
-type OwnershipEntries map[string][]kernel.SetEntry
+// OwnershipEntries are the virtual servers our ownership sets (proxier.OwnershipSets)
+// name in the kernel, indexed so that each lookup is one map read.
+type OwnershipEntries struct {
+	keys  map[kernel.VSKey]struct{} // by protocol, address and port
+	ports map[kernel.VSKey]struct{} // by protocol and port only (bitmap:port NodePorts)
+}
 
 // ReadOwnershipSets lists proxier.OwnershipSets; a set that cannot be read names
 // nothing.
-func ReadOwnershipSets(ipsets kernel.IPSets) OwnershipEntries {
-	out := OwnershipEntries{}
+func ReadOwnershipSets(ipsets kernel.IPSets) *OwnershipEntries {
+	o := &OwnershipEntries{keys: map[kernel.VSKey]struct{}{}, ports: map[kernel.VSKey]struct{}{}}
 	for _, set := range proxier.OwnershipSets() {
-		if entries, err := ipsets.ListEntries(set); err == nil {
-			out[set] = entries
+		entries, err := ipsets.ListEntries(set)
+		if err != nil {
+			continue
 		}
-	}
-	return out
-}
-
-// names reports whether one of the sets names k.
-func (o OwnershipEntries) names(k kernel.VSKey) bool {
-	for set, entries := range o {
 		for _, e := range entries {
-			if proxier.NamedBySet(set, e, k) {
-				return true
+			if k, anyAddress, ok := proxier.NamedKey(set, e); ok && anyAddress {
+				o.ports[k] = struct{}{}
+			} else if ok {
+				o.keys[k] = struct{}{}
 			}
 		}
 	}
-	return false
+	return o
+}
+
+// names reports whether one of the sets names k.
+func (o *OwnershipEntries) names(k kernel.VSKey) bool {
+	if o == nil {
+		return false
+	}
+	if _, ok := o.keys[k]; ok {
+		return true
+	}
+	_, ok := o.ports[kernel.VSKey{Protocol: k.Protocol, Port: k.Port}]
+	return ok
 }
 
 // Owns is the one ownership rule, shared by pruning and `ipvs-proxier cleanup`: a
@@ -271,7 +283,7 @@ func (o OwnershipEntries) names(k kernel.VSKey) bool {
 // which survives a restart) or in the NodePort range, or is on a link-local address and
 // named by our sets (kube-proxy's NodePorts there); and it is not in an excluded CIDR
 // (--ipvs-exclude-cidrs, kube-proxy's rule for virtual servers made by others).
-func Owns(key kernel.VSKey, onDummy bool, nodeIPs []netip.Addr, exclude []netip.Prefix, portMin, portMax uint16, named OwnershipEntries) bool {
+func Owns(key kernel.VSKey, onDummy bool, nodeIPs []netip.Addr, exclude []netip.Prefix, portMin, portMax uint16, named *OwnershipEntries) bool {
 	if slices.ContainsFunc(exclude, func(p netip.Prefix) bool { return p.Contains(key.Address) }) {
 		return false
 	}

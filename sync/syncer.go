@@ -79,7 +79,7 @@ type Syncer struct {
 	// translation's problems: a Service loses when another one is set.
 	conflicts *problemReporter
 	// named: the kernel's ownership sets as read in this full sync (nil until needed).
-	named OwnershipEntries
+	named *OwnershipEntries
 
 	mu       gosync.Mutex
 	cfg      proxier.Config
