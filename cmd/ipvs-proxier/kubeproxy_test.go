@@ -40,6 +40,13 @@ func TestEveryKubeProxyFlagIsAccepted(t *testing.T) {
 			t.Errorf("--%s=%s: %v", name, v, err)
 			continue
 		}
+		if typ == "bool" && slices.Contains(kubeProxyOnly, name) {
+			// A boolean given alone, as installers write them.
+			b := newOptions("t")
+			if err := b.fs.Parse([]string{"--" + name}); err != nil {
+				t.Errorf("--%s alone: %v", name, err)
+			}
+		}
 		warned := strings.Contains(strings.Join(o.kubeProxyWarnings(), " "), "--"+name+"=")
 		if ignored := slices.Contains(kubeProxyOnly, name); warned != ignored {
 			t.Errorf("--%s: named in the warning %v, but accepted-and-unused %v", name, warned, ignored)

@@ -23,6 +23,10 @@ var kubeProxyOnly = []string{
 	"show-hidden-metrics-for-version", "vmodule", "write-config-to",
 }
 
+// kubeProxyOnlyBools are the booleans among kubeProxyOnly.
+var kubeProxyOnlyBools = []string{"bind-address-hard-fail", "conntrack-tcp-be-liberal", "iptables-localhost-nodeports",
+	"log-json-split-stream", "log-text-split-stream"}
+
 // kubeProxyFlags are the kube-proxy flags that act here beyond their ipvs-proxier
 // namesakes.
 type kubeProxyFlags struct {
@@ -49,10 +53,10 @@ func (o *options) addKubeProxyFlags() {
 		v := new(string)
 		k.ignored[name] = v
 		fs.Var(anyValue{v}, name, "kube-proxy flag accepted for drop-in use; not used by ipvs-proxier")
-		// `--conntrack-tcp-be-liberal` and `--log-json-split-stream` are booleans in
-		// kube-proxy: given without a value they must still parse.
-		fs.Lookup(name).NoOptDefVal = map[bool]string{true: "true"}[name == "conntrack-tcp-be-liberal" ||
-			name == "log-json-split-stream" || name == "log-text-split-stream" || name == "bind-address-hard-fail"]
+		// kube-proxy's booleans must still parse when given without a value.
+		if slices.Contains(kubeProxyOnlyBools, name) {
+			fs.Lookup(name).NoOptDefVal = "true"
+		}
 		_ = fs.MarkHidden(name)
 	}
 }
