@@ -62,8 +62,8 @@ func TestAPIServerWatchProbesOnlyWhenDue(t *testing.T) {
 	fail := true
 	probes := make(chan bool, 100)
 	reports := make(chan error, 100)
-	step := make(chan struct{})
-	go a.Watch(ctx, time.Millisecond, func() bool { <-step; return synced }, func(context.Context) error {
+	step, entered := make(chan struct{}), make(chan struct{})
+	go a.Watch(ctx, time.Millisecond, func() bool { entered <- struct{}{}; <-step; return synced }, func(context.Context) error {
 		probes <- true
 		if fail {
 			return errors.New("down")
@@ -71,9 +71,10 @@ func TestAPIServerWatchProbesOnlyWhenDue(t *testing.T) {
 		return nil
 	}, func(err error, _ bool) { reports <- err })
 
-	tick := func() int { // one loop turn; the number of probes it sent
+	<-entered // the first turn waits for its step
+	tick := func() int { // one whole loop turn; the number of probes it sent
 		step <- struct{}{}
-		time.Sleep(20 * time.Millisecond)
+		<-entered // the next turn began: this one's probe, if any, is done
 		n := len(probes)
 		for range n {
 			<-probes
