@@ -71,7 +71,7 @@ func TestAPIServerWatchProbesOnlyWhenDue(t *testing.T) {
 		return nil
 	}, func(err error, _ bool) { reports <- err })
 
-	<-entered // the first turn waits for its step
+	<-entered            // the first turn waits for its step
 	tick := func() int { // one whole loop turn; the number of probes it sent
 		step <- struct{}{}
 		<-entered // the next turn began: this one's probe, if any, is done
