@@ -75,11 +75,16 @@ func dockerfilePackages(path string) ([]string, error) {
 	return strings.Fields(m[1]), nil
 }
 
-// sourceDateEpoch is $SOURCE_DATE_EPOCH, else the last commit's time.
+// sourceDateEpoch is $SOURCE_DATE_EPOCH, else the time of the last commit that changed
+// the Dockerfile (what the root filesystem is made from): stable across other commits,
+// so the cached root filesystem is reused until the package list changes.
 func sourceDateEpoch(repo string) (time.Time, error) {
 	s := os.Getenv("SOURCE_DATE_EPOCH")
 	if s == "" {
-		out, err := exec.Command("git", "-C", repo, "log", "-1", "--format=%ct").Output()
+		out, err := exec.Command("git", "-C", repo, "log", "-1", "--format=%ct", "--", "Dockerfile").Output()
+		if err == nil && len(strings.TrimSpace(string(out))) == 0 { // a shallow clone may not know
+			out, err = exec.Command("git", "-C", repo, "log", "-1", "--format=%ct").Output()
+		}
 		if err != nil {
 			return time.Time{}, fmt.Errorf("SOURCE_DATE_EPOCH unset and no git commit time: %w", err)
 		}

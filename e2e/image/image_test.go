@@ -91,6 +91,16 @@ func TestImage(t *testing.T) {
 	if lines := strings.Split(strings.TrimSpace(out), "\n"); lines[len(lines)-1] != "0" || strings.Contains(out, "filter\n") {
 		t.Errorf("detection created a table:\n%s", out)
 	}
+	// A node whose kubelet uses legacy iptables (its hint chain in the legacy mangle
+	// table): the wrapper picks legacy. A fresh root: the first run relinked the names.
+	root = filepath.Join(dir, "root2")
+	if err := extract(mutate.Extract(img), root); err != nil {
+		t.Fatal(err)
+	}
+	out = run("iptables-legacy -t mangle -N KUBE-IPTABLES-HINT && iptables -V && readlink /usr/sbin/ip6tables")
+	if !strings.Contains(out, "(legacy)") || !strings.Contains(out, "ip6tables-legacy") {
+		t.Errorf("wrapper on a legacy node:\n%s", out)
+	}
 }
 
 // extract writes a flattened image filesystem into dir.

@@ -3,7 +3,7 @@
 // filesystem made by mmdebstrap with the Dockerfile's packages, the static binary and
 // the iptables wrapper as a second layer, assembled into a docker archive (`docker load`,
 // `ctr images import`) with go-containerregistry. With SOURCE_DATE_EPOCH (default: the
-// last commit's time) the same inputs give the same image digest.
+// Dockerfile's last commit time) the same inputs give the same image digest.
 //
 //	go run . -out FILE [-tag REF]
 package main
