@@ -34,7 +34,7 @@ func TestRandomDifferential(t *testing.T) {
 			// has no real servers here, kube-proxy's IPVS mode falls back to remote ones.
 			compareWithKubeProxy(t, last, func(l string) bool {
 				for _, vip := range fallback {
-					if strings.HasPrefix(l, "rs ") && strings.Contains(l, " "+vip+" -> ") {
+					if strings.HasPrefix(l, "rs ") && (strings.Contains(l, " "+vip+" -> ") || strings.HasPrefix(vip, ":") && strings.Contains(l, vip+" -> ")) {
 						return true
 					}
 				}
@@ -49,7 +49,8 @@ func TestRandomDifferential(t *testing.T) {
 
 // applyClusterState creates cs through the apiserver (the objects go when the test ends)
 // and returns the last Service's ClusterIP:port, as ipvsadm prints it, and the
-// ClusterIP:ports of the ITP=Local Services that fall back in kube-proxy.
+// VIP:ports whose real servers are not compared: the ITP=Local Services that fall back in
+// kube-proxy, and those with zone hints (ClusterState.Hinted).
 func applyClusterState(t *testing.T, cs *harness.ClusterState) (string, []string) {
 	t.Helper()
 	ctx := context.Background()
@@ -63,9 +64,23 @@ func applyClusterState(t *testing.T, cs *harness.ClusterState) (string, []string
 			_ = cp.Admin.CoreV1().Services("default").Delete(context.Background(), svc.Name, metav1.DeleteOptions{})
 		})
 		last = got.Spec.ClusterIP + ":" + strconv.Itoa(int(got.Spec.Ports[0].Port))
-		if cs.ITPLocalFallback(svc.Name, "node-1") {
+		if cs.ITPLocalFallback(svc.Name, "node-1") || cs.Hinted(svc.Name) {
 			for _, p := range got.Spec.Ports {
 				fallback = append(fallback, got.Spec.ClusterIP+":"+strconv.Itoa(int(p.Port)))
+			}
+		}
+		if cs.Hinted(svc.Name) { // every VIP of it, NodePorts on any node address
+			for _, p := range got.Spec.Ports {
+				port := strconv.Itoa(int(p.Port))
+				for _, ip := range svc.Spec.ExternalIPs {
+					fallback = append(fallback, ip+":"+port)
+				}
+				for _, ing := range cs.LBIngress[svc.Name] {
+					fallback = append(fallback, ing.IP+":"+port)
+				}
+				if p.NodePort > 0 {
+					fallback = append(fallback, ":"+strconv.Itoa(int(p.NodePort)))
+				}
 			}
 		}
 		if ing, ok := cs.LBIngress[svc.Name]; ok {

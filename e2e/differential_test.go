@@ -103,11 +103,19 @@ func compareWithKubeProxy(t *testing.T, want string, also func(line string) bool
 	startDaemon(t)
 	settled := func(want string) []string {
 		t.Helper()
+		// Settled: three equal views 2 s apart with want in them. kube-proxy applies
+		// its Node's labels (zone hints) in a sync of its own after the first.
 		var prev, cur []string
+		stable := 0
 		if err := waitFor(90*time.Second, func() bool {
 			prev, cur = cur, fullView(t)
 			time.Sleep(2 * time.Second)
-			return slices.Equal(prev, cur) && slices.ContainsFunc(cur, func(l string) bool { return strings.Contains(l, want) })
+			if slices.Equal(prev, cur) && slices.ContainsFunc(cur, func(l string) bool { return strings.Contains(l, want) }) {
+				stable++
+			} else {
+				stable = 0
+			}
+			return stable >= 2
 		}); err != nil {
 			t.Fatalf("state never settled with %q:\n%s", want, strings.Join(cur, "\n"))
 		}

@@ -135,3 +135,16 @@ func (cs *ClusterState) ITPLocalFallback(name, node string) bool {
 	}
 	return true
 }
+
+// Hinted reports whether Service name's endpoints carry zone hints. kube-proxy filters
+// them by its Node's zone label only once it has applied that label, and in one run
+// (seed 2) it had not when its state settled: the differential does not compare the
+// real servers of such Services.
+func (cs *ClusterState) Hinted(name string) bool {
+	for _, sl := range cs.Slices {
+		if sl.Labels[discovery.LabelServiceName] == name && len(sl.Endpoints) > 0 && sl.Endpoints[0].Hints != nil {
+			return true
+		}
+	}
+	return false
+}
