@@ -57,6 +57,9 @@ bench-scale: ## ipvs-proxier vs kube-proxy IPVS mode in the VM at SVC_SCALE_STEP
 e2e: ## End to end: real kube-apiserver + etcd, the daemon in a VM node as deploy/ runs it, real traffic
 	cd e2e && IPVS_PROXIER_E2E=1 $(GO) test -p 1 -count=1 -v -timeout 60m ./...
 
+e2e-kubelet: ## Only the kubelet tier: the image under a real kubelet and containerd in the VM (apply, rolling update, outage, reboot, the migration guide)
+	cd e2e && IPVS_PROXIER_E2E=1 $(GO) test -count=1 -v -timeout 60m ./kubelet
+
 demo: ## The main job: local apiserver, a real-kernel VM node running the daemon, examples/demo.yaml; Ctrl-C to stop
 	cd e2e && $(GO) run ./demo
 
@@ -82,4 +85,4 @@ image: ## Build the container image with docker or podman (no engine runs in CI;
 plan-example: build ## Print what the daemon would program for examples/cluster.yaml
 	$(BIN) plan -f examples/cluster.yaml --hostname-override test-node --cluster-cidr 10.244.0.0/16
 
-.PHONY: help build test test-unit test-netns test-vm e2e lint fuzz bench bench-micro bench-scale demo demo-exec demo-down image image-oci test-image plan-example
+.PHONY: help build test test-unit test-netns test-vm e2e e2e-kubelet lint fuzz bench bench-micro bench-scale demo demo-exec demo-down image image-oci test-image plan-example

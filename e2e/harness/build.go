@@ -10,6 +10,10 @@ import (
 // Binaries are the host-side programs of the control plane, and kubectl.
 type Binaries struct{ APIServer, Etcd, KubeProxy, Kubectl string }
 
+// KubeletBinaries are what the kubelet tier adds: the controllers and the scheduler on
+// the host, the kubelet in the node VM.
+type KubeletBinaries struct{ ControllerManager, Scheduler, Kubelet string }
+
 // buildRecipe names the build flags below in the cache folder: bump it when they
 // change, so that a machine's cache does not keep binaries CI would build differently.
 const buildRecipe = "r2"
@@ -24,7 +28,7 @@ var versionLDFlags = "-X k8s.io/component-base/version.gitVersion=" + KubeVersio
 // BuildControlPlane builds kube-apiserver, etcd, kube-proxy and kubectl (pinned in
 // e2e/go.mod) into the cache, once. The first build takes about ten minutes on two cores.
 func BuildControlPlane() (Binaries, error) {
-	dir := filepath.Join(Cache(), "bin-"+KubeVersion+"-"+buildRecipe)
+	dir := binDir()
 	b := Binaries{APIServer: filepath.Join(dir, "kube-apiserver"), Etcd: filepath.Join(dir, "etcd"),
 		KubeProxy: filepath.Join(dir, "kube-proxy"), Kubectl: filepath.Join(dir, "kubectl")}
 	for pkg, out := range map[string]string{
@@ -33,18 +37,47 @@ func BuildControlPlane() (Binaries, error) {
 		"k8s.io/kubernetes/cmd/kube-proxy":     b.KubeProxy,
 		"k8s.io/kubernetes/cmd/kubectl":        b.Kubectl,
 	} {
-		if _, err := os.Stat(out); err == nil {
-			continue
-		}
-		Logf("building %s %s (first run only; about 10 minutes on 2 cores)", pkg, KubeVersion)
-		cmd := exec.Command("go", "build", "-ldflags", versionLDFlags, "-o", out, pkg)
-		cmd.Dir = E2EDir()
-		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
-		if out, err := cmd.CombinedOutput(); err != nil {
-			return b, fmt.Errorf("build %s: %w\n%s", pkg, err, out)
+		if err := buildKube(pkg, out); err != nil {
+			return b, err
 		}
 	}
 	return b, nil
+}
+
+// BuildKubeletTier builds kube-controller-manager, kube-scheduler and kubelet from the
+// same pinned module, version-stamped like the others, once.
+func BuildKubeletTier() (KubeletBinaries, error) {
+	dir := binDir()
+	b := KubeletBinaries{ControllerManager: filepath.Join(dir, "kube-controller-manager"),
+		Scheduler: filepath.Join(dir, "kube-scheduler"), Kubelet: filepath.Join(dir, "kubelet")}
+	for pkg, out := range map[string]string{
+		"k8s.io/kubernetes/cmd/kube-controller-manager": b.ControllerManager,
+		"k8s.io/kubernetes/cmd/kube-scheduler":          b.Scheduler,
+		"k8s.io/kubernetes/cmd/kubelet":                 b.Kubelet,
+	} {
+		if err := buildKube(pkg, out); err != nil {
+			return b, err
+		}
+	}
+	return b, nil
+}
+
+func binDir() string { return filepath.Join(Cache(), "bin-"+KubeVersion+"-"+buildRecipe) }
+
+// buildKube builds one static, version-stamped binary unless the cache has it.
+func buildKube(pkg, out string) error {
+	if _, err := os.Stat(out); err == nil {
+		return nil
+	}
+	Logf("building %s %s (first run only; minutes on 2 cores)", pkg, KubeVersion)
+	tmp := out + ".tmp"
+	cmd := exec.Command("go", "build", "-ldflags", versionLDFlags, "-o", tmp, pkg)
+	cmd.Dir = E2EDir()
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if o, err := cmd.CombinedOutput(); err != nil {
+		return fmt.Errorf("build %s: %w\n%s", pkg, err, o)
+	}
+	return os.Rename(tmp, out)
 }
 
 // BuildNodeBinaries builds the daemon (from the main module) and the agent, static, into

@@ -30,6 +30,7 @@ type ControlPlane struct {
 	Dir     string
 	Port    int
 	CACert  string
+	saKey   string
 	Admin   *kubernetes.Clientset
 	RESTCfg *rest.Config
 	Bins    Binaries
@@ -51,7 +52,7 @@ func StartControlPlane(bins Binaries, extraArgs ...string) (*ControlPlane, error
 	if err != nil {
 		return nil, err
 	}
-	cp.CACert = cert
+	cp.CACert, cp.saKey = cert, saKey
 	ports := make([]int, 3)
 	for i := range ports {
 		if ports[i], err = FreePort(); err != nil {

@@ -161,34 +161,27 @@ func (b *build) binary(dir string) (string, error) {
 	return out, nil
 }
 
-// topLayer holds the binary and the iptables wrapper, with the six plain iptables
-// names linked to the wrapper: the first call picks the node's flavour.
-func (b *build) topLayer(bin string) (v1.Layer, error) {
-	wrapper, err := os.ReadFile("iptables-wrapper")
-	if err != nil {
-		return nil, err
-	}
-	exe, err := os.ReadFile(bin)
-	if err != nil {
-		return nil, err
-	}
+// layerFile is one regular file of a layer.
+type layerFile struct {
+	name string
+	mode int64
+	data []byte
+}
+
+// layer builds a layer of files and symlinks (name -> target), every timestamp the epoch.
+func (b *build) layer(files []layerFile, links [][2]string) (v1.Layer, error) {
 	var buf bytes.Buffer
 	tw := tar.NewWriter(&buf)
-	file := func(name string, mode int64, data []byte) error {
-		if err := tw.WriteHeader(&tar.Header{Name: name, Mode: mode, Size: int64(len(data)), ModTime: b.epoch, Typeflag: tar.TypeReg, Format: tar.FormatPAX}); err != nil {
-			return err
+	for _, f := range files {
+		if err := tw.WriteHeader(&tar.Header{Name: f.name, Mode: f.mode, Size: int64(len(f.data)), ModTime: b.epoch, Typeflag: tar.TypeReg, Format: tar.FormatPAX}); err != nil {
+			return nil, err
 		}
-		_, err := tw.Write(data)
-		return err
+		if _, err := tw.Write(f.data); err != nil {
+			return nil, err
+		}
 	}
-	if err := file("usr/local/bin/ipvs-proxier", 0o755, exe); err != nil {
-		return nil, err
-	}
-	if err := file("usr/sbin/iptables-wrapper", 0o755, wrapper); err != nil {
-		return nil, err
-	}
-	for _, t := range []string{"iptables", "iptables-save", "iptables-restore", "ip6tables", "ip6tables-save", "ip6tables-restore"} {
-		if err := tw.WriteHeader(&tar.Header{Name: "usr/sbin/" + t, Linkname: "iptables-wrapper", Typeflag: tar.TypeSymlink,
+	for _, l := range links {
+		if err := tw.WriteHeader(&tar.Header{Name: l[0], Linkname: l[1], Typeflag: tar.TypeSymlink,
 			Mode: 0o777, ModTime: b.epoch, Format: tar.FormatPAX}); err != nil {
 			return nil, err
 		}
@@ -200,16 +193,26 @@ func (b *build) topLayer(bin string) (v1.Layer, error) {
 	return tarball.LayerFromOpener(func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(data)), nil })
 }
 
+// topLayer holds the program at path and the iptables wrapper, with the six plain
+// iptables names linked to the wrapper: the first call picks the node's flavour.
+func (b *build) topLayer(path, bin string) (v1.Layer, error) {
+	wrapper, err := os.ReadFile(filepath.Join(b.repo, "e2e/image/iptables-wrapper"))
+	if err != nil {
+		return nil, err
+	}
+	exe, err := os.ReadFile(bin)
+	if err != nil {
+		return nil, err
+	}
+	var links [][2]string
+	for _, t := range []string{"iptables", "iptables-save", "iptables-restore", "ip6tables", "ip6tables-save", "ip6tables-restore"} {
+		links = append(links, [2]string{"usr/sbin/" + t, "iptables-wrapper"})
+	}
+	return b.layer([]layerFile{{path, 0o755, exe}, {"usr/sbin/iptables-wrapper", 0o755, wrapper}}, links)
+}
+
 // image assembles the image.
 func (b *build) image() (v1.Image, error) {
-	rootfs, err := b.rootfs()
-	if err != nil {
-		return nil, err
-	}
-	base, err := tarball.LayerFromFile(rootfs)
-	if err != nil {
-		return nil, err
-	}
 	tmp, err := os.MkdirTemp("", "image-")
 	if err != nil {
 		return nil, err
@@ -219,7 +222,21 @@ func (b *build) image() (v1.Image, error) {
 	if err != nil {
 		return nil, err
 	}
-	top, err := b.topLayer(bin)
+	return b.onBase("/usr/local/bin/ipvs-proxier", bin, b.release)
+}
+
+// onBase is the Debian root filesystem with the program at path (and the iptables
+// wrapper) on top, run as the entrypoint.
+func (b *build) onBase(path, bin, version string) (v1.Image, error) {
+	rootfs, err := b.rootfs()
+	if err != nil {
+		return nil, err
+	}
+	base, err := tarball.LayerFromFile(rootfs)
+	if err != nil {
+		return nil, err
+	}
+	top, err := b.topLayer(strings.TrimPrefix(path, "/"), bin)
 	if err != nil {
 		return nil, err
 	}
@@ -233,9 +250,9 @@ func (b *build) image() (v1.Image, error) {
 	}
 	cf = cf.DeepCopy()
 	cf.Architecture, cf.OS = "amd64", "linux"
-	cf.Config.Entrypoint = []string{"/usr/local/bin/ipvs-proxier"}
+	cf.Config.Entrypoint = []string{path}
 	cf.Config.Env = []string{"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"}
-	cf.Config.Labels = map[string]string{"org.opencontainers.image.version": b.release,
+	cf.Config.Labels = map[string]string{"org.opencontainers.image.version": version,
 		"org.opencontainers.image.source": "https://github.com/ipvs-proxier/ipvs-proxier"}
 	img, err = mutate.ConfigFile(img, cf)
 	if err != nil {
@@ -250,6 +267,11 @@ func (b *build) writeArchive(out string) (string, error) {
 	if err != nil {
 		return "", err
 	}
+	return b.write(out, img)
+}
+
+// write writes img as a docker archive tagged b.tag and returns its digest.
+func (b *build) write(out string, img v1.Image) (string, error) {
 	ref, err := name.NewTag(b.tag)
 	if err != nil {
 		return "", err

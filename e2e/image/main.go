@@ -6,17 +6,31 @@
 // Dockerfile's last commit time) the same inputs give the same image digest.
 //
 //	go run . -out FILE [-tag REF]
+//	go run . -out FILE -tag REF -pause             the pod sandbox image (e2e kubelet tier)
+//	go run . -out FILE -tag REF -kube-proxy BIN    stock kube-proxy on the same base
 package main
 
 import (
 	"flag"
 	"fmt"
 	"os"
+
+	v1 "github.com/google/go-containerregistry/pkg/v1"
 )
+
+func (b *build) writeWith(out string, image func() (v1.Image, error)) (string, error) {
+	img, err := image()
+	if err != nil {
+		return "", err
+	}
+	return b.write(out, img)
+}
 
 func main() {
 	out := flag.String("out", "", "docker archive to write")
 	tag := flag.String("tag", "", "image reference (default ghcr.io/ipvs-proxier/ipvs-proxier:RELEASE from the Makefile)")
+	pause := flag.Bool("pause", false, "build the pod sandbox image instead")
+	kubeProxy := flag.String("kube-proxy", "", "build a kube-proxy image from this binary instead")
 	flag.Parse()
 	if *out == "" {
 		fmt.Fprintln(os.Stderr, "image: -out FILE is required")
@@ -27,7 +41,15 @@ func main() {
 		fmt.Fprintln(os.Stderr, "image:", err)
 		os.Exit(1)
 	}
-	digest, err := b.writeArchive(*out)
+	var digest string
+	switch {
+	case *pause:
+		digest, err = b.writeWith(*out, b.pauseImage)
+	case *kubeProxy != "":
+		digest, err = b.writeWith(*out, func() (v1.Image, error) { return b.kubeProxyImage(*kubeProxy, b.tag) })
+	default:
+		digest, err = b.writeArchive(*out)
+	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "image:", err)
 		os.Exit(1)

@@ -6,6 +6,9 @@
 #   vm.sh run PAYLOAD [MB]  boot with PAYLOAD/ copied to / (it must hold /scenario.sh);
 #                           prints the console and exits with the scenario's status
 #   vm.sh initrd OUT PAYLOAD  build the initramfs only (the e2e harness boots it itself)
+#   vm.sh disk OUT PAYLOAD MB  build an ext4 root disk OUT (the same tree, plus containerd
+#                           and runc from Debian and the modules a kubelet node needs) and
+#                           OUT.initrd, a small initramfs that mounts it and switches to it
 #   vm.sh kernel            print the kernel image path
 #
 # Cache: $IPVS_PROXIER_CACHE (default ~/.cache/ipvs-proxier/vm), outside the repo.
@@ -49,9 +52,11 @@ copy_bin() {
   done
 }
 
-initrd() {
-  local out=$1 payload=$2 kver root m
-  kver=$(cat "$CACHE/kver"); root=$(mktemp -d)
+# tree ROOT PAYLOAD: the node's root filesystem (busybox, the kernel modules, the
+# networking tools, PAYLOAD and /init) in ROOT.
+tree() {
+  local root=$1 payload=$2 kver m
+  kver=$(cat "$CACHE/kver")
   mkdir -p "$root"/{bin,sbin,usr/sbin,usr/bin,proc,sys,dev,tmp,run,etc,lib/modules,var/run,run/netns}
   cp /usr/bin/busybox "$root/bin/"
   for l in $(busybox --list); do [ -e "$root/bin/$l" ] || ln -s busybox "$root/bin/$l"; done
@@ -99,8 +104,67 @@ echo "=== VM-DONE rc=$?"
 poweroff -f
 INIT
   chmod +x "$root/init"
+}
+
+initrd() {
+  local out=$1 payload=$2 root
+  root=$(mktemp -d)
+  tree "$root" "$payload"
   (cd "$root" && find . | cpio -o -H newc 2>/dev/null | gzip -1 > "$out")
   rm -rf "$root"
+}
+
+# node_pkgs: containerd, runc and libseccomp from Debian, unpacked once into the cache.
+node_pkgs() {
+  [ -x "$CACHE/pkgs/usr/bin/containerd" ] && return
+  say "fetching containerd and runc from Debian (first run only)"
+  local tmp; tmp=$(mktemp -d)
+  (cd "$tmp" && apt-get download containerd runc libseccomp2 >/dev/null 2>&1) || { apt-get update -qq; (cd "$tmp" && apt-get download containerd runc libseccomp2 >/dev/null); }
+  rm -rf "$CACHE/pkgs.tmp"
+  for d in "$tmp"/*.deb; do dpkg -x "$d" "$CACHE/pkgs.tmp"; done
+  rm -rf "$tmp" "$CACHE/pkgs"; mv "$CACHE/pkgs.tmp" "$CACHE/pkgs"
+}
+
+# disk OUT PAYLOAD MB: a kubelet node's ext4 root disk and the initramfs that boots it.
+# The kubelet cannot run on an initramfs root ("cannot find filesystem info for device
+# rootfs"), and pivot_root, which runc uses, needs a real root mount.
+disk() {
+  local out=$1 payload=$2 mb=$3 kver root boot m
+  kver=$(cat "$CACHE/kver"); m="$CACHE/kroot/lib/modules/$kver"
+  node_pkgs
+  root=$(mktemp -d)
+  tree "$root" "$payload"
+  (cd "$m" && find kernel/fs/overlayfs kernel/fs/ext4 kernel/fs/jbd2 kernel/fs/mbcache.ko kernel/drivers/virtio \
+      kernel/drivers/block/virtio_blk.ko -name '*.ko*' | cpio -pdm "$root/lib/modules/$kver" 2>/dev/null)
+  for b in /usr/bin/containerd /usr/bin/containerd-shim-runc-v2 /usr/bin/ctr /usr/sbin/runc; do
+    mkdir -p "$root$(dirname "$b")"; cp -L "$CACHE/pkgs$b" "$root$b"
+  done
+  cp -L "$CACHE"/pkgs/usr/lib/x86_64-linux-gnu/libseccomp.so.2* "$root/usr/lib/x86_64-linux-gnu/"
+  for l in /lib/x86_64-linux-gnu/libc.so.6 /lib64/ld-linux-x86-64.so.2; do mkdir -p "$root$(dirname "$l")"; cp -Ln "$l" "$root$l" 2>/dev/null || true; done
+  rm -f "$out"; truncate -s "${mb}M" "$out"
+  mkfs.ext4 -q -F -L root -d "$root" "$out"
+  rm -rf "$root"
+  # The boot initramfs: busybox and the modules that reach the disk, nothing else.
+  boot=$(mktemp -d)
+  mkdir -p "$boot"/{bin,proc,sys,dev,newroot,lib/modules/$kver}
+  cp /usr/bin/busybox "$boot/bin/"
+  for l in sh mount umount modprobe switch_root sleep mkdir; do ln -s busybox "$boot/bin/$l"; done
+  cp "$m"/modules.* "$boot/lib/modules/$kver/"
+  (cd "$m" && find kernel/fs/ext4 kernel/fs/jbd2 kernel/fs/mbcache.ko kernel/lib/crc16.ko kernel/crypto/crc32c_generic.ko \
+      kernel/lib/libcrc32c.ko kernel/drivers/virtio kernel/drivers/block/virtio_blk.ko -name '*.ko*' 2>/dev/null | cpio -pdm "$boot/lib/modules/$kver" 2>/dev/null)
+  cat > "$boot/init" <<'INIT'
+#!/bin/sh
+export PATH=/bin
+mount -t proc proc /proc; mount -t sysfs sys /sys; mount -t devtmpfs dev /dev
+for mod in crc32c_generic crc16 virtio_pci virtio_blk ext4; do modprobe $mod; done
+for i in $(seq 1 100); do [ -b /dev/vda ] && break; sleep 0.1; done
+mount -t ext4 /dev/vda /newroot || { echo "=== VM-BOOT no root disk"; sleep 5; exit 1; }
+umount /proc /sys /dev
+exec switch_root /newroot /init
+INIT
+  chmod +x "$boot/init"
+  (cd "$boot" && find . | cpio -o -H newc 2>/dev/null | gzip -1 > "$out.initrd")
+  rm -rf "$boot"
 }
 
 run() {
@@ -128,6 +192,7 @@ case "$cmd" in
   deps) deps ;;
   run) run "$@" ;;
   initrd) deps; initrd "$@" ;;
+  disk) deps; disk "$@" ;;
   kernel) deps >&2; echo "$CACHE/kroot/boot/vmlinuz-$(cat "$CACHE/kver")" ;;
-  *) echo "usage: vm.sh deps | run PAYLOAD [MB] | initrd OUT PAYLOAD | kernel" >&2; exit 2 ;;
+  *) echo "usage: vm.sh deps | run PAYLOAD [MB] | initrd OUT PAYLOAD | disk OUT PAYLOAD MB | kernel" >&2; exit 2 ;;
 esac

@@ -1,7 +1,9 @@
-// Command buildcp builds the control-plane binaries into the cache (make e2e-build).
+// Command buildcp builds the control-plane binaries into the cache, and with -kubelet
+// the kubelet tier's too.
 package main
 
 import (
+	"flag"
 	"fmt"
 	"os"
 
@@ -9,10 +11,20 @@ import (
 )
 
 func main() {
+	kubelet := flag.Bool("kubelet", false, "also build kube-controller-manager, kube-scheduler and kubelet")
+	flag.Parse()
 	b, err := harness.BuildControlPlane()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
-	fmt.Println(b.APIServer, b.Etcd, b.KubeProxy)
+	fmt.Println(b.APIServer, b.Etcd, b.KubeProxy, b.Kubectl)
+	if *kubelet {
+		k, err := harness.BuildKubeletTier()
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
+		fmt.Println(k.ControllerManager, k.Scheduler, k.Kubelet)
+	}
 }

@@ -1,0 +1,89 @@
+package kubelet
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/ipvs-proxier/ipvs-proxier/e2e/harness"
+)
+
+// kubectl runs the kubectl built with the control plane, as an operator would.
+func kubectl(t *testing.T, args ...string) string {
+	t.Helper()
+	cmd := exec.Command(bins.Kubectl, append([]string{"--kubeconfig", kubeconfig}, args...)...)
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("kubectl %s: %v\n%s", strings.Join(args, " "), err, out)
+	}
+	t.Logf("kubectl %s\n%s", strings.Join(args, " "), strings.TrimSpace(string(out)))
+	return string(out)
+}
+
+// deployCopy is deploy/ with the one edit the README asks of an operator: the
+// kubeconfig's server set to the control-plane endpoint.
+func deployCopy(t *testing.T) string {
+	t.Helper()
+	dir := filepath.Join(t.TempDir(), "deploy")
+	if out, err := exec.Command("cp", "-r", filepath.Join(harness.RepoRoot(), "deploy"), dir).CombinedOutput(); err != nil {
+		t.Fatalf("cp: %v %s", err, out)
+	}
+	cm := filepath.Join(dir, "configmap.yaml")
+	b, err := os.ReadFile(cm)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const placeholder = "https://control-plane.invalid:6443"
+	if !strings.Contains(string(b), placeholder) {
+		t.Fatalf("deploy/configmap.yaml has no server %s to set", placeholder)
+	}
+	if err := os.WriteFile(cm, []byte(strings.ReplaceAll(string(b), placeholder, harness.ControlPlaneEndpoint)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
+// requestLoop asks target (TCP) from netns ns on the node until stop is called, which
+// reports how many requests were answered and how many failed; the first failures go
+// to the log with their time.
+func requestLoop(t *testing.T, ns, target string) (stop func() (ok, failed int64)) {
+	var okN, failedN atomic.Int64
+	var wg sync.WaitGroup
+	done := make(chan struct{})
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for {
+			select {
+			case <-done:
+				return
+			default:
+			}
+			if _, err := node.Ask(ns, "tcp", target); err != nil {
+				if n := failedN.Add(1); n <= 5 {
+					t.Logf("%s request to %s failed: %v", time.Now().Format("15:04:05.000"), target, err)
+				}
+				time.Sleep(100 * time.Millisecond)
+			} else {
+				okN.Add(1)
+			}
+		}
+	}()
+	return func() (int64, int64) {
+		close(done)
+		wg.Wait()
+		return okN.Load(), failedN.Load()
+	}
+}
+
+// daemonLog is the daemon container's log as the kubelet keeps it on the node.
+func daemonLog(t *testing.T) string {
+	t.Helper()
+	out, _ := node.MustExec("cat /var/log/pods/kube-system_ipvs-proxier-*/ipvs-proxier/*.log 2>/dev/null")
+	return out
+}

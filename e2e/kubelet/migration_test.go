@@ -1,0 +1,164 @@
+package kubelet
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/yaml"
+
+	"github.com/ipvs-proxier/ipvs-proxier/e2e/harness"
+)
+
+// TestMigrationGuide runs docs/migration.md with kubectl, command for command, from
+// kubeadm's own kube-proxy DaemonSet and ConfigMap (testdata/kubeadm-kube-proxy.yaml,
+// kube-proxy's image built like ours), for both kube-proxy modes: install reusing
+// kube-proxy's config, patch kube-proxy, apply the canary overlay, label the node,
+// verify, roll back by unlabelling, under a request loop through a ClusterIP.
+func TestMigrationGuide(t *testing.T) {
+	if cp == nil {
+		t.Skip("e2e environment not started")
+	}
+	// Start from a node that runs kube-proxy only: ipvs-proxier removed as the guide's
+	// "Removing everything" says (the cleanup run from its image on the node).
+	kubectl(t, "delete", "-k", deployCopy(t), "--wait=true")
+	waitNoPod(t, "k8s-app=ipvs-proxier")
+	runImage(t, "ghcr.io/ipvs-proxier/ipvs-proxier:v0.1.0", "/usr/local/bin/ipvs-proxier", "cleanup")
+	for _, mode := range []string{"ipvs", "iptables"} {
+		t.Run(mode, func(t *testing.T) { migrate(t, mode) })
+		if t.Failed() {
+			return
+		}
+	}
+}
+
+func migrate(t *testing.T, mode string) {
+	fixture, err := os.ReadFile("testdata/kubeadm-kube-proxy.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	kp := filepath.Join(t.TempDir(), "kube-proxy.yaml")
+	if err := os.WriteFile(kp, []byte(strings.ReplaceAll(string(fixture), "mode: MODE", "mode: "+mode)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	kubectl(t, "apply", "-f", kp)
+	target := webTarget(t)
+	if err := waitFor(5*time.Minute, func() bool { _, err := node.Ask("pod1", "tcp", target); return err == nil }); err != nil {
+		out, _ := node.MustExec("tail -20 /var/log/pods/kube-system_kube-proxy-*/kube-proxy/*.log")
+		t.Fatalf("kube-proxy (%s mode) does not serve the web Service: %v\n%s", mode, err, out)
+	}
+	stop := requestLoop(t, "pod1", target)
+	defer func() {
+		ok, failed := stop()
+		t.Logf("%s mode: migration and rollback with %d requests answered, %d failed", mode, ok, failed)
+		if ok == 0 || failed != 0 {
+			t.Errorf("%s mode: %d answered, %d failed", mode, ok, failed)
+		}
+	}()
+
+	// Step 2: install, reusing kube-proxy's config: both keys of its ConfigMap.
+	dep := deployCopy(t)
+	cmFile := filepath.Join(dep, "configmap.yaml")
+	var cm v1.ConfigMap
+	b, err := os.ReadFile(cmFile)
+	if err != nil || yaml.Unmarshal(b, &cm) != nil {
+		t.Fatalf("deploy/configmap.yaml: %v", err)
+	}
+	cm.Data["config.conf"] = kubectl(t, "-n", "kube-system", "get", "cm", "kube-proxy", "-o", `jsonpath={.data.config\.conf}`)
+	cm.Data["kubeconfig.conf"] = kubectl(t, "-n", "kube-system", "get", "cm", "kube-proxy", "-o", `jsonpath={.data.kubeconfig\.conf}`)
+	if b, err = yaml.Marshal(&cm); err != nil || os.WriteFile(cmFile, b, 0o644) != nil {
+		t.Fatal(err)
+	}
+	kubectl(t, "-n", "kube-system", "patch", "ds", "kube-proxy", "--patch-file", filepath.Join(dep, "overlays/canary/kube-proxy-patch.yaml"))
+	kubectl(t, "apply", "-k", filepath.Join(dep, "overlays/canary"))
+
+	// Step 3: the canary node.
+	kubectl(t, "label", "node", "node-1", "ipvs-proxier.io/enabled=true")
+	waitNoPod(t, "k8s-app=kube-proxy")
+	p := waitPodReady(t, 5*time.Minute, nil)
+	if mode == "iptables" {
+		execIn(t, p, "ipvs-proxier", "cleanup", "--leftovers-only")
+	}
+	// Verify, as the guide lists.
+	for _, c := range []struct{ cmd, want string }{
+		{"ipvsadm -Ln", strings.TrimSuffix(target, ":80") + ":80 rr"},
+		{"ipset list -n", "KUBE-CLUSTER-IP"},
+		{"ip addr show kube-ipvs0", strings.TrimSuffix(target, ":80") + "/32"},
+		{"wget -q -O- http://127.0.0.1:10256/readyz", "ok"},
+	} {
+		if out, err := node.MustExec(c.cmd); err != nil || !strings.Contains(out, c.want) {
+			t.Errorf("verify %q: want %q in\n%s %v", c.cmd, c.want, out, err)
+		}
+	}
+	if out := execIn(t, p, "ipvs-proxier", "status"); !strings.Contains(out, "virtual servers") {
+		t.Errorf("ipvs-proxier status:\n%s", out)
+	}
+	if mode == "iptables" {
+		if out, _ := node.MustExec("iptables-save -t nat | grep -c -- '-A KUBE-SVC-' || true"); strings.TrimSpace(out) != "0" {
+			t.Errorf("iptables mode leftovers after cleanup --leftovers-only: %s KUBE-SVC- rules", strings.TrimSpace(out))
+		}
+	}
+
+	// Rollback: unlabel; kube-proxy's pod comes back and serves.
+	kubectl(t, "label", "node", "node-1", "ipvs-proxier.io/enabled-")
+	waitNoPod(t, "k8s-app=ipvs-proxier")
+	if err := waitFor(5*time.Minute, func() bool {
+		pods, err := cp.Admin.CoreV1().Pods("kube-system").List(context.Background(), metav1.ListOptions{LabelSelector: "k8s-app=kube-proxy"})
+		return err == nil && len(pods.Items) == 1 && podReady(&pods.Items[0])
+	}); err != nil {
+		t.Fatalf("kube-proxy did not come back after the unlabel: %v", err)
+	}
+	time.Sleep(10 * time.Second) // kube-proxy's first sync, under the loop
+	if mode == "iptables" {
+		// The guide's rollback to iptables mode: our IPVS state goes once kube-proxy synced.
+		runImage(t, "ghcr.io/ipvs-proxier/ipvs-proxier:v0.1.0", "/usr/local/bin/ipvs-proxier", "cleanup", "--keep-shared-chains")
+		time.Sleep(5 * time.Second)
+	}
+	// Leave a node with no proxy for the next mode: kube-proxy and the canary removed.
+	t.Cleanup(func() {
+		kubectl(t, "delete", "-k", filepath.Join(dep, "overlays/canary"), "--ignore-not-found")
+		kubectl(t, "delete", "-f", kp, "--ignore-not-found")
+		waitNoPod(t, "k8s-app=kube-proxy")
+		runImage(t, harness.KubeProxyImage, "/usr/local/bin/kube-proxy", "--cleanup")
+		runImage(t, "ghcr.io/ipvs-proxier/ipvs-proxier:v0.1.0", "/usr/local/bin/ipvs-proxier", "cleanup")
+	})
+}
+
+// waitNoPod waits until no pod matches the selector.
+func waitNoPod(t *testing.T, selector string) {
+	t.Helper()
+	if err := waitFor(3*time.Minute, func() bool {
+		pods, err := cp.Admin.CoreV1().Pods("kube-system").List(context.Background(), metav1.ListOptions{LabelSelector: selector})
+		return err == nil && len(pods.Items) == 0
+	}); err != nil {
+		t.Fatalf("pods %s still there: %v", selector, err)
+	}
+}
+
+// execIn runs a command in the pod's container through the node's containerd: what
+// `kubectl exec` does through the kubelet, which the host's apiserver cannot reach here.
+func execIn(t *testing.T, p *v1.Pod, args ...string) string {
+	t.Helper()
+	id := strings.TrimPrefix(p.Status.ContainerStatuses[0].ContainerID, "containerd://")
+	out, err := node.MustExec("ctr -n k8s.io task exec --exec-id e2e-" + time.Now().Format("150405.000000") + " " + id + " " + strings.Join(args, " "))
+	if err != nil {
+		t.Fatalf("exec %v in %s: %v", args, p.Name, err)
+	}
+	return out
+}
+
+// runImage runs a privileged one-off container of image in the node's network namespace
+// (`kubectl debug node/... --profile=sysadmin` does the same through the kubelet).
+func runImage(t *testing.T, image string, args ...string) {
+	t.Helper()
+	name := "e2e-run-" + time.Now().Format("150405")
+	if out, err := node.MustExec("ctr -n k8s.io run --rm --privileged --net-host --mount type=bind,src=/lib/modules,dst=/lib/modules,options=rbind:ro " +
+		image + " " + name + " " + strings.Join(args, " ")); err != nil {
+		t.Fatalf("run %s %v: %v\n%s", image, args, err, out)
+	}
+}

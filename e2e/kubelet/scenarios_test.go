@@ -1,0 +1,214 @@
+package kubelet
+
+import (
+	"context"
+	"encoding/json"
+	"strings"
+	"testing"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/ipvs-proxier/ipvs-proxier/e2e/harness"
+)
+
+// The scenarios run in order on one node: each starts from the state the one before
+// left (the DaemonSet applied, the pods made).
+
+const webIP = "web" // the Service every scenario's request loop goes through
+
+func webTarget(t *testing.T) string {
+	t.Helper()
+	svc, err := cp.Admin.CoreV1().Services("default").Get(context.Background(), webIP, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return svc.Spec.ClusterIP + ":80"
+}
+
+// TestApplyOnEmptyNode: `kubectl apply -k deploy` (after the README's one edit) on a node
+// that never ran a proxy: the controller schedules the DaemonSet's pod, the kubelet
+// starts it from the image and finds it Ready, the node is programmed, and the
+// kubernetes Service answers through 10.96.0.1 from a pod.
+func TestApplyOnEmptyNode(t *testing.T) {
+	if cp == nil {
+		t.Skip("e2e environment not started")
+	}
+	if out, _ := node.MustExec("ipvsadm -Ln | grep -c '^TCP'; ip link show kube-ipvs0 2>&1 | head -1"); !strings.HasPrefix(out, "0\n") {
+		t.Fatalf("the node is not empty:\n%s", out)
+	}
+	addPods(t)
+	createService(t, webIP, "10.244.0.12", "10.244.0.13")
+	start := time.Now()
+	kubectl(t, "apply", "-k", deployCopy(t))
+	p := waitPodReady(t, 8*time.Minute, nil)
+	t.Logf("pod %s Ready %v after kubectl apply (image %s)", p.Name, time.Since(start).Round(time.Second), p.Status.ContainerStatuses[0].Image)
+	var r harness.HTTPResult
+	var err error
+	if werr := waitFor(time.Minute, func() bool {
+		r, err = node.Get("pod1", "https://"+harness.KubernetesServiceIP+"/version")
+		return err == nil && r.Code == 200
+	}); werr != nil {
+		out, _ := node.MustExec("ipvsadm -Ln")
+		t.Fatalf("https://%s/version from pod1: %+v %v\n%s", harness.KubernetesServiceIP, r, err, out)
+	}
+	var v struct{ GitVersion string }
+	if json.Unmarshal([]byte(r.Body), &v); v.GitVersion != harness.KubeVersion {
+		t.Errorf("/version through the ClusterIP: %s", r.Body)
+	}
+	stop := requestLoop(t, "pod1", webTarget(t))
+	time.Sleep(5 * time.Second)
+	if ok, failed := stop(); ok == 0 || failed != 0 {
+		t.Errorf("through the web Service: %d answered, %d failed", ok, failed)
+	}
+}
+
+// rolledTag is the new tag of the rolling update: the same image under another name
+// (tagged in the node's containerd), so the DaemonSet's template changes as in a release.
+const rolledTag = "ghcr.io/ipvs-proxier/ipvs-proxier:v0.1.0-e2e-rolled"
+
+// TestRollingUpdate: the DaemonSet moves to a new image tag under a request loop; the
+// old pod stops (leaving the node programmed), the new one adopts the state: no request
+// fails.
+func TestRollingUpdate(t *testing.T) {
+	if cp == nil {
+		t.Skip("e2e environment not started")
+	}
+	old := waitPodReady(t, 2*time.Minute, nil)
+	if _, err := node.MustExec("ctr -n k8s.io images tag ghcr.io/ipvs-proxier/ipvs-proxier:v0.1.0 " + rolledTag); err != nil {
+		t.Fatal(err)
+	}
+	stop := requestLoop(t, "pod1", webTarget(t))
+	start := time.Now()
+	kubectl(t, "-n", "kube-system", "set", "image", "ds/ipvs-proxier", "ipvs-proxier="+rolledTag)
+	kubectl(t, "-n", "kube-system", "rollout", "status", "ds/ipvs-proxier", "--timeout=8m")
+	p := waitPodReady(t, 2*time.Minute, func(p *v1.Pod) bool { return p.Name != old.Name && p.Spec.Containers[0].Image == rolledTag })
+	time.Sleep(5 * time.Second)
+	ok, failed := stop()
+	t.Logf("rolled %s -> %s in %v: %d requests answered, %d failed", old.Name, p.Name, time.Since(start).Round(time.Second), ok, failed)
+	if ok == 0 || failed != 0 {
+		t.Errorf("during the rolling update: %d answered, %d failed", ok, failed)
+	}
+}
+
+// TestAPIServerUnreachable: the node loses the apiserver for minutes (its packets to the
+// control-plane endpoint dropped on the node). The pod says so (its log, /readyz 503 with
+// the reason, /status), /livez stays 200 so the kubelet does not restart it, the
+// programmed state keeps forwarding, and a Service created meanwhile is programmed once
+// the apiserver is back.
+func TestAPIServerUnreachable(t *testing.T) {
+	if cp == nil {
+		t.Skip("e2e environment not started")
+	}
+	before := waitPodReady(t, 2*time.Minute, nil)
+	stop := requestLoop(t, "pod1", webTarget(t))
+	const drop = "OUTPUT -d " + harness.APIServerGuestIP + " -p tcp --dport 6443 -j DROP"
+	if _, err := node.MustExec("iptables -I " + drop); err != nil {
+		t.Fatal(err)
+	}
+	cut := time.Now()
+	restored := false
+	restore := func() {
+		if !restored {
+			restored = true
+			_, _ = node.MustExec("iptables -D " + drop)
+		}
+	}
+	defer restore()
+	var log string
+	if err := waitFor(3*time.Minute, func() bool {
+		log = daemonLog(t)
+		return strings.Contains(log, "Cannot reach the API server")
+	}); err != nil {
+		t.Fatalf("no 'Cannot reach the API server' in the pod's log %v after the cut:\n%.3000s", err, tail(log, 3000))
+	}
+	t.Logf("the daemon said so %v after the cut", time.Since(cut).Round(time.Second))
+	late := createService(t, "late", "10.244.0.12")
+	var ready, status harness.HTTPResult
+	if err := waitFor(time.Minute, func() bool {
+		ready, _ = node.Get("", "http://127.0.0.1:10256/readyz")
+		return ready.Code == 503 && strings.Contains(ready.Body, "cannot reach the API server at "+harness.ControlPlaneEndpoint)
+	}); err != nil {
+		t.Errorf("/readyz while the apiserver is unreachable: %+v", ready)
+	}
+	status, _ = node.Get("", "http://127.0.0.1:10256/status")
+	var st struct {
+		APIServer struct {
+			Server, Error string
+			Reachable     bool
+		}
+	}
+	if json.Unmarshal([]byte(status.Body), &st) != nil || st.APIServer.Reachable || st.APIServer.Server != harness.ControlPlaneEndpoint || st.APIServer.Error == "" {
+		t.Errorf("/status while the apiserver is unreachable: %s", status.Body)
+	}
+	if live, err := node.Get("", "http://127.0.0.1:10256/livez"); err != nil || live.Code != 200 {
+		t.Errorf("/livez while the apiserver is unreachable: %+v %v", live, err)
+	}
+	t.Logf("/readyz %d %q", ready.Code, strings.TrimSpace(ready.Body))
+	for time.Since(cut) < 2*time.Minute+30*time.Second {
+		time.Sleep(5 * time.Second)
+	}
+	if out, _ := node.MustExec("ipvsadm -Ln -t " + late.Spec.ClusterIP + ":80"); strings.Contains(out, "TCP") {
+		t.Errorf("a Service created while the node was cut off is programmed already:\n%s", out)
+	}
+	restore()
+	back := time.Now()
+	if err := waitFor(3*time.Minute, func() bool {
+		out, _ := node.MustExec("ipvsadm -Ln -t " + late.Spec.ClusterIP + ":80 2>/dev/null")
+		return strings.Contains(out, "10.244.0.12:80")
+	}); err != nil {
+		t.Errorf("the Service created during the outage is not programmed %v after the apiserver came back", err)
+	}
+	t.Logf("caught up %v after the apiserver came back", time.Since(back).Round(time.Second))
+	after := waitPodReady(t, 3*time.Minute, nil)
+	if after.UID != before.UID || restarts(after) != restarts(before) {
+		t.Errorf("the pod was replaced or restarted: %s restarts %d -> %s restarts %d", before.Name, restarts(before), after.Name, restarts(after))
+	}
+	ok, failed := stop()
+	t.Logf("outage of %v: %d requests answered, %d failed", back.Sub(cut).Round(time.Second), ok, failed)
+	if ok == 0 || failed != 0 {
+		t.Errorf("during the outage: %d answered, %d failed", ok, failed)
+	}
+}
+
+// TestReboot: the node loses power and boots its disk again, with an empty kernel
+// (no virtual servers, sets, dummy interface or routes): the kubelet starts the pod
+// again and the Services answer again; the time from power-on is measured.
+func TestReboot(t *testing.T) {
+	if cp == nil {
+		t.Skip("e2e environment not started")
+	}
+	before := waitPodReady(t, 2*time.Minute, nil)
+	node.PowerOff()
+	on := time.Now()
+	if err := node.Boot(); err != nil {
+		t.Fatal(err)
+	}
+	booted := time.Since(on)
+	if out, _ := node.MustExec("ipvsadm -Ln | grep -c '^TCP'"); !strings.HasPrefix(out, "0") {
+		t.Logf("virtual servers right after the agent came up: %s", out)
+	}
+	addPods(t)
+	target := webTarget(t)
+	if err := waitFor(10*time.Minute, func() bool { _, err := node.Ask("pod1", "tcp", target); return err == nil }); err != nil {
+		out, _ := node.MustExec("ipvsadm -Ln; tail -30 /var/log/kubelet.log")
+		t.Fatalf("the web Service does not answer after the reboot: %v\n%s", err, out)
+	}
+	answered := time.Since(on)
+	p := waitPodReady(t, 5*time.Minute, func(p *v1.Pod) bool { return restarts(p) > restarts(before) || p.UID != before.UID })
+	t.Logf("reboot: agent up %v after power-on, web Service answering %v after power-on, pod %s Ready %v after (restarts %d)",
+		booted.Round(time.Second), answered.Round(time.Second), p.Name, time.Since(on).Round(time.Second), restarts(p))
+	stop := requestLoop(t, "pod1", target)
+	time.Sleep(5 * time.Second)
+	if ok, failed := stop(); ok == 0 || failed != 0 {
+		t.Errorf("after the reboot: %d answered, %d failed", ok, failed)
+	}
+}
+
+func tail(s string, n int) string {
+	if len(s) > n {
+		return s[len(s)-n:]
+	}
+	return s
+}
