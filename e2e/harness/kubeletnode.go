@@ -31,6 +31,7 @@ type KubeletNode struct {
 // (make image-oci's build), the pause image and kube-proxy's.
 func BuildImages(dir string, bins Binaries) ([]string, error) {
 	var out []string
+	Logf("building the images (e2e/image: ours, pause, kube-proxy)")
 	for _, im := range []struct{ file, tag, extra string }{
 		{"ipvs-proxier.tar", "", ""},
 		{"pause.tar", PauseImage, "-pause"},
