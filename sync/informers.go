@@ -12,8 +12,9 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/sets"
-	"k8s.io/client-go/informers"
+	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
 
@@ -26,37 +27,45 @@ const sliceServiceIndex = "service"
 // EndpointSlices (not headless ones) and this node's Node. Their handlers only tell the
 // Tracker which Services changed.
 type InformerSource struct {
-	factory      informers.SharedInformerFactory
-	nodeFactory  informers.SharedInformerFactory
-	sliceFactory informers.SharedInformerFactory
-	services     cache.SharedIndexInformer
-	slices       cache.SharedIndexInformer
-	nodes        cache.SharedIndexInformer
-	nodeName     string
+	services cache.SharedIndexInformer
+	slices   cache.SharedIndexInformer
+	nodes    cache.SharedIndexInformer
+	nodeName string
+	// onError is OnWatchError's function, set before Start.
+	onError func(error)
 }
 
 // NewInformerSource wires informers to tracker. badSlice is called for slices without a
 // service-name label (they cannot be attributed to a Service).
 func NewInformerSource(client kubernetes.Interface, nodeName string, resync time.Duration, tracker *Tracker, badSlice func(*discovery.EndpointSlice)) *InformerSource {
-	factory := informers.NewSharedInformerFactoryWithOptions(client, resync, informers.WithTransform(trim))
-	sliceFactory := informers.NewSharedInformerFactoryWithOptions(client, resync,
-		informers.WithTransform(trim),
-		informers.WithTweakListOptions(func(o *metav1.ListOptions) {
-			o.LabelSelector = labels.NewSelector().Add(mustRequirement(proxier.LabelHeadless)).String()
-		}))
-	nodeFactory := informers.NewSharedInformerFactoryWithOptions(client, resync,
-		informers.WithTransform(trim),
-		informers.WithTweakListOptions(func(o *metav1.ListOptions) {
-			o.FieldSelector = fields.OneTermEqualSelector("metadata.name", nodeName).String()
-		}))
-	s := &InformerSource{
-		factory:     factory,
-		nodeFactory: nodeFactory,
-		services:    factory.Core().V1().Services().Informer(),
-		slices:      sliceFactory.Discovery().V1().EndpointSlices().Informer(),
-		nodes:       nodeFactory.Core().V1().Nodes().Informer(),
-		nodeName:    nodeName,
-	}
+	s := &InformerSource{nodeName: nodeName}
+	notHeadless := labels.NewSelector().Add(mustRequirement(proxier.LabelHeadless)).String()
+	thisNode := fields.OneTermEqualSelector("metadata.name", nodeName).String()
+	s.services = s.informer(&v1.Service{}, resync,
+		func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
+			return client.CoreV1().Services("").List(ctx, o)
+		},
+		func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
+			return client.CoreV1().Services("").Watch(ctx, o)
+		})
+	s.slices = s.informer(&discovery.EndpointSlice{}, resync,
+		func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
+			o.LabelSelector = notHeadless
+			return client.DiscoveryV1().EndpointSlices("").List(ctx, o)
+		},
+		func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
+			o.LabelSelector = notHeadless
+			return client.DiscoveryV1().EndpointSlices("").Watch(ctx, o)
+		})
+	s.nodes = s.informer(&v1.Node{}, resync,
+		func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
+			o.FieldSelector = thisNode
+			return client.CoreV1().Nodes().List(ctx, o)
+		},
+		func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
+			o.FieldSelector = thisNode
+			return client.CoreV1().Nodes().Watch(ctx, o)
+		})
 	_ = s.slices.AddIndexers(cache.Indexers{sliceServiceIndex: func(obj any) ([]string, error) {
 		if sl, ok := obj.(*discovery.EndpointSlice); ok {
 			if k, ok := SliceServiceKey(sl); ok {
@@ -109,8 +118,38 @@ func NewInformerSource(client kubernetes.Interface, nodeName string, resync time
 		},
 		DeleteFunc: func(any) { tracker.AllChanged() },
 	})
-	s.sliceFactory = sliceFactory
 	return s
+}
+
+// informer is a shared informer over list and watch that keeps trimmed objects and
+// reports watch streams that end in an error to onError (see OnWatchError).
+func (s *InformerSource) informer(obj runtime.Object, resync time.Duration, list cache.ListWithContextFunc, watchFn cache.WatchFuncWithContext) cache.SharedIndexInformer {
+	lw := &cache.ListWatch{ListWithContextFunc: list, WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
+		w, err := watchFn(ctx, o)
+		if err != nil {
+			return nil, err
+		}
+		return watch.Filter(w, func(ev watch.Event) (watch.Event, bool) {
+			if ev.Type == watch.Error {
+				s.streamError(apierrors.FromObject(ev.Object))
+			}
+			return ev, true
+		}), nil
+	}}
+	inf := cache.NewSharedIndexInformer(lw, obj, resync, cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc})
+	_ = inf.SetTransform(trim)
+	return inf
+}
+
+// streamError passes a failed list, watch or watch stream on, unless it is routine: a
+// watch closed by the server or an expired resource version, which client-go's default
+// handler also treats as normal (exact comparisons, as it makes: a failed list wraps
+// io.EOF too).
+func (s *InformerSource) streamError(err error) {
+	if s.onError == nil || err == io.EOF || err == io.ErrUnexpectedEOF || apierrors.IsResourceExpired(err) || apierrors.IsGone(err) {
+		return
+	}
+	s.onError(err)
 }
 
 func mustRequirement(label string) labels.Requirement {
@@ -123,9 +162,9 @@ func mustRequirement(label string) labels.Requirement {
 
 // Start starts the informers; they stop when stop closes.
 func (s *InformerSource) Start(stop <-chan struct{}) {
-	s.factory.Start(stop)
-	s.sliceFactory.Start(stop)
-	s.nodeFactory.Start(stop)
+	for _, inf := range []cache.SharedIndexInformer{s.services, s.slices, s.nodes} {
+		go inf.Run(stop)
+	}
 }
 
 // HasSynced implements Source.
@@ -189,19 +228,18 @@ func (s *InformerSource) Node() *v1.Node {
 	return obj.(*v1.Node)
 }
 
-// OnWatchError calls fn when a list or watch of any informer fails for a reason other
-// than the routine ones (a watch closed by the server, an expired resource version,
-// which client-go's default handler also treats as normal). Call it before Start. The
-// informers keep retrying with client-go's backoff whatever fn does.
+// OnWatchError calls fn when a list or watch of any informer fails, or an open watch
+// stream ends in an error, for a reason other than the routine ones (see streamError).
+// Call it before Start. The informers keep retrying with client-go's backoff whatever fn
+// does. The stream errors matter on a silent partition: client-go's reflector logs a
+// watch that ended with "http2: client connection lost" and starts over without calling
+// its watch error handler, so only the stream says the server is gone.
 func (s *InformerSource) OnWatchError(fn func(error)) {
+	s.onError = fn
 	for _, inf := range []cache.SharedIndexInformer{s.services, s.slices, s.nodes} {
 		_ = inf.SetWatchErrorHandlerWithContext(func(ctx context.Context, r *cache.Reflector, err error) {
 			cache.DefaultWatchErrorHandler(ctx, r, err)
-			// Exact comparisons, as client-go's DefaultWatchErrorHandler: a failed list wraps io.EOF too.
-			if err == io.EOF || err == io.ErrUnexpectedEOF || apierrors.IsResourceExpired(err) || apierrors.IsGone(err) {
-				return
-			}
-			fn(err)
+			s.streamError(err)
 		})
 	}
 }
