@@ -117,7 +117,9 @@ func TestAPIServerUnreachable(t *testing.T) {
 	}
 	defer restore()
 	var log string
-	if err := waitFor(3*time.Minute, func() bool {
+	// The daemon learns of a silent partition when its watch connection's HTTP/2 health
+	// check gives up (client-go: 30 s without a frame, then a 15 s ping), then probes.
+	if err := waitFor(4*time.Minute, func() bool {
 		log = daemonLog(t)
 		return strings.Contains(log, "Cannot reach the API server")
 	}); err != nil {
