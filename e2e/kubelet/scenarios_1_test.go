@@ -13,14 +13,15 @@ import (
 	"github.com/ipvs-proxier/ipvs-proxier/e2e/harness"
 )
 
-// The scenarios run in order on one node: each starts from the state the one before
-// left (the DaemonSet applied, the pods made).
+// The scenarios run in order on one node (go test runs files in name order, tests in
+// source order: scenarios_1, then scenarios_2): each starts from the state the one
+// before left (the DaemonSet applied, the pods made).
 
-const webIP = "web" // the Service every scenario's request loop goes through
+const webSvc = "web" // the Service every scenario's request loop goes through
 
 func webTarget(t *testing.T) string {
 	t.Helper()
-	svc, err := cp.Admin.CoreV1().Services("default").Get(context.Background(), webIP, metav1.GetOptions{})
+	svc, err := cp.Admin.CoreV1().Services("default").Get(context.Background(), webSvc, metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -39,7 +40,7 @@ func TestApplyOnEmptyNode(t *testing.T) {
 		t.Fatalf("the node is not empty:\n%s", out)
 	}
 	addPods(t)
-	createService(t, webIP, "10.244.0.12", "10.244.0.13")
+	createService(t, webSvc, "10.244.0.12", "10.244.0.13")
 	start := time.Now()
 	kubectl(t, "apply", "-k", deployCopy(t))
 	p := waitPodReady(t, 8*time.Minute, nil)
