@@ -11,11 +11,12 @@ import (
 )
 
 // kubeletTierControllers are the controllers a DaemonSet on a kubelet needs: the
-// DaemonSet controller, ServiceAccounts and their tokens, and the kube-root-ca.crt
-// ConfigMap that every projected ServiceAccount volume reads. No endpoint controllers:
+// DaemonSet controller, ServiceAccounts and their tokens, the kube-root-ca.crt
+// ConfigMap that every projected ServiceAccount volume reads, and the garbage collector
+// (a deleted DaemonSet's pods go through it: `kubectl delete -k`). No endpoint controllers:
 // the tests write their Services' EndpointSlices themselves, as the process-level suite does.
 var kubeletTierControllers = []string{"daemonset-controller", "serviceaccount-controller",
-	"serviceaccount-token-controller", "root-ca-certificate-publisher-controller"}
+	"serviceaccount-token-controller", "root-ca-certificate-publisher-controller", "garbage-collector-controller"}
 
 // StartControllers starts kube-controller-manager and kube-scheduler against the
 // apiserver, with the admin credentials, and waits until the root CA ConfigMap is

@@ -24,9 +24,17 @@ func TestMigrationGuide(t *testing.T) {
 	if cp == nil {
 		t.Skip("e2e environment not started")
 	}
+	dep := deployCopy(t)
+	if _, err := cp.Admin.CoreV1().Services("default").Get(context.Background(), webSvc, metav1.GetOptions{}); err != nil {
+		// Run alone (-run TestMigrationGuide): make what the scenarios before leave.
+		addPods(t)
+		createService(t, webSvc, "10.244.0.12", "10.244.0.13")
+		kubectl(t, "apply", "-k", dep)
+		waitPodReady(t, 5*time.Minute, nil)
+	}
 	// Start from a node that runs kube-proxy only: ipvs-proxier removed as the guide's
 	// "Removing everything" says (the cleanup run from its image on the node).
-	kubectl(t, "delete", "-k", deployCopy(t), "--wait=true")
+	kubectl(t, "delete", "-k", dep, "--wait=true")
 	waitNoPod(t, "k8s-app=ipvs-proxier")
 	runImage(t, "ghcr.io/ipvs-proxier/ipvs-proxier:v0.1.0", "/usr/local/bin/ipvs-proxier", "cleanup")
 	for _, mode := range []string{"ipvs", "iptables"} {
