@@ -4,7 +4,7 @@
 # `make image` builds it with an engine; `make image-oci` builds the same contents without
 # one (e2e/image: the packages below, read from this file, on a Debian rootfs made by
 # mmdebstrap, the same binary and the same iptables wrapper). cmd/ipvs-proxier/image_test.go
-# keeps this file in step with linux.Tools and deploy/daemonset.yaml.
+# keeps this file in step with linux.Tools and deploy/base/daemonset.yaml.
 
 FROM golang:1.26-bookworm AS build
 WORKDIR /src

@@ -5,7 +5,7 @@ STATICCHECK := honnef.co/go/tools/cmd/staticcheck@v0.8.2
 BENCHSTAT := golang.org/x/perf/cmd/benchstat@v0.0.0-20260908200009-22c9c6c9d4da
 BIN := bin/ipvs-proxier
 VERSION ?= $(shell git describe --always --dirty 2>/dev/null || echo dev)
-# RELEASE is the image tag deploy/daemonset.yaml pins (a unit test keeps the two equal).
+# RELEASE is the image tag deploy/base/daemonset.yaml pins (a unit test keeps the two equal).
 RELEASE := v0.1.0
 IMAGE ?= ghcr.io/ipvs-proxier/ipvs-proxier:$(RELEASE)
 

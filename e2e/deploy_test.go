@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"testing"
 
@@ -33,8 +34,16 @@ func TestCanaryOverlay(t *testing.T) {
 			Target struct{ Kind, Name string }
 		}
 	}
+	// kubectl's own kustomize builds both, as `kubectl apply -k` would: it refuses a base
+	// whose folder holds the overlay ("cycle detected"), which the patch checks below
+	// cannot see.
+	for _, d := range []string{filepath.Join(harness.RepoRoot(), "deploy"), dir} {
+		if out, err := exec.Command(cp.Bins.Kubectl, "kustomize", d).CombinedOutput(); err != nil {
+			t.Fatalf("kubectl kustomize %s: %v\n%s", d, err, out)
+		}
+	}
 	unmarshalFile(t, filepath.Join(dir, "kustomization.yaml"), &k)
-	if len(k.Resources) != 1 || k.Resources[0] != "../.." || len(k.Patches) != 1 || k.Patches[0].Target.Kind != "DaemonSet" {
+	if len(k.Resources) != 1 || k.Resources[0] != "../../base" || len(k.Patches) != 1 || k.Patches[0].Target.Kind != "DaemonSet" {
 		t.Fatalf("unexpected kustomization: %+v", k)
 	}
 	ds, err := cp.Admin.AppsV1().DaemonSets("kube-system").Get(ctx, k.Patches[0].Target.Name, metav1.GetOptions{})

@@ -28,7 +28,7 @@ func restConfig(o *options) (cfg *rest.Config, inCluster bool, err error) {
 		if o.kubeconfig != "" {
 			if _, serr := os.Stat(o.kubeconfig); serr != nil {
 				return nil, false, fmt.Errorf("%s: %w (kubeadm keeps this file as the kubeconfig.conf key of its kube-proxy ConfigMap; "+
-					"deploy/configmap.yaml carries one: set its server to the control-plane endpoint)", o.origin("kubeconfig"), serr)
+					"deploy/base/configmap.yaml carries one: set its server to the control-plane endpoint)", o.origin("kubeconfig"), serr)
 			}
 		}
 		cfg, err = clientcmd.BuildConfigFromFlags(o.master, o.kubeconfig)
@@ -48,7 +48,7 @@ func restConfig(o *options) (cfg *rest.Config, inCluster bool, err error) {
 func warnInCluster(log *zap.Logger, server string) {
 	log.Warn("In-cluster config dials the API server through the kubernetes Service, which only a service proxy makes reachable; "+
 		"a node with no proxy state (new, rebooted, kube-proxy removed) cannot start. Set clientConnection.kubeconfig to a kubeconfig "+
-		"whose server is the control-plane endpoint (deploy/configmap.yaml's kubeconfig.conf)", zap.String("server", server))
+		"whose server is the control-plane endpoint (deploy/base/configmap.yaml's kubeconfig.conf)", zap.String("server", server))
 }
 
 // watchAPIServer probes the API server while the informers have not synced or a watch

@@ -62,7 +62,7 @@ func TestImageHasEveryTool(t *testing.T) {
 			}
 		}
 	}
-	b, err := os.ReadFile("../../deploy/daemonset.yaml")
+	b, err := os.ReadFile("../../deploy/base/daemonset.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}

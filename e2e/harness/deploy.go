@@ -32,10 +32,10 @@ type Deployment struct {
 }
 
 // ControlPlaneEndpoint is the apiserver's address as the node sees it: what an operator
-// writes into deploy/configmap.yaml's kubeconfig.conf.
+// writes into deploy/base/configmap.yaml's kubeconfig.conf.
 const ControlPlaneEndpoint = "https://" + APIServerGuestIP + ":6443"
 
-// deployPlaceholderServer is the server deploy/configmap.yaml's kubeconfig.conf ships
+// deployPlaceholderServer is the server deploy/base/configmap.yaml's kubeconfig.conf ships
 // with, for the operator to replace.
 const deployPlaceholderServer = "https://control-plane.invalid:6443"
 
@@ -120,7 +120,7 @@ func decodeAll(name string, data []byte) ([]runtime.Object, error) {
 // and mints a token for the DaemonSet's ServiceAccount: the daemon then runs with
 // exactly the rights deploy/ grants.
 func (cp *ControlPlane) ApplyDeploy(ctx context.Context) (*Deployment, error) {
-	objs, err := readObjects(filepath.Join(RepoRoot(), "deploy"))
+	objs, err := readObjects(filepath.Join(RepoRoot(), "deploy/base"))
 	if err != nil {
 		return nil, err
 	}

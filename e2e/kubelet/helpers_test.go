@@ -33,14 +33,14 @@ func deployCopy(t *testing.T) string {
 	if out, err := exec.Command("cp", "-r", filepath.Join(harness.RepoRoot(), "deploy"), dir).CombinedOutput(); err != nil {
 		t.Fatalf("cp: %v %s", err, out)
 	}
-	cm := filepath.Join(dir, "configmap.yaml")
+	cm := filepath.Join(dir, "base/configmap.yaml")
 	b, err := os.ReadFile(cm)
 	if err != nil {
 		t.Fatal(err)
 	}
 	const placeholder = "https://control-plane.invalid:6443"
 	if !strings.Contains(string(b), placeholder) {
-		t.Fatalf("deploy/configmap.yaml has no server %s to set", placeholder)
+		t.Fatalf("deploy/base/configmap.yaml has no server %s to set", placeholder)
 	}
 	if err := os.WriteFile(cm, []byte(strings.ReplaceAll(string(b), placeholder, harness.ControlPlaneEndpoint)), 0o644); err != nil {
 		t.Fatal(err)

@@ -71,11 +71,11 @@ func migrate(t *testing.T, mode string) {
 
 	// Step 2: install, reusing kube-proxy's config: both keys of its ConfigMap.
 	dep := deployCopy(t)
-	cmFile := filepath.Join(dep, "configmap.yaml")
+	cmFile := filepath.Join(dep, "base/configmap.yaml")
 	var cm v1.ConfigMap
 	b, err := os.ReadFile(cmFile)
 	if err != nil || yaml.Unmarshal(b, &cm) != nil {
-		t.Fatalf("deploy/configmap.yaml: %v", err)
+		t.Fatalf("deploy/base/configmap.yaml: %v", err)
 	}
 	cm.Data["config.conf"] = kubectl(t, "-n", "kube-system", "get", "cm", "kube-proxy", "-o", `jsonpath={.data.config\.conf}`)
 	cm.Data["kubeconfig.conf"] = kubectl(t, "-n", "kube-system", "get", "cm", "kube-proxy", "-o", `jsonpath={.data.kubeconfig\.conf}`)
