@@ -97,7 +97,7 @@ func migrate(t *testing.T, mode string) {
 		{"ipvsadm -Ln", strings.TrimSuffix(target, ":80") + ":80 rr"},
 		{"ipset list -n", "KUBE-CLUSTER-IP"},
 		{"ip addr show kube-ipvs0", strings.TrimSuffix(target, ":80") + "/32"},
-		{"wget -q -O- http://127.0.0.1:10256/readyz", "ok"},
+		{"wget -q -O- http://127.0.0.1:10256/readyz", `"ready":true`},
 	} {
 		if out, err := node.MustExec(c.cmd); err != nil || !strings.Contains(out, c.want) {
 			t.Errorf("verify %q: want %q in\n%s %v", c.cmd, c.want, out, err)
