@@ -165,7 +165,9 @@ func execIn(t *testing.T, p *v1.Pod, args ...string) string {
 func runImage(t *testing.T, image string, args ...string) {
 	t.Helper()
 	name := "e2e-run-" + time.Now().Format("150405")
-	if out, err := node.MustExec("ctr -n k8s.io run --rm --privileged --net-host --mount type=bind,src=/lib/modules,dst=/lib/modules,options=rbind:ro " +
+	// ctr does not take PATH from the image's config as the kubelet does.
+	if out, err := node.MustExec("ctr -n k8s.io run --rm --privileged --net-host --env PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin " +
+		"--mount type=bind,src=/lib/modules,dst=/lib/modules,options=rbind:ro " +
 		image + " " + name + " " + strings.Join(args, " ")); err != nil {
 		t.Fatalf("run %s %v: %v\n%s", image, args, err, out)
 	}
