@@ -11,8 +11,6 @@ import (
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/yaml"
-
-	"github.com/ipvs-proxier/ipvs-proxier/e2e/harness"
 )
 
 // TestMigrationGuide runs docs/migration.md with kubectl, command for command, from
@@ -132,8 +130,9 @@ func migrate(t *testing.T, mode string) {
 		kubectl(t, "delete", "-k", filepath.Join(dep, "overlays/canary"), "--ignore-not-found")
 		kubectl(t, "delete", "-f", kp, "--ignore-not-found")
 		waitNoPod(t, "k8s-app=kube-proxy")
-		runImage(t, harness.KubeProxyImage, "/usr/local/bin/kube-proxy", "--cleanup")
-		runImage(t, "ghcr.io/ipvs-proxier/ipvs-proxier:v0.1.0", "/usr/local/bin/ipvs-proxier", "cleanup")
+		// Our cleanup also takes kube-proxy's IPVS-mode state (virtual servers on
+		// kube-ipvs0, KUBE-* chains and sets) and, with the flag, its iptables-mode chains.
+		runImage(t, "ghcr.io/ipvs-proxier/ipvs-proxier:v0.1.0", "/usr/local/bin/ipvs-proxier", "cleanup", "--iptables-mode-leftovers")
 	})
 }
 
