@@ -80,8 +80,10 @@ func TestImage(t *testing.T) {
 	if out := run("/usr/local/bin/ipvs-proxier version"); strings.TrimSpace(out) != b.release {
 		t.Errorf("ipvs-proxier version in the image: %q, want %s", out, b.release)
 	}
-	out := run("iptables -V; readlink /usr/sbin/iptables; readlink /usr/sbin/ip6tables-restore; cat /proc/net/ip_tables_names; iptables-nft-save | grep -c '^\\*' || true")
-	for _, want := range []string{"(nf_tables)", "iptables-nft\n", "ip6tables-restore-nft\n"} {
+	// After the first call the plain names run Debian's flavoured programs
+	// (iptables-nft-restore, not iptables-restore-nft: kube-proxy calls iptables-restore).
+	out := run("iptables -V; iptables-restore -V; ip6tables-save -V; readlink /usr/sbin/iptables; readlink /usr/sbin/ip6tables-restore; cat /proc/net/ip_tables_names; iptables-nft-save | grep -c '^\\*' || true")
+	for _, want := range []string{"(nf_tables)", "iptables-restore v", "ip6tables-save v", "iptables-nft\n", "ip6tables-nft-restore\n"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("wrapper on an empty node: output lacks %q:\n%s", want, out)
 		}
