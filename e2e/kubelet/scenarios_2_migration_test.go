@@ -121,7 +121,16 @@ func migrate(t *testing.T, mode string) {
 	}
 	time.Sleep(10 * time.Second) // kube-proxy's first sync, under the loop
 	if mode == "iptables" {
-		// The guide's rollback to iptables mode: our IPVS state goes once kube-proxy synced.
+		// The guide's rollback to iptables mode: our IPVS state goes once kube-proxy has
+		// synced, as the guide checks it (`iptables-save -t nat | grep KUBE-SVC-`), here
+		// for the web Service's ClusterIP.
+		vip := strings.TrimSuffix(target, ":80")
+		if err := waitFor(5*time.Minute, func() bool {
+			out, _ := node.MustExec("iptables-save -t nat | grep -- '-A KUBE-SERVICES -d " + vip + "/32' | grep -c KUBE-SVC- || true")
+			return strings.TrimSpace(out) != "0"
+		}); err != nil {
+			t.Fatalf("kube-proxy (iptables mode) never programmed %s after the rollback: %v", vip, err)
+		}
 		runImage(t, "ghcr.io/ipvs-proxier/ipvs-proxier:v0.1.0", "/usr/local/bin/ipvs-proxier", "cleanup", "--keep-shared-chains")
 		time.Sleep(5 * time.Second)
 	}
