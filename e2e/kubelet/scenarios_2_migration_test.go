@@ -101,8 +101,15 @@ func migrate(t *testing.T, mode string) {
 			t.Errorf("verify %q: want %q in\n%s %v", c.cmd, c.want, out, err)
 		}
 	}
-	if out := execIn(t, p, "ipvs-proxier", "status"); !strings.Contains(out, "virtual servers") {
-		t.Errorf("ipvs-proxier status:\n%s", out)
+	// /status waits on the lock a full sync holds (the structure issue's reader snapshot
+	// will end that); under TCG right after a cleanup it once outlasted the client's
+	// timeout, so the command is tried a few times.
+	var status string
+	if err := waitFor(time.Minute, func() bool {
+		status, _ = tryExecIn(p, "ipvs-proxier", "status")
+		return strings.Contains(status, "virtual servers")
+	}); err != nil {
+		t.Errorf("ipvs-proxier status: %v\n%s", err, status)
 	}
 	if mode == "iptables" {
 		if out, _ := node.MustExec("iptables-save -t nat | grep -c -- '-A KUBE-SVC-' || true"); strings.TrimSpace(out) != "0" {
@@ -160,12 +167,16 @@ func waitNoPod(t *testing.T, selector string) {
 // `kubectl exec` does through the kubelet, which the host's apiserver cannot reach here.
 func execIn(t *testing.T, p *v1.Pod, args ...string) string {
 	t.Helper()
-	id := strings.TrimPrefix(p.Status.ContainerStatuses[0].ContainerID, "containerd://")
-	out, err := node.MustExec("ctr -n k8s.io task exec --exec-id e2e-" + time.Now().Format("150405.000000") + " " + id + " " + strings.Join(args, " "))
+	out, err := tryExecIn(p, args...)
 	if err != nil {
 		t.Fatalf("exec %v in %s: %v", args, p.Name, err)
 	}
 	return out
+}
+
+func tryExecIn(p *v1.Pod, args ...string) (string, error) {
+	id := strings.TrimPrefix(p.Status.ContainerStatuses[0].ContainerID, "containerd://")
+	return node.MustExec("ctr -n k8s.io task exec --exec-id e2e-" + time.Now().Format("150405.000000") + " " + id + " " + strings.Join(args, " "))
 }
 
 // runImage runs a privileged one-off container of image in the node's network namespace
