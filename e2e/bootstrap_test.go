@@ -7,9 +7,7 @@ import (
 	"testing"
 	"time"
 
-	discovery "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/utils/ptr"
 
 	"github.com/ipvs-proxier/ipvs-proxier/e2e/harness"
 )
@@ -24,12 +22,7 @@ import (
 func kubernetesEndpoints(t *testing.T) {
 	t.Helper()
 	ctx := context.Background()
-	sl := &discovery.EndpointSlice{ObjectMeta: metav1.ObjectMeta{Name: "kubernetes-e2e", Namespace: "default",
-		Labels: map[string]string{discovery.LabelServiceName: "kubernetes"}},
-		AddressType: discovery.AddressTypeIPv4,
-		Ports:       []discovery.EndpointPort{{Name: ptr.To("https"), Port: ptr.To[int32](6443)}},
-		Endpoints: []discovery.Endpoint{{Addresses: []string{harness.APIServerGuestIP},
-			Conditions: discovery.EndpointConditions{Ready: ptr.To(true)}}}}
+	sl := harness.KubernetesEndpointSlice()
 	if _, err := cp.Admin.DiscoveryV1().EndpointSlices("default").Create(ctx, sl, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}

@@ -89,16 +89,8 @@ func run(m *testing.M) int {
 	return code
 }
 
-// kubernetesEndpoints gives the kubernetes Service the apiserver's address as the node
-// sees it (a loopback apiserver runs without its endpoint reconciler).
 func kubernetesEndpoints() error {
-	sl := &discovery.EndpointSlice{ObjectMeta: metav1.ObjectMeta{Name: "kubernetes-e2e", Namespace: "default",
-		Labels: map[string]string{discovery.LabelServiceName: "kubernetes"}},
-		AddressType: discovery.AddressTypeIPv4,
-		Ports:       []discovery.EndpointPort{{Name: ptr.To("https"), Port: ptr.To[int32](6443)}},
-		Endpoints: []discovery.Endpoint{{Addresses: []string{harness.APIServerGuestIP},
-			Conditions: discovery.EndpointConditions{Ready: ptr.To(true)}}}}
-	_, err := cp.Admin.DiscoveryV1().EndpointSlices("default").Create(context.Background(), sl, metav1.CreateOptions{})
+	_, err := cp.Admin.DiscoveryV1().EndpointSlices("default").Create(context.Background(), harness.KubernetesEndpointSlice(), metav1.CreateOptions{})
 	return err
 }
 
