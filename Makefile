@@ -54,7 +54,7 @@ bench-micro: ## Go benchmarks (fake kernel, 30,000 Services x 4): one change, fu
 bench-scale: ## ipvs-proxier vs kube-proxy IPVS mode in the VM at SVC_SCALE_STEPS Services (default 1000,5000,10000,30000); results in bench/results/
 	cd e2e && $(GO) run ./scalebench
 
-e2e: ## End to end: real kube-apiserver + etcd, the daemon in VM nodes as deploy/ runs it, real traffic; then the kubelet tier (e2e-kubelet)
+e2e: ## End to end: real kube-apiserver + etcd, the daemon in VM nodes as deploy/ runs it, real traffic; the kubeadm upgrade advice (e2e/kubeadm); then the kubelet tier (e2e-kubelet)
 	cd e2e && IPVS_PROXIER_E2E=1 $(GO) test -p 1 -count=1 -v -timeout 60m ./...
 
 e2e-kubelet: ## Only the kubelet tier: the image under a real kubelet and containerd in the VM (apply, rolling update, outage, reboot, the migration guide)

@@ -62,6 +62,13 @@ func BuildKubeletTier() (KubeletBinaries, error) {
 	return b, nil
 }
 
+// BuildKubeadm builds kubeadm from the same pinned module, version-stamped like the
+// others, once (the kubeadm tier runs its upgrade's addon phase against the apiserver).
+func BuildKubeadm() (string, error) {
+	out := filepath.Join(binDir(), "kubeadm")
+	return out, buildKube("k8s.io/kubernetes/cmd/kubeadm", out)
+}
+
 func binDir() string { return filepath.Join(Cache(), "bin-"+KubeVersion+"-"+buildRecipe) }
 
 // buildKube builds one static, version-stamped binary unless the cache has it.

@@ -1,0 +1,53 @@
+// Package kubeadm checks docs/migration.md's advice for kubeadm clusters against kubeadm
+// itself: `kubeadm upgrade apply` (built from the pinned k8s.io/kubernetes module) run
+// against a real apiserver holding kubeadm's kube-proxy addon, patched as the guide's
+// step 2 patches it. No node is needed: without kube-controller-manager a DaemonSet is
+// only an object, which is all kubeadm's addon phase writes.
+package kubeadm
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/ipvs-proxier/ipvs-proxier/e2e/harness"
+)
+
+var (
+	cp         *harness.ControlPlane
+	bins       harness.Binaries
+	kubeadmBin string
+	kubeconfig string
+)
+
+func TestMain(m *testing.M) {
+	if os.Getenv("IPVS_PROXIER_E2E") != "1" {
+		fmt.Println("e2e kubeadm: skipped (set IPVS_PROXIER_E2E=1, or run `make e2e`)")
+		os.Exit(m.Run())
+	}
+	os.Exit(run(m))
+}
+
+func run(m *testing.M) int {
+	var err error
+	if bins, err = harness.BuildControlPlane(); err != nil {
+		fmt.Println(err)
+		return 1
+	}
+	if kubeadmBin, err = harness.BuildKubeadm(); err != nil {
+		fmt.Println(err)
+		return 1
+	}
+	if cp, err = harness.StartControlPlane(bins); err != nil {
+		fmt.Println(err)
+		return 1
+	}
+	defer cp.Stop()
+	kubeconfig = filepath.Join(cp.Dir, "admin.kubeconfig")
+	if err := cp.WriteKubeconfig(kubeconfig); err != nil {
+		fmt.Println(err)
+		return 1
+	}
+	return m.Run()
+}
