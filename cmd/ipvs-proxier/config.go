@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	kpv1alpha1 "k8s.io/kube-proxy/config/v1alpha1"
 	"sigs.k8s.io/yaml"
 )
@@ -20,7 +21,8 @@ var configFields = []string{
 	"ipvs.scheduler", "ipvs.syncPeriod", "ipvs.minSyncPeriod", "ipvs.strictARP", "ipvs.excludeCIDRs",
 	"ipvs.tcpTimeout", "ipvs.tcpFinTimeout", "ipvs.udpTimeout",
 	"iptables.masqueradeAll", "iptables.masqueradeBit",
-	"conntrack.maxPerCore", "conntrack.min", "detectLocalMode",
+	"conntrack.maxPerCore", "conntrack.min", "conntrack.tcpEstablishedTimeout", "conntrack.tcpCloseWaitTimeout",
+	"conntrack.tcpBeLiberal", "conntrack.udpTimeout", "conntrack.udpStreamTimeout", "detectLocalMode",
 	"clientConnection.kubeconfig", "clientConnection.qps", "clientConnection.burst",
 	// Accepted and harmless: they tune things ipvs-proxier does its own way.
 	"bindAddress", "bindAddressHardFail", "clientConnection.contentType", "clientConnection.acceptContentTypes",
@@ -141,6 +143,30 @@ func (o *options) applyConfig(data []byte) ([]string, error) {
 		if v != nil && *v < 0 {
 			return nil, fmt.Errorf("config: %s %d: must not be negative", field, *v)
 		}
+	}
+	// kube-proxy's conntrack timeouts: an explicit 0 leaves the kernel's value, an absent
+	// one keeps kube-proxy's default (the flags' defaults).
+	ct := c.Conntrack
+	for _, d := range []struct {
+		flag, field string
+		v           *metav1.Duration
+		dst         *time.Duration
+	}{
+		{"conntrack-tcp-timeout-established", "conntrack.tcpEstablishedTimeout", ct.TCPEstablishedTimeout, &o.conntrack.TCPEstablished},
+		{"conntrack-tcp-timeout-close-wait", "conntrack.tcpCloseWaitTimeout", ct.TCPCloseWaitTimeout, &o.conntrack.TCPCloseWait},
+		{"conntrack-udp-timeout", "conntrack.udpTimeout", &ct.UDPTimeout, &o.conntrack.UDP},
+		{"conntrack-udp-timeout-stream", "conntrack.udpStreamTimeout", &ct.UDPStreamTimeout, &o.conntrack.UDPStream},
+	} {
+		if d.v == nil {
+			continue
+		}
+		if d.v.Duration < 0 {
+			return nil, fmt.Errorf("config: %s %v: must not be negative", d.field, d.v.Duration)
+		}
+		set(d.flag, func() { *d.dst = d.v.Duration })
+	}
+	if ct.TCPBeLiberal {
+		set("conntrack-tcp-be-liberal", func() { o.conntrack.TCPBeLiberal = true })
 	}
 	if v := c.Conntrack.MaxPerCore; v != nil {
 		set("conntrack-max-per-core", func() { o.conntrackPerCore = *v })

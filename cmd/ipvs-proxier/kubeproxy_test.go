@@ -70,16 +70,17 @@ func TestInstallerCommandLines(t *testing.T) {
 		}, ""},
 		{"eks", "eks.conf", func(o *options, r *resolved) bool {
 			return r.nodeName == "node-7" && o.logLevel == "info" && o.kubeconfig == "/var/lib/kube-proxy/kubeconfig" &&
-				o.metricsAddr == "0.0.0.0:10249" && o.scheduler == "rr" && o.syncPeriod == 30*time.Second && o.conntrackPerCore == 32768
-			// Not honoured yet (the drop-in issue): named, so nobody relies on them silently.
-		}, "config fields not supported, ignored: conntrack.tcpCloseWaitTimeout, conntrack.tcpEstablishedTimeout"},
+				o.metricsAddr == "0.0.0.0:10249" && o.scheduler == "rr" && o.syncPeriod == 30*time.Second && o.conntrackPerCore == 32768 &&
+				o.conntrack.TCPEstablished == 24*time.Hour && o.conntrack.TCPCloseWait == time.Hour
+		}, ""},
 		{"kops", "", func(o *options, r *resolved) bool {
 			return r.nodeName == "i-0123456789abcdef0" && o.master == "https://api.internal.example.k8s.local" && o.kp.oomScoreAdj == -998 &&
 				o.conntrackPerCore == 131072 && o.clusterCIDR == "100.96.0.0/11" && o.scheduler == "rr"
 		}, ""},
 		{"kubespray", "kubespray.conf", func(o *options, r *resolved) bool {
-			return r.nodeName == "node-7" && o.clusterCIDR == "10.233.64.0/18" && o.kubeconfig == "/var/lib/kube-proxy/kubeconfig.conf"
-		}, "config fields not supported, ignored: conntrack.tcpCloseWaitTimeout, conntrack.tcpEstablishedTimeout"},
+			return r.nodeName == "node-7" && o.clusterCIDR == "10.233.64.0/18" && o.kubeconfig == "/var/lib/kube-proxy/kubeconfig.conf" &&
+				o.conntrack.TCPEstablished == 24*time.Hour && o.conntrack.TCPCloseWait == time.Hour
+		}, ""},
 		{"docs", "", func(o *options, r *resolved) bool {
 			return o.scheduler == "lc" && o.clusterCIDR == "10.244.0.0/16" && o.metricsAddr == "0.0.0.0:10249"
 		}, "--feature-gates=AllAlpha=false"},

@@ -14,9 +14,7 @@ import (
 // are accepted, so that a reused kube-proxy command line never crash-loops on "unknown
 // flag", and any that is given is named in one warning.
 var kubeProxyOnly = []string{
-	"bind-address", "bind-address-hard-fail", "config-sync-period", "conntrack-tcp-be-liberal",
-	"conntrack-tcp-timeout-close-wait", "conntrack-tcp-timeout-established", "conntrack-udp-timeout",
-	"conntrack-udp-timeout-stream", "detect-local-mode", "feature-gates", "healthz-port", "iptables-localhost-nodeports",
+	"bind-address", "bind-address-hard-fail", "config-sync-period", "detect-local-mode", "feature-gates", "healthz-port", "iptables-localhost-nodeports",
 	"iptables-min-sync-period", "iptables-sync-period", "kube-api-content-type", "log-flush-frequency",
 	"log-json-info-buffer-size", "log-json-split-stream", "log-text-info-buffer-size", "log-text-split-stream",
 	"logging-format", "metrics-port", "pod-bridge-interface", "pod-interface-name-prefix",
@@ -24,7 +22,7 @@ var kubeProxyOnly = []string{
 }
 
 // kubeProxyOnlyBools are the booleans among kubeProxyOnly.
-var kubeProxyOnlyBools = []string{"bind-address-hard-fail", "conntrack-tcp-be-liberal", "iptables-localhost-nodeports",
+var kubeProxyOnlyBools = []string{"bind-address-hard-fail", "iptables-localhost-nodeports",
 	"log-json-split-stream", "log-text-split-stream"}
 
 // kubeProxyFlags are the kube-proxy flags that act here beyond their ipvs-proxier

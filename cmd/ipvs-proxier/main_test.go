@@ -163,6 +163,7 @@ func TestConfigErrorsNameTheField(t *testing.T) {
 		{"negative iptables min sync period", "iptables: {minSyncPeriod: -1s}", "config: iptables.minSyncPeriod -1s: must not be negative"},
 		{"negative tcp timeout", "ipvs: {tcpTimeout: -1m}", "config: ipvs.tcpTimeout -1m0s: must not be negative"},
 		{"negative conntrack min", "conntrack: {min: -1}", "config: conntrack.min -1: must not be negative"},
+		{"negative conntrack timeout", "conntrack: {udpTimeout: -1s}", "config: conntrack.udpTimeout -1s: must not be negative"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

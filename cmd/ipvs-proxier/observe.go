@@ -50,30 +50,58 @@ func (n nodeEvents) NodeEvent(eventType, reason, message string) {
 	n.recorder.Event(ref, eventType, reason, message)
 }
 
-// serve runs an HTTP server until ctx is done. A bind failure is logged, not fatal:
-// the proxy keeps programming the kernel without its metrics or health endpoints.
+// bindRetry is how long serve waits between attempts to get its port. kube-proxy
+// retries its healthz and metrics servers every 5 s (cmd/kube-proxy/app/server.go,
+// serveHealthz and serveMetrics): during a takeover the old pod can hold 10256 or
+// 10249 for a few seconds, and a daemon that gave up would stay without /livez until
+// the kubelet restarted it.
+const bindRetry = 5 * time.Second
+
+// serve runs an HTTP server on addr until ctx is done, in the background. A bind or
+// serve failure is logged and retried every bindRetry, never fatal: the proxy keeps
+// programming the kernel meanwhile.
 func serve(ctx context.Context, log *zap.Logger, what, addr string, h http.Handler) {
+	serveEvery(ctx, log, what, addr, h, bindRetry)
+}
+
+func serveEvery(ctx context.Context, log *zap.Logger, what, addr string, h http.Handler, every time.Duration) {
 	if addr == "" || addr == "0" {
 		return
 	}
+	go func() {
+		for {
+			err := serveOnce(ctx, log, what, addr, h)
+			if ctx.Err() != nil {
+				return
+			}
+			log.Error("Cannot serve "+what+"; retrying", zap.String("address", addr), zap.Duration("retry", every), zap.Error(err))
+			select {
+			case <-ctx.Done():
+				return
+			case <-time.After(every):
+			}
+		}
+	}()
+}
+
+// serveOnce binds addr and serves until ctx is done (nil) or the server fails.
+func serveOnce(ctx context.Context, log *zap.Logger, what, addr string, h http.Handler) error {
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
-		log.Error("Cannot serve "+what, zap.String("address", addr), zap.Error(err))
-		return
+		return err
 	}
 	srv := &http.Server{Handler: h, ReadHeaderTimeout: 5 * time.Second}
-	go func() {
-		<-ctx.Done()
+	stop := context.AfterFunc(ctx, func() {
 		sctx, cancel := context.WithTimeout(context.Background(), time.Second)
 		defer cancel()
 		_ = srv.Shutdown(sctx)
-	}()
-	go func() {
-		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
-			log.Error("Server stopped", zap.String("server", what), zap.Error(err))
-		}
-	}()
+	})
+	defer stop()
 	log.Info("Serving "+what, zap.String("address", ln.Addr().String()))
+	if err := srv.Serve(ln); !errors.Is(err, http.ErrServerClosed) {
+		return err
+	}
+	return nil
 }
 
 // metricsHandler serves /metrics plus kube-proxy's /healthz ping and /proxyMode, and

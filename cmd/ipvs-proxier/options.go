@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/ipvs-proxier/ipvs-proxier/kernel"
+	"github.com/ipvs-proxier/ipvs-proxier/kernel/linux"
 	"github.com/ipvs-proxier/ipvs-proxier/proxier"
 	"github.com/ipvs-proxier/ipvs-proxier/sync"
 )
@@ -39,6 +40,8 @@ type options struct {
 	gracefulTimeout   time.Duration
 	conntrackPerCore  int32
 	conntrackMin      int32
+	// conntrack are kube-proxy's conntrack.* timeouts, applied at every start.
+	conntrack         linux.ConntrackTimeouts
 	dummyDevice       string
 	nodeIPs           []string
 	apiQPS            float32
@@ -89,6 +92,13 @@ func newOptions(name string) *options {
 	fs.DurationVar(&o.gracefulTimeout, "graceful-termination-timeout", 15*time.Minute, "longest drain at weight 0 for a removed TCP/SCTP real server")
 	fs.Int32Var(&o.conntrackPerCore, "conntrack-max-per-core", 32768, "nf_conntrack_max per CPU; 0 leaves it alone")
 	fs.Int32Var(&o.conntrackMin, "conntrack-min", 131072, "lower bound of nf_conntrack_max")
+	// kube-proxy's conntrack flags, names and defaults (pkg/proxy/apis/config/v1alpha1/defaults.go);
+	// 0 leaves the kernel's value.
+	fs.DurationVar(&o.conntrack.TCPEstablished, "conntrack-tcp-timeout-established", 24*time.Hour, "nf_conntrack_tcp_timeout_established; 0 leaves it alone")
+	fs.DurationVar(&o.conntrack.TCPCloseWait, "conntrack-tcp-timeout-close-wait", time.Hour, "nf_conntrack_tcp_timeout_close_wait; 0 leaves it alone (kubernetes#32551)")
+	fs.BoolVar(&o.conntrack.TCPBeLiberal, "conntrack-tcp-be-liberal", false, "set nf_conntrack_tcp_be_liberal to 1 (out-of-window packets are not marked INVALID)")
+	fs.DurationVar(&o.conntrack.UDP, "conntrack-udp-timeout", 0, "nf_conntrack_udp_timeout; 0 leaves it alone")
+	fs.DurationVar(&o.conntrack.UDPStream, "conntrack-udp-timeout-stream", 0, "nf_conntrack_udp_timeout_stream; 0 leaves it alone")
 	fs.StringVar(&o.dummyDevice, "dummy-device", proxier.DefaultDummyDevice, "dummy interface that holds the VIPs")
 	fs.StringSliceVar(&o.nodeIPs, "node-ip", nil, "node IPs for NodePorts; by default the node's interface addresses (daemon) or its Node status (plan)")
 	fs.Float32Var(&o.apiQPS, "kube-api-qps", 5, "API client QPS")

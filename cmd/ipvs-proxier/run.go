@@ -122,7 +122,8 @@ func runDaemon(args []string) error {
 		return err
 	}
 	changes, err := linux.HostSysctls.Apply(linux.SysctlConfig{StrictARP: o.strictARP,
-		ConntrackMaxPerCore: int(o.conntrackPerCore), ConntrackMin: int(o.conntrackMin), CPUs: runtime.NumCPU()})
+		ConntrackMaxPerCore: int(o.conntrackPerCore), ConntrackMin: int(o.conntrackMin), CPUs: runtime.NumCPU(),
+		Conntrack: o.conntrack})
 	for _, c := range changes {
 		log.Info("Sysctl changed", zap.String("key", c.Key), zap.Int("old", c.Old), zap.Int("new", c.New))
 	}
@@ -148,6 +149,9 @@ func runDaemon(args []string) error {
 	defer broadcaster.Shutdown()
 	recorder := broadcaster.NewRecorder(scheme.Scheme, v1.EventSource{Component: "ipvs-proxier", Host: r.nodeName})
 	events := &eventSink{recorder: recorder}
+	// kube-proxy announces each start on its Node (reason Starting, action StartKubeProxy:
+	// cmd/kube-proxy/app/server.go); node dashboards and runbooks look for it.
+	nodeEvents{recorder: recorder, node: r.nodeName}.NodeEvent(v1.EventTypeNormal, "Starting", "StartKubeProxy: ipvs-proxier "+version)
 
 	var runner *sync.Runner
 	var syncer *sync.Syncer

@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"time"
 )
 
 // Sysctls reads and writes kernel parameters under Root (normally /proc/sys) and
@@ -63,7 +64,21 @@ type SysctlConfig struct {
 	// a zero per-core value leaves it alone.
 	ConntrackMaxPerCore, ConntrackMin int
 	CPUs                              int
+	// Conntrack holds the conntrack timeouts kube-proxy sets on every start.
+	Conntrack ConntrackTimeouts
 }
+
+// ConntrackTimeouts are kube-proxy's conntrack.* timeouts (KubeProxyConntrackConfiguration):
+// a zero duration leaves the kernel's value, as kube-proxy does
+// (pkg/proxy/conntrack/sysctls.go); TCPBeLiberal is only ever switched on.
+type ConntrackTimeouts struct {
+	TCPEstablished, TCPCloseWait, UDP, UDPStream time.Duration
+	TCPBeLiberal                                 bool
+}
+
+// conntrackMaxLimit caps the scaled nf_conntrack_max, as kube-proxy v1.37 does, against
+// excessive memory on many-core machines.
+const conntrackMaxLimit = 1 << 20
 
 // KernelVersion returns the running kernel's major and minor version.
 func (s Sysctls) KernelVersion() (int, int, error) {
@@ -118,7 +133,7 @@ func (s Sysctls) Apply(c SysctlConfig) ([]SysctlChange, error) {
 		}
 	}
 	if c.ConntrackMaxPerCore > 0 {
-		want := max(c.ConntrackMaxPerCore*c.CPUs, c.ConntrackMin)
+		want := min(max(c.ConntrackMaxPerCore*c.CPUs, c.ConntrackMin), conntrackMaxLimit)
 		cur, err := s.Get("net/netfilter/nf_conntrack_max")
 		if err != nil {
 			return changes, fmt.Errorf("sysctl net/netfilter/nf_conntrack_max: %w", err)
@@ -127,14 +142,31 @@ func (s Sysctls) Apply(c SysctlConfig) ([]SysctlChange, error) {
 			if err := set("net/netfilter/nf_conntrack_max", want); err != nil {
 				return changes, err
 			}
-			// The hash table should hold a quarter of max entries per bucket chain.
-			hp := filepath.Join(s.SysRoot, "module/nf_conntrack/parameters/hashsize")
-			if b, err := os.ReadFile(hp); err == nil {
-				if h, err := strconv.Atoi(strings.TrimSpace(string(b))); err == nil && h < want/4 {
-					if err := s.ensure(hp, want/4, &changes, "module/nf_conntrack/parameters/hashsize"); err != nil {
-						return changes, err
-					}
+		}
+		// The hash table should hold a quarter of max entries per bucket chain.
+		hp := filepath.Join(s.SysRoot, "module/nf_conntrack/parameters/hashsize")
+		if b, err := os.ReadFile(hp); err == nil {
+			if h, err := strconv.Atoi(strings.TrimSpace(string(b))); err == nil && h < want/4 {
+				if err := s.ensure(hp, want/4, &changes, "module/nf_conntrack/parameters/hashsize"); err != nil {
+					return changes, err
 				}
+			}
+		}
+	}
+	t := c.Conntrack
+	for _, kv := range []struct {
+		key string
+		v   int
+	}{
+		{"net/netfilter/nf_conntrack_tcp_timeout_established", int(t.TCPEstablished / time.Second)},
+		{"net/netfilter/nf_conntrack_tcp_timeout_close_wait", int(t.TCPCloseWait / time.Second)},
+		{"net/netfilter/nf_conntrack_tcp_be_liberal", map[bool]int{true: 1}[t.TCPBeLiberal]},
+		{"net/netfilter/nf_conntrack_udp_timeout", int(t.UDP / time.Second)},
+		{"net/netfilter/nf_conntrack_udp_timeout_stream", int(t.UDPStream / time.Second)},
+	} {
+		if kv.v > 0 {
+			if err := set(kv.key, kv.v); err != nil {
+				return changes, err
 			}
 		}
 	}
