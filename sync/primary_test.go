@@ -2,6 +2,7 @@ package sync
 
 import (
 	"net/netip"
+	"slices"
 	"strings"
 	"testing"
 
@@ -43,5 +44,37 @@ func TestNodePortAddressesPrimary(t *testing.T) {
 		if d := h.fake.Dump(); !strings.Contains(d, tc.want) || strings.Contains(d, tc.not) {
 			t.Errorf("primary %s:\n%s", tc.primary, d)
 		}
+	}
+}
+
+// TestBindAddressIsThePrimary: kube-proxy's bindAddress, when it names one IP, is the
+// primary IP of its family whatever the Node says (before the Node is known too); the
+// other family's primary still comes from the Node.
+func TestBindAddressIsThePrimary(t *testing.T) {
+	h := newHarness(t, kernel.Kernel{}, nil, func(o *Options) {
+		o.Config.NodeIPs = []netip.Addr{netip.MustParseAddr("192.168.0.10"), netip.MustParseAddr("10.0.0.5"), netip.MustParseAddr("fd00::5")}
+		o.NodePortPrimary = true
+		o.BindAddress = netip.MustParseAddr("10.0.0.5")
+	})
+	np := svc("ns", "np", "10.96.0.20", 80, v1.ProtocolTCP)
+	np.Spec.Type = v1.ServiceTypeNodePort
+	np.Spec.Ports[0].NodePort = 30080
+	h.src.SetService(np)
+	h.src.SetSlice(slice("ns", "np", "np-1", 8080, v1.ProtocolTCP, "10.244.0.1"))
+	h.tracker.AllChanged()
+	h.mustSync(t)
+	if d := h.fake.Dump(); !strings.Contains(d, "TCP  10.0.0.5:30080") || strings.Contains(d, "TCP  192.168.0.10:30080") {
+		t.Errorf("no Node yet: want the NodePort on the bind address only:\n%s", d)
+	}
+	h.src.SetNode(&v1.Node{ObjectMeta: metav1.ObjectMeta{Name: testNode}, Status: v1.NodeStatus{Addresses: []v1.NodeAddress{
+		{Type: v1.NodeInternalIP, Address: "192.168.0.10"}, {Type: v1.NodeInternalIP, Address: "fd00::5"}}}})
+	h.tracker.AllChanged()
+	h.mustSync(t)
+	if d := h.fake.Dump(); !strings.Contains(d, "TCP  10.0.0.5:30080") || strings.Contains(d, "TCP  192.168.0.10:30080") {
+		t.Errorf("the Node's IPv4 primary replaced the bind address:\n%s", d)
+	}
+	if got := withBindAddress([]netip.Addr{netip.MustParseAddr("192.168.0.10"), netip.MustParseAddr("fd00::5")}, netip.MustParseAddr("10.0.0.5")); !slices.Equal(got,
+		[]netip.Addr{netip.MustParseAddr("10.0.0.5"), netip.MustParseAddr("fd00::5")}) {
+		t.Errorf("primaries %v", got)
 	}
 }

@@ -40,6 +40,10 @@ type Options struct {
 	// the Node's primary IP of each family (PrimaryNodeIPs), re-read when the Node
 	// changes. With no primary IP known, "primary" alone opens no NodePort (never all).
 	NodePortPrimary bool
+	// BindAddress is kube-proxy's bindAddress when it names one IP: it overrides the
+	// Node's primary IP of its family, as kube-proxy's detectNodeIPs does
+	// (cmd/kube-proxy/app/server.go). The zero value overrides nothing.
+	BindAddress netip.Addr
 	// LocalAddresses lists the node's own addresses (all interfaces but the dummy).
 	LocalAddresses func() ([]netip.Addr, error)
 	Logger         *zap.Logger
@@ -250,7 +254,7 @@ func (s *Syncer) nodeConfig() proxier.Config {
 	cfg.NodeIPs = slices.Clone(cfg.NodeIPs)
 	node := s.src.Node()
 	if len(cfg.PrimaryIPs) == 0 {
-		cfg.PrimaryIPs = PrimaryNodeIPs(node)
+		cfg.PrimaryIPs = withBindAddress(PrimaryNodeIPs(node), s.opts.BindAddress)
 	}
 	if cfg.Zone == "" && node != nil {
 		cfg.Zone = node.Labels[v1.LabelTopologyZone]
@@ -296,6 +300,20 @@ func PrimaryNodeIPs(node *v1.Node) []netip.Addr {
 				continue
 			}
 			out = append(out, ip.Unmap())
+		}
+	}
+	return out
+}
+
+// withBindAddress puts bind in place of the primary IP of its family.
+func withBindAddress(primary []netip.Addr, bind netip.Addr) []netip.Addr {
+	if !bind.IsValid() {
+		return primary
+	}
+	out := []netip.Addr{bind}
+	for _, ip := range primary {
+		if ip.Is4() != bind.Is4() {
+			out = append(out, ip)
 		}
 	}
 	return out

@@ -23,9 +23,9 @@ var configFields = []string{
 	"iptables.masqueradeAll", "iptables.masqueradeBit",
 	"conntrack.maxPerCore", "conntrack.min", "conntrack.tcpEstablishedTimeout", "conntrack.tcpCloseWaitTimeout",
 	"conntrack.tcpBeLiberal", "conntrack.udpTimeout", "conntrack.udpStreamTimeout", "detectLocalMode",
-	"clientConnection.kubeconfig", "clientConnection.qps", "clientConnection.burst",
+	"clientConnection.kubeconfig", "clientConnection.qps", "clientConnection.burst", "bindAddress",
 	// Accepted and harmless: they tune things ipvs-proxier does its own way.
-	"bindAddress", "bindAddressHardFail", "clientConnection.contentType", "clientConnection.acceptContentTypes",
+	"bindAddressHardFail", "clientConnection.contentType", "clientConnection.acceptContentTypes",
 	"configSyncPeriod", "oomScoreAdj", "enableProfiling", "showHiddenMetricsForVersion", "logging",
 	"iptables.syncPeriod", "iptables.minSyncPeriod", "iptables.localhostNodePorts",
 }
@@ -92,6 +92,7 @@ func (o *options) applyConfig(data []byte) ([]string, error) {
 	str("cluster-cidr", c.ClusterCIDR, &o.clusterCIDR)
 	str("metrics-bind-address", c.MetricsBindAddress, &o.metricsAddr)
 	str("healthz-bind-address", c.HealthzBindAddress, &o.healthzAddr)
+	str("bind-address", c.BindAddress, &o.bindAddress)
 	str("scheduler", c.IPVS.Scheduler, &o.scheduler)
 	str("kubeconfig", c.ClientConnection.Kubeconfig, &o.kubeconfig)
 	if len(c.NodePortAddresses) > 0 {
@@ -188,7 +189,7 @@ func (o *options) applyConfig(data []byte) ([]string, error) {
 var flagFields = map[string]string{
 	"kubeconfig": "clientConnection.kubeconfig", "cluster-cidr": "clusterCIDR", "nodeport-addresses": "nodePortAddresses",
 	"ipvs-exclude-cidrs": "ipvs.excludeCIDRs", "scheduler": "ipvs.scheduler", "hostname-override": "hostnameOverride",
-	"metrics-bind-address": "metricsBindAddress", "healthz-bind-address": "healthzBindAddress",
+	"metrics-bind-address": "metricsBindAddress", "healthz-bind-address": "healthzBindAddress", "bind-address": "bindAddress",
 	"iptables-masquerade-bit": "iptables.masqueradeBit",
 }
 

@@ -159,6 +159,7 @@ func TestConfigErrorsNameTheField(t *testing.T) {
 		{"bad cluster CIDR", "clusterCIDR: 10.0.0.0/40", `clusterCIDR in f.conf: "10.0.0.0/40" is not a CIDR`},
 		{"bad scheduler", "ipvs: {scheduler: fastest}", `ipvs.scheduler in f.conf: unknown IPVS scheduler "fastest"`},
 		{"bad masquerade bit", "iptables: {masqueradeBit: 40}", `iptables.masqueradeBit in f.conf: 40 not in 0-31`},
+		{"bad bind address", "bindAddress: abc", `bindAddress in f.conf: "abc" is not an IP address`},
 		{"negative sync period", "ipvs: {syncPeriod: -5s}", "config: ipvs.syncPeriod -5s: must not be negative"},
 		{"negative iptables min sync period", "iptables: {minSyncPeriod: -1s}", "config: iptables.minSyncPeriod -1s: must not be negative"},
 		{"negative tcp timeout", "ipvs: {tcpTimeout: -1m}", "config: ipvs.tcpTimeout -1m0s: must not be negative"},

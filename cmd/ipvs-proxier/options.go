@@ -44,6 +44,7 @@ type options struct {
 	conntrack         linux.ConntrackTimeouts
 	dummyDevice       string
 	nodeIPs           []string
+	bindAddress       string
 	apiQPS            float32
 	apiBurst          int
 	conntrackInterval time.Duration
@@ -100,6 +101,7 @@ func newOptions(name string) *options {
 	fs.DurationVar(&o.conntrack.UDP, "conntrack-udp-timeout", 0, "nf_conntrack_udp_timeout; 0 leaves it alone")
 	fs.DurationVar(&o.conntrack.UDPStream, "conntrack-udp-timeout-stream", 0, "nf_conntrack_udp_timeout_stream; 0 leaves it alone")
 	fs.StringVar(&o.dummyDevice, "dummy-device", proxier.DefaultDummyDevice, "dummy interface that holds the VIPs")
+	fs.StringVar(&o.bindAddress, "bind-address", "0.0.0.0", "kube-proxy's --bind-address: one IP here overrides the node's primary IP of its family (nodePortAddresses: [primary], LoadBalancer source ranges)")
 	fs.StringSliceVar(&o.nodeIPs, "node-ip", nil, "node IPs for NodePorts; by default the node's interface addresses (daemon) or its Node status (plan)")
 	fs.Float32Var(&o.apiQPS, "kube-api-qps", 5, "API client QPS")
 	fs.IntVar(&o.apiBurst, "kube-api-burst", 10, "API client burst")
@@ -201,6 +203,13 @@ func (o *options) resolve(hostname func() (string, error)) (*resolved, error) {
 		}
 		ips = append(ips, a.Unmap())
 	}
+	bind, err := netip.ParseAddr(strings.TrimSpace(o.bindAddress))
+	if err != nil {
+		return nil, fmt.Errorf("%s: %q is not an IP address", o.origin("bind-address"), o.bindAddress)
+	}
+	if bind.IsUnspecified() {
+		bind = netip.Addr{}
+	}
 	r.cfg = proxier.Config{
 		NodeName: r.nodeName, NodeIPs: ips, NodePortAddresses: nodePortCIDRs,
 		Families: []kernel.Family{kernel.IPv4, kernel.IPv6}, Scheduler: o.scheduler,
@@ -210,6 +219,6 @@ func (o *options) resolve(hostname func() (string, error)) (*resolved, error) {
 	// Real servers are re-read over 10 full syncs (5 min at the default syncPeriod): at
 	// 30,000 Services reading them all every syncPeriod was most of the idle CPU.
 	r.sync = sync.Options{Config: r.cfg, SyncPeriod: o.syncPeriod, GracefulTimeout: o.gracefulTimeout, ExcludeCIDRs: exclude,
-		CheckEvery: 10, NodePortPrimary: r.primaryNodePorts}
+		CheckEvery: 10, NodePortPrimary: r.primaryNodePorts, BindAddress: bind.Unmap()}
 	return r, nil
 }
