@@ -381,6 +381,7 @@ func (s *Syncer) syncRules(checkDrift bool) error {
 			continue
 		}
 		if err := s.k.Iptables.Restore(f, text); err != nil {
+			s.opts.Metrics.IptablesRestoreFailed(f)
 			delete(s.rules, f)
 			errs = append(errs, err)
 			s.retry.RulesChanged = true

@@ -205,3 +205,38 @@ func TestMetricsNetworkProgramming(t *testing.T) {
 func ptrTo[T any](v T) *T { return &v }
 
 func mustAddr(s string) netip.Addr { return netip.MustParseAddr(s) }
+
+// TestIptablesRestoreFailuresMetric: a failed iptables-restore counts in kube-proxy's
+// kubeproxy_sync_proxy_rules_iptables_restore_failures_total under its family; both
+// families' series exist at 0 before any failure.
+func TestIptablesRestoreFailuresMetric(t *testing.T) {
+	fail := true
+	fake := kernel.NewFake()
+	k := kernel.Wrap(fake.Kernel(), kernel.Hooks{Before: func(op string) error {
+		if op == "Restore" && fail {
+			return kernel.ErrInjected
+		}
+		return nil
+	}})
+	h, m, _ := newObservedHarness(t, k, fake, nil)
+	name := "kubeproxy_sync_proxy_rules_iptables_restore_failures_total"
+	for _, fam := range []string{"IPv4", "IPv6"} {
+		if v, ok := scrape(t, m).Value(name, map[string]string{"ip_family": fam}); !ok || v != 0 {
+			t.Errorf("%s before any sync: %v (present %v)", fam, v, ok)
+		}
+	}
+	h.load(t, "testdata/basic.yaml")
+	if err := h.syncer.Sync(); err == nil {
+		t.Fatal("sync with failing restores succeeded")
+	}
+	v4, _ := scrape(t, m).Value(name, map[string]string{"ip_family": "IPv4"})
+	v6, _ := scrape(t, m).Value(name, map[string]string{"ip_family": "IPv6"})
+	if v4 != 1 || v6 != 1 {
+		t.Errorf("restore failures IPv4 %v IPv6 %v, want 1 each", v4, v6)
+	}
+	fail = false
+	h.mustSync(t)
+	if again, _ := scrape(t, m).Value(name, map[string]string{"ip_family": "IPv4"}); again != 1 {
+		t.Errorf("after a good sync: %v", again)
+	}
+}

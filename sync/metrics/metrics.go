@@ -46,6 +46,7 @@ type Metrics struct {
 	syncErrors                          prometheus.Counter
 	kernelErrors                        *prometheus.CounterVec
 	healthz, livez                      *prometheus.CounterVec
+	restoreFailures                     *prometheus.CounterVec
 }
 
 // kube-proxy's sync histogram: 1 ms doubling, 15 buckets (pkg/proxy/metrics/metrics.go).
@@ -81,8 +82,16 @@ func New(src Sources) *Metrics {
 			Help: "Kernel operations that failed, by operation; 'already exists' on add and 'not found' on delete are not errors."}, []string{"operation"}),
 		healthz: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "kubeproxy_proxy_healthz_total", Help: "/healthz responses by code."}, []string{"code"}),
 		livez:   prometheus.NewCounterVec(prometheus.CounterOpts{Name: "kubeproxy_proxy_livez_total", Help: "/livez responses by code."}, []string{"code"}),
+		// kube-proxy's IPVS mode exports it and common alerts use it (pkg/proxy/metrics).
+		restoreFailures: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "kubeproxy_sync_proxy_rules_iptables_restore_failures_total",
+			Help: "Cumulative iptables-restore failures of our fixed rule set."}, []string{"ip_family"}),
 	}
-	reg.MustRegister(m.syncErrors, m.kernelErrors, m.healthz, m.livez)
+	// Both families' series exist from the start, at 0, so that an alert on an increase
+	// sees the first failure.
+	for _, f := range []kernel.Family{kernel.IPv4, kernel.IPv6} {
+		m.restoreFailures.WithLabelValues(f.String())
+	}
+	reg.MustRegister(m.syncErrors, m.kernelErrors, m.healthz, m.livez, m.restoreFailures)
 	m.registerSources(src)
 	return m
 }
@@ -165,6 +174,13 @@ func (m *Metrics) KernelHooks() kernel.Hooks {
 			m.kernelErrors.WithLabelValues(op).Inc()
 		}
 	}}
+}
+
+// IptablesRestoreFailed counts one failed iptables-restore of family f's rules.
+func (m *Metrics) IptablesRestoreFailed(f kernel.Family) {
+	if m != nil {
+		m.restoreFailures.WithLabelValues(f.String()).Inc()
+	}
 }
 
 // Healthz and Livez count health responses by code.
