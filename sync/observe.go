@@ -4,6 +4,7 @@ import (
 	"time"
 
 	v1 "k8s.io/api/core/v1"
+	discovery "k8s.io/api/discovery/v1"
 
 	"github.com/ipvs-proxier/ipvs-proxier/kernel"
 	"github.com/ipvs-proxier/ipvs-proxier/proxier"
@@ -73,7 +74,11 @@ func (s *Syncer) noteTriggers(k proxier.ServiceKey) {
 		if err != nil || !t.After(s.started) || !t.After(s.triggerSeen[k]) {
 			continue
 		}
-		s.triggers = append(s.triggers, t)
+		fam := kernel.IPv4
+		if sl.AddressType == discovery.AddressTypeIPv6 {
+			fam = kernel.IPv6
+		}
+		s.triggers = append(s.triggers, trigger{at: t, family: fam})
 		if t.After(newest) {
 			newest = t
 		}
@@ -81,10 +86,16 @@ func (s *Syncer) noteTriggers(k proxier.ServiceKey) {
 	s.triggerSeen[k] = newest
 }
 
+// trigger is an EndpointSlice change's last-change-trigger-time, with the slice's family.
+type trigger struct {
+	at     time.Time
+	family kernel.Family
+}
+
 // observeTriggers records the queued latencies after a successful sync.
 func (s *Syncer) observeTriggers(end time.Time) {
 	for _, t := range s.triggers {
-		s.opts.Metrics.ObserveProgramming(end.Sub(t))
+		s.opts.Metrics.ObserveProgramming(t.family, end.Sub(t.at))
 	}
 	s.triggers = s.triggers[:0]
 }

@@ -39,7 +39,8 @@ func newObservedHarness(t *testing.T, k kernel.Kernel, fake *kernel.Fake, now fu
 	m := metrics.New(metrics.Sources{
 		Counts: func() metrics.Counts { return h.syncer.Counts() }, Draining: func() int { return h.syncer.Draining() },
 		Pending: func() (int, int) { return h.tracker.PendingByKind() }, ChangesTotal: func() (uint64, uint64) { return h.tracker.Totals() },
-		NoLocal: func() (int, int) { return h.syncer.NoLocal() },
+		NoLocal:  func() (int, int) { return h.syncer.NoLocal() },
+		Families: []kernel.Family{kernel.IPv4, kernel.IPv6},
 	})
 	hc := &recordingHC{want: map[proxier.ServiceKey]proxier.HealthCheck{}}
 	if fake == nil {
@@ -199,6 +200,45 @@ func TestMetricsNetworkProgramming(t *testing.T) {
 	h.mustSync(t)
 	if v, _ := scrape(t, m).Value("kubeproxy_network_programming_duration_seconds", nil); v != 1 {
 		t.Errorf("%v observations, want still 1", v)
+	}
+}
+
+// TestSyncMetricsPerFamily: kube-proxy's sync metrics carry ip_family, one series per
+// family served (each sync counts under both: one loop serves both); network
+// programming latency counts under the family of the EndpointSlice that changed.
+func TestSyncMetricsPerFamily(t *testing.T) {
+	now := time.Unix(10_000, 0)
+	h, m, _ := newObservedHarness(t, kernel.Kernel{}, nil, func() time.Time { return now })
+	h.load(t, "testdata/basic.yaml")
+	h.mustSync(t)
+	f := scrape(t, m)
+	for _, fam := range []string{"IPv4", "IPv6"} {
+		l := map[string]string{"ip_family": fam}
+		for name, want := range map[string]float64{"kubeproxy_sync_proxy_rules_duration_seconds": 1,
+			"kubeproxy_sync_full_proxy_rules_duration_seconds": 1, "kubeproxy_sync_partial_proxy_rules_duration_seconds": 0} {
+			if v, ok := f.Value(name, l); !ok || v != want {
+				t.Errorf("%s{%s} = %v (present %v), want %v", name, fam, v, ok, want)
+			}
+		}
+		if v, _ := f.Value("kubeproxy_sync_proxy_rules_last_timestamp_seconds", l); v == 0 {
+			t.Errorf("no last sync timestamp for %s", fam)
+		}
+	}
+	front := proxier.ServiceKey{Namespace: "shop", Name: "front"}
+	sl := h.src.Slices(front)[0].DeepCopy()
+	if sl.AddressType != discovery.AddressTypeIPv4 {
+		t.Fatalf("fixture slice is %s", sl.AddressType)
+	}
+	sl.Annotations = map[string]string{v1.EndpointsLastChangeTriggerTime: now.Add(time.Second).Format(time.RFC3339Nano)}
+	h.src.SetSlice(sl)
+	h.tracker.EndpointsChanged(front)
+	now = now.Add(2 * time.Second)
+	h.mustSync(t)
+	f = scrape(t, m)
+	v4, _ := f.Value("kubeproxy_network_programming_duration_seconds", map[string]string{"ip_family": "IPv4"})
+	v6, _ := f.Value("kubeproxy_network_programming_duration_seconds", map[string]string{"ip_family": "IPv6"})
+	if v4 != 1 || v6 != 0 {
+		t.Errorf("programming observations IPv4 %v IPv6 %v, want 1 and 0", v4, v6)
 	}
 }
 

@@ -111,7 +111,7 @@ type Syncer struct {
 	// started, triggerSeen and triggers feed the network-programming latency metric.
 	started     time.Time
 	triggerSeen map[proxier.ServiceKey]time.Time
-	triggers    []time.Time
+	triggers    []trigger
 }
 
 // Status describes the last sync, for health checks and metrics.

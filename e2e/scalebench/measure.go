@@ -195,10 +195,14 @@ func (b *bench) run(ctx context.Context, p proxy, n int) result {
 	}
 	// Full-sync time as the proxy reports it (ours: the full-sync histogram).
 	if p.name == "ipvs-proxier" {
-		if out, err := b.node.MustExec("wget -qO- http://127.0.0.1:10249/metrics | grep '^kubeproxy_sync_full_proxy_rules_duration_seconds_[sc]'"); err == nil {
+		// One family's series: each sync is recorded under both (ip_family).
+		if out, err := b.node.MustExec("wget -qO- http://127.0.0.1:10249/metrics | grep '^kubeproxy_sync_full_proxy_rules_duration_seconds_[sc]' | grep 'ip_family=\"IPv4\"'"); err == nil {
 			var sum, count float64
 			for _, l := range strings.Split(out, "\n") {
 				f := strings.Fields(l)
+				if len(f) == 2 {
+					f[0], _, _ = strings.Cut(f[0], "{")
+				}
 				if len(f) == 2 && strings.HasSuffix(f[0], "_sum") {
 					sum, _ = strconv.ParseFloat(f[1], 64)
 				} else if len(f) == 2 && strings.HasSuffix(f[0], "_count") {

@@ -32,6 +32,10 @@ type Sources struct {
 	ChangesTotal func() (services, endpoints uint64)
 	// NoLocal counts Services using the fallback of a Local policy with no local endpoint.
 	NoLocal func() (internal, external int)
+	// Families are the IP families the daemon serves: kube-proxy's ip_family label
+	// values. kube-proxy runs one proxier per family, each with its own series; one loop
+	// here serves both, so each sync is recorded under every family. Empty means IPv4.
+	Families []kernel.Family
 }
 
 // Metrics holds the collectors. A nil *Metrics records nothing, so tests and `plan` can
@@ -40,9 +44,10 @@ type Metrics struct {
 	// Registry holds every metric, plus the Go and process collectors.
 	Registry *prometheus.Registry
 
-	syncDuration, syncFull, syncPartial prometheus.Histogram
-	lastSync, lastQueued                prometheus.Gauge
-	programming                         prometheus.Histogram
+	families                            []string
+	syncDuration, syncFull, syncPartial *prometheus.HistogramVec
+	lastSync, lastQueued                *prometheus.GaugeVec
+	programming                         *prometheus.HistogramVec
 	syncErrors                          prometheus.Counter
 	kernelErrors                        *prometheus.CounterVec
 	healthz, livez                      *prometheus.CounterVec
@@ -56,18 +61,28 @@ var syncBuckets = prometheus.ExponentialBuckets(0.001, 2, 15)
 func New(src Sources) *Metrics {
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	hist := func(name, help string, buckets []float64) prometheus.Histogram {
-		h := prometheus.NewHistogram(prometheus.HistogramOpts{Name: name, Help: help, Buckets: buckets})
+	// kube-proxy v1.33+ labels its sync metrics with ip_family (pkg/proxy/metrics).
+	fam := []string{"ip_family"}
+	hist := func(name, help string, buckets []float64) *prometheus.HistogramVec {
+		h := prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: name, Help: help, Buckets: buckets}, fam)
 		reg.MustRegister(h)
 		return h
 	}
-	gauge := func(name, help string) prometheus.Gauge {
-		g := prometheus.NewGauge(prometheus.GaugeOpts{Name: name, Help: help})
+	gauge := func(name, help string) *prometheus.GaugeVec {
+		g := prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: name, Help: help}, fam)
 		reg.MustRegister(g)
 		return g
 	}
+	families := []string{kernel.IPv4.String()}
+	if len(src.Families) > 0 {
+		families = families[:0]
+		for _, f := range src.Families {
+			families = append(families, f.String())
+		}
+	}
 	m := &Metrics{
 		Registry:     reg,
+		families:     families,
 		syncDuration: hist("kubeproxy_sync_proxy_rules_duration_seconds", "Time of each sync, full or partial, including failed ones.", syncBuckets),
 		syncFull:     hist("kubeproxy_sync_full_proxy_rules_duration_seconds", "Time of each full sync (kernel dump, diff, repair, prune).", syncBuckets),
 		syncPartial:  hist("kubeproxy_sync_partial_proxy_rules_duration_seconds", "Time of each partial sync (changed Services only).", syncBuckets),
@@ -86,10 +101,18 @@ func New(src Sources) *Metrics {
 		restoreFailures: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "kubeproxy_sync_proxy_rules_iptables_restore_failures_total",
 			Help: "Cumulative iptables-restore failures of our fixed rule set."}, []string{"ip_family"}),
 	}
-	// Both families' series exist from the start, at 0, so that an alert on an increase
-	// sees the first failure.
+	// Every series exists from the start, at 0, as the unlabelled metrics did: a
+	// dashboard has its series before the first sync, and an alert on an increase sees
+	// the first failure.
 	for _, f := range []kernel.Family{kernel.IPv4, kernel.IPv6} {
 		m.restoreFailures.WithLabelValues(f.String())
+	}
+	for _, f := range families {
+		for _, h := range []*prometheus.HistogramVec{m.syncDuration, m.syncFull, m.syncPartial, m.programming} {
+			h.WithLabelValues(f)
+		}
+		m.lastSync.WithLabelValues(f)
+		m.lastQueued.WithLabelValues(f)
 	}
 	reg.MustRegister(m.syncErrors, m.kernelErrors, m.healthz, m.livez, m.restoreFailures)
 	m.registerSources(src)
@@ -138,32 +161,39 @@ func (m *Metrics) ObserveSync(full bool, took time.Duration, err error, end time
 	if m == nil {
 		return
 	}
-	m.syncDuration.Observe(took.Seconds())
-	if full {
-		m.syncFull.Observe(took.Seconds())
-	} else {
-		m.syncPartial.Observe(took.Seconds())
-	}
 	if err != nil {
 		m.syncErrors.Inc()
-		return
 	}
-	m.lastSync.Set(float64(end.UnixNano()) / 1e9)
+	for _, f := range m.families {
+		m.syncDuration.WithLabelValues(f).Observe(took.Seconds())
+		if full {
+			m.syncFull.WithLabelValues(f).Observe(took.Seconds())
+		} else {
+			m.syncPartial.WithLabelValues(f).Observe(took.Seconds())
+		}
+		if err == nil {
+			m.lastSync.WithLabelValues(f).Set(float64(end.UnixNano()) / 1e9)
+		}
+	}
 }
 
 // Queued records that a change asked for a sync.
 func (m *Metrics) Queued(t time.Time) {
-	if m != nil {
-		m.lastQueued.Set(float64(t.UnixNano()) / 1e9)
+	if m == nil {
+		return
+	}
+	for _, f := range m.families {
+		m.lastQueued.WithLabelValues(f).Set(float64(t.UnixNano()) / 1e9)
 	}
 }
 
-// ObserveProgramming records the latency of one EndpointSlice change. The trigger time
-// comes from another machine's clock; a change that seems to come from the future
-// (skew) counts as 0 rather than being dropped or skewing the sum negative.
-func (m *Metrics) ObserveProgramming(d time.Duration) {
+// ObserveProgramming records the latency of one change to an EndpointSlice of family
+// f. The trigger time comes from another machine's clock; a change that seems to come
+// from the future (skew) counts as 0 rather than being dropped or skewing the sum
+// negative.
+func (m *Metrics) ObserveProgramming(f kernel.Family, d time.Duration) {
 	if m != nil {
-		m.programming.Observe(max(d, 0).Seconds())
+		m.programming.WithLabelValues(f.String()).Observe(max(d, 0).Seconds())
 	}
 }
 
