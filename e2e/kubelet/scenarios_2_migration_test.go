@@ -102,10 +102,10 @@ func migrate(t *testing.T, mode string) {
 		}
 	}
 	// /status waits on the lock a full sync holds (the structure issue's reader snapshot
-	// will end that); under TCG right after a cleanup it once outlasted the client's
-	// timeout, so the command is tried a few times.
+	// will end that); under TCG right after a cleanup it outlasted the client's timeout
+	// for over a minute in a cold CI-like run, so the command is tried for 4 minutes.
 	var status string
-	if err := waitFor(time.Minute, func() bool {
+	if err := waitFor(4*time.Minute, func() bool {
 		status, _ = tryExecIn(p, "ipvs-proxier", "status")
 		return strings.Contains(status, "virtual servers")
 	}); err != nil {
