@@ -3,7 +3,6 @@ package e2e
 import (
 	"context"
 	"fmt"
-	"os"
 	"slices"
 	"sort"
 	"strings"
@@ -27,13 +26,7 @@ var (
 	node2 *harness.Node
 )
 
-func TestMain(m *testing.M) {
-	if os.Getenv("IPVS_PROXIER_E2E") != "1" {
-		fmt.Println("e2e: skipped (set IPVS_PROXIER_E2E=1, or run `make e2e`)")
-		os.Exit(m.Run())
-	}
-	os.Exit(run(m))
-}
+func TestMain(m *testing.M) { harness.Main(m, "e2e", run) }
 
 func run(m *testing.M) int {
 	ctx := context.Background()

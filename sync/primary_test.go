@@ -24,13 +24,7 @@ func TestNodePortAddressesPrimary(t *testing.T) {
 		o.Config.NodeIPs = []netip.Addr{netip.MustParseAddr("192.168.0.10"), netip.MustParseAddr("10.0.0.5")}
 		o.NodePortPrimary = true
 	})
-	np := svc("ns", "np", "10.96.0.20", 80, v1.ProtocolTCP)
-	np.Spec.Type = v1.ServiceTypeNodePort
-	np.Spec.Ports[0].NodePort = 30080
-	h.src.SetService(np)
-	h.src.SetSlice(slice("ns", "np", "np-1", 8080, v1.ProtocolTCP, "10.244.0.1"))
-	h.tracker.AllChanged()
-	h.mustSync(t)
+	addNodePort30080(t, h)
 	if d := h.fake.Dump(); strings.Contains(d, ":30080") {
 		t.Errorf("no Node yet, yet NodePorts:\n%s", d)
 	}
@@ -56,13 +50,7 @@ func TestBindAddressIsThePrimary(t *testing.T) {
 		o.NodePortPrimary = true
 		o.BindAddress = netip.MustParseAddr("10.0.0.5")
 	})
-	np := svc("ns", "np", "10.96.0.20", 80, v1.ProtocolTCP)
-	np.Spec.Type = v1.ServiceTypeNodePort
-	np.Spec.Ports[0].NodePort = 30080
-	h.src.SetService(np)
-	h.src.SetSlice(slice("ns", "np", "np-1", 8080, v1.ProtocolTCP, "10.244.0.1"))
-	h.tracker.AllChanged()
-	h.mustSync(t)
+	addNodePort30080(t, h)
 	if d := h.fake.Dump(); !strings.Contains(d, "TCP  10.0.0.5:30080") || strings.Contains(d, "TCP  192.168.0.10:30080") {
 		t.Errorf("no Node yet: want the NodePort on the bind address only:\n%s", d)
 	}
@@ -77,4 +65,16 @@ func TestBindAddressIsThePrimary(t *testing.T) {
 		[]netip.Addr{netip.MustParseAddr("10.0.0.5"), netip.MustParseAddr("fd00::5")}) {
 		t.Errorf("primaries %v", got)
 	}
+}
+
+// addNodePort30080 makes ns/np, a NodePort Service on 30080 with one endpoint, and syncs.
+func addNodePort30080(t *testing.T, h *harness) {
+	t.Helper()
+	np := svc("ns", "np", "10.96.0.20", 80, v1.ProtocolTCP)
+	np.Spec.Type = v1.ServiceTypeNodePort
+	np.Spec.Ports[0].NodePort = 30080
+	h.src.SetService(np)
+	h.src.SetSlice(slice("ns", "np", "np-1", 8080, v1.ProtocolTCP, "10.244.0.1"))
+	h.tracker.AllChanged()
+	h.mustSync(t)
 }

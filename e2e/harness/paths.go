@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"strings"
+	"testing"
 	"time"
 )
 
@@ -74,4 +75,14 @@ func WaitListening(port int, timeout time.Duration) error {
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
+}
+
+// Main is an e2e package's TestMain: without IPVS_PROXIER_E2E=1 it says the package is
+// skipped and runs the tests (which skip themselves), else it exits with run's code.
+func Main(m *testing.M, name string, run func(*testing.M) int) {
+	if os.Getenv("IPVS_PROXIER_E2E") != "1" {
+		fmt.Println(name + ": skipped (set IPVS_PROXIER_E2E=1, or run `make e2e`)")
+		os.Exit(m.Run())
+	}
+	os.Exit(run(m))
 }

@@ -7,7 +7,6 @@ package kubeadm
 
 import (
 	"fmt"
-	"os"
 	"path/filepath"
 	"testing"
 
@@ -21,13 +20,7 @@ var (
 	kubeconfig string
 )
 
-func TestMain(m *testing.M) {
-	if os.Getenv("IPVS_PROXIER_E2E") != "1" {
-		fmt.Println("e2e kubeadm: skipped (set IPVS_PROXIER_E2E=1, or run `make e2e`)")
-		os.Exit(m.Run())
-	}
-	os.Exit(run(m))
-}
+func TestMain(m *testing.M) { harness.Main(m, "e2e kubeadm", run) }
 
 func run(m *testing.M) int {
 	var err error

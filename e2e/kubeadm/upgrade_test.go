@@ -27,6 +27,9 @@ var nodePhases = []string{"preflight", "control-plane", "upload-config", "kubeco
 // canary patch (and brings it back once deleted), unless `proxy: {disabled: true}` is in
 // kubeadm-config's ClusterConfiguration or the upgrade gets --skip-phases=addon/kube-proxy.
 func TestKubeadmUpgradeAdvice(t *testing.T) {
+	if cp == nil {
+		t.Skip("needs IPVS_PROXIER_E2E=1")
+	}
 	fixture, err := os.ReadFile("../kubelet/testdata/kubeadm-kube-proxy.yaml")
 	if err != nil {
 		t.Fatal(err)

@@ -6,7 +6,6 @@ package kubelet
 import (
 	"context"
 	"fmt"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -28,13 +27,7 @@ var (
 	kubeconfig string
 )
 
-func TestMain(m *testing.M) {
-	if os.Getenv("IPVS_PROXIER_E2E") != "1" {
-		fmt.Println("e2e kubelet tier: skipped (set IPVS_PROXIER_E2E=1, or run `make e2e`)")
-		os.Exit(m.Run())
-	}
-	os.Exit(run(m))
-}
+func TestMain(m *testing.M) { harness.Main(m, "e2e kubelet tier", run) }
 
 func run(m *testing.M) int {
 	start := time.Now()
