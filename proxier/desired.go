@@ -33,6 +33,9 @@ type Desired struct {
 	noLocalInternal, noLocalExternal int
 	// touched: Services whose virtual-server conflicts may have changed (conflicts.go).
 	touched map[ServiceKey]struct{}
+	// ownersGen changes whenever the owner of some virtual server may have changed, so
+	// that a reader's copy of Owners is rebuilt only then (not on endpoint changes).
+	ownersGen uint64
 }
 
 // NewDesired returns an empty desired state.
@@ -96,6 +99,9 @@ func (d *Desired) Set(st *ServiceState, delta *Delta) bool {
 	if delta == nil {
 		delta = NewDelta()
 	}
+	if !sameVirtualServerKeys(old, st) {
+		d.ownersGen++
+	}
 	if old != nil {
 		d.remove(old, delta)
 	}
@@ -131,6 +137,7 @@ func (d *Desired) add(st *ServiceState, delta *Delta) {
 	if len(rivals) > 0 {
 		d.reconcileRivals(rivals, before, delta)
 		d.touched[st.Key] = struct{}{}
+		d.ownersGen++ // a rival may win or lose a virtual server
 	}
 	for _, a := range st.Bind {
 		if d.addrs[a]++; d.addrs[a] == 1 {
@@ -177,6 +184,7 @@ func (d *Desired) remove(st *ServiceState, delta *Delta) {
 	if len(rivals) > 0 {
 		d.reconcileRivals(rivals, before, delta)
 		d.touched[st.Key] = struct{}{}
+		d.ownersGen++ // a rival may win or lose a virtual server
 	}
 	for _, a := range st.Bind {
 		if d.addrs[a]--; d.addrs[a] <= 0 {
@@ -232,6 +240,22 @@ func (d *Desired) VirtualServer(key kernel.VSKey) (*VirtualServerState, ServiceK
 	}
 	st, owner := c.winner()
 	return st, owner, true
+}
+
+// OwnersGeneration changes whenever Owners may have changed.
+func (d *Desired) OwnersGeneration() uint64 { return d.ownersGen }
+
+// sameVirtualServerKeys reports whether a and b (either may be nil) claim the same
+// virtual servers in the same order.
+func sameVirtualServerKeys(a, b *ServiceState) bool {
+	var ak, bk []VirtualServerState
+	if a != nil {
+		ak = a.VirtualServers
+	}
+	if b != nil {
+		bk = b.VirtualServers
+	}
+	return slices.EqualFunc(ak, bk, func(x, y VirtualServerState) bool { return x.VSKey == y.VSKey })
 }
 
 // Owners returns the Service that owns each desired virtual server.

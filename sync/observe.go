@@ -8,7 +8,6 @@ import (
 
 	"github.com/ipvs-proxier/ipvs-proxier/kernel"
 	"github.com/ipvs-proxier/ipvs-proxier/proxier"
-	"github.com/ipvs-proxier/ipvs-proxier/sync/metrics"
 )
 
 // HealthCheckSink serves the healthCheckNodePorts of ETP=Local LoadBalancers. The
@@ -20,39 +19,6 @@ type HealthCheckSink interface {
 	ReplaceHealthChecks(all map[proxier.ServiceKey]proxier.HealthCheck)
 	// Apply opens and closes listeners to match, retrying ones that failed before.
 	Apply()
-}
-
-// Counts returns the number of kernel objects programmed, for metrics and /status.
-func (s *Syncer) Counts() metrics.Counts {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	c := metrics.Counts{Services: s.desired.Len(), VirtualServers: len(s.vs), Addresses: len(s.addrs)}
-	for _, p := range s.vs {
-		c.RealServers += len(p.rss)
-	}
-	for _, set := range proxier.Sets(s.cfg.Families) {
-		c.SetEntries += s.desired.SetLen(set.Name) // written, or queued for retry
-	}
-	return c
-}
-
-// Owners returns the Service that owns each desired virtual server.
-func (s *Syncer) Owners() map[kernel.VSKey]metrics.Owner {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	owners := s.desired.Owners()
-	out := make(map[kernel.VSKey]metrics.Owner, len(owners))
-	for k, o := range owners {
-		out[k] = metrics.Owner{Namespace: o.Namespace, Name: o.Name}
-	}
-	return out
-}
-
-// NoLocal returns the no-local-endpoint fallback counts (internal, external).
-func (s *Syncer) NoLocal() (int, int) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.desired.NoLocal()
 }
 
 // noteTriggers queues the network-programming latency of k's slices whose

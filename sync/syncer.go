@@ -5,6 +5,7 @@ import (
 	"net/netip"
 	"slices"
 	gosync "sync"
+	"sync/atomic"
 	"time"
 
 	"go.uber.org/zap"
@@ -108,6 +109,8 @@ type Syncer struct {
 	// pendingSets are sets whose creation or listing failed; the next sync lists them.
 	pendingSets map[string]struct{}
 	status      Status
+	// snap is the state published at the end of each sync (snapshot.go).
+	snap atomic.Pointer[Snapshot]
 	// started, triggerSeen and triggers feed the network-programming latency metric.
 	started     time.Time
 	triggerSeen map[proxier.ServiceKey]time.Time
@@ -139,7 +142,7 @@ func NewSyncer(opts Options, k kernel.Kernel, src Source, tracker *Tracker) *Syn
 		opts.NodePortMin, opts.NodePortMax = 30000, 32767
 	}
 	opts.Config = opts.Config.WithDefaults()
-	return &Syncer{
+	s := &Syncer{
 		opts: opts, k: k, src: src, tracker: tracker, log: opts.Logger,
 		problems:  newProblemReporter(opts.Logger, opts.Events),
 		conflicts: newProblemReporter(opts.Logger, opts.Events),
@@ -149,6 +152,8 @@ func NewSyncer(opts Options, k kernel.Kernel, src Source, tracker *Tracker) *Syn
 		needFull: true, retry: proxier.NewDelta(), pendingSets: map[string]struct{}{},
 		started: opts.Now(), triggerSeen: map[proxier.ServiceKey]time.Time{},
 	}
+	s.publish()
+	return s
 }
 
 // ErrNotSynced is returned by Sync while the informers have not synced; nothing is
@@ -167,6 +172,7 @@ func (s *Syncer) Sync() error {
 	if !s.src.HasSynced() {
 		return ErrNotSynced
 	}
+	defer s.publish() // before the unlock
 	start := s.opts.Now()
 	keys, all := s.tracker.Drain()
 	full := s.needFull || all || start.Sub(s.lastFull) >= s.opts.SyncPeriod
@@ -193,20 +199,6 @@ func (s *Syncer) Sync() error {
 	s.observeTriggers(end)
 	s.log.Debug("Synced", zap.Bool("full", full), zap.Int("services", len(keys)), zap.Duration("took", end.Sub(start)))
 	return nil
-}
-
-// Status returns the state of the last sync.
-func (s *Syncer) Status() Status {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.status
-}
-
-// Draining returns how many real servers are draining at weight 0.
-func (s *Syncer) Draining() int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return len(s.drain)
 }
 
 // Desired returns the desired state. The caller must not modify it, and must not use it

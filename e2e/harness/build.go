@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"syscall"
 )
 
 // Binaries are the host-side programs of the control plane, and kubectl.
@@ -71,8 +72,19 @@ func BuildKubeadm() (string, error) {
 
 func binDir() string { return filepath.Join(Cache(), "bin-"+KubeVersion+"-"+buildRecipe) }
 
-// buildKube builds one static, version-stamped binary unless the cache has it.
+// buildKube builds one static, version-stamped binary unless the cache has it. A lock
+// on the cache folder makes a second builder (make test's niced prebuild, started before
+// lint, and the test that needs the binary) wait for the first instead of building the
+// same binary beside it.
 func buildKube(pkg, out string) error {
+	if _, err := os.Stat(out); err == nil {
+		return nil
+	}
+	unlock, err := lockDir(filepath.Dir(out))
+	if err != nil {
+		return err
+	}
+	defer unlock()
 	if _, err := os.Stat(out); err == nil {
 		return nil
 	}
@@ -85,6 +97,22 @@ func buildKube(pkg, out string) error {
 		return fmt.Errorf("build %s: %w\n%s", pkg, err, o)
 	}
 	return os.Rename(tmp, out)
+}
+
+// lockDir takes an exclusive flock on dir/.lock, creating dir, and returns its release.
+func lockDir(dir string) (func(), error) {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, err
+	}
+	f, err := os.OpenFile(filepath.Join(dir, ".lock"), os.O_CREATE|os.O_RDWR, 0o644)
+	if err != nil {
+		return nil, err
+	}
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX); err != nil {
+		f.Close()
+		return nil, err
+	}
+	return func() { f.Close() }, nil
 }
 
 // BuildNodeBinaries builds the daemon (from the main module) and the agent, static, into

@@ -1,5 +1,8 @@
-// Command buildcp builds the control-plane binaries into the cache, and with -kubelet
-// the kubelet tier's too.
+// Command buildcp builds the Kubernetes binaries the e2e tiers run into the cache: the
+// control plane and kubectl, with -kubeadm kubeadm, with -kubelet the kubelet tier's.
+// `make test` starts it niced before lint (make prebuild), so that the builds use the
+// CPU the earlier tiers leave idle; the tests wait on the cache's lock for a binary
+// still being built.
 package main
 
 import (
@@ -11,20 +14,27 @@ import (
 )
 
 func main() {
+	kubeadm := flag.Bool("kubeadm", false, "also build kubeadm")
 	kubelet := flag.Bool("kubelet", false, "also build kube-controller-manager, kube-scheduler and kubelet")
 	flag.Parse()
 	b, err := harness.BuildControlPlane()
+	check(err)
+	fmt.Println(b.APIServer, b.Etcd, b.KubeProxy, b.Kubectl)
+	if *kubeadm {
+		k, err := harness.BuildKubeadm()
+		check(err)
+		fmt.Println(k)
+	}
+	if *kubelet {
+		k, err := harness.BuildKubeletTier()
+		check(err)
+		fmt.Println(k.ControllerManager, k.Scheduler, k.Kubelet)
+	}
+}
+
+func check(err error) {
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
-	}
-	fmt.Println(b.APIServer, b.Etcd, b.KubeProxy, b.Kubectl)
-	if *kubelet {
-		k, err := harness.BuildKubeletTier()
-		if err != nil {
-			fmt.Fprintln(os.Stderr, err)
-			os.Exit(1)
-		}
-		fmt.Println(k.ControllerManager, k.Scheduler, k.Kubelet)
 	}
 }
