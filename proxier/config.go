@@ -67,8 +67,17 @@ type Config struct {
 	Scheduler string
 	// MasqueradeAll SNATs all ClusterIP traffic.
 	MasqueradeAll bool
-	// ClusterCIDRs are the pod ranges: traffic from them counts as in-cluster.
+	// ClusterCIDRs are the pod ranges: with LocalMode ClusterCIDR (the default), traffic
+	// from the first of each family counts as in-cluster.
 	ClusterCIDRs []netip.Prefix
+	// LocalMode is kube-proxy's detectLocalMode (localdetect.go); empty is ClusterCIDR.
+	LocalMode LocalMode
+	// BridgeInterface and InterfaceNamePrefix are detectLocal's settings for the
+	// BridgeInterface and InterfaceNamePrefix modes.
+	BridgeInterface, InterfaceNamePrefix string
+	// NodePodCIDRs are the Node's spec.podCIDRs, for LocalMode NodeCIDR (filled from the
+	// Node by the syncer, and followed when it changes).
+	NodePodCIDRs []netip.Prefix
 	// ServiceProxyName: Services labelled service.kubernetes.io/service-proxy-name are
 	// served only if the label equals this.
 	ServiceProxyName string

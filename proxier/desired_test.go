@@ -81,6 +81,27 @@ func TestRenderRules(t *testing.T) {
 				"-A KUBE-MARK-MASQ -j MARK --or-mark 0x00004000"}, nil},
 		{"cluster CIDR", testConfig(func(c *Config) { c.ClusterCIDRs = mustPrefixes("10.244.0.0/16") }), kernel.IPv4,
 			[]string{"--match-set KUBE-CLUSTER-IP dst,dst ! -s 10.244.0.0/16 -j KUBE-MARK-MASQ", "-A KUBE-EXTERNAL-NO-LOCAL -s 10.244.0.0/16 -j RETURN"}, nil},
+		// detectLocalMode: one detector for the masquerade rule and the ETP=Local exemption.
+		{"NodeCIDR", testConfig(func(c *Config) {
+			c.LocalMode, c.ClusterCIDRs, c.NodePodCIDRs = LocalModeNodeCIDR, mustPrefixes("10.244.0.0/16"), mustPrefixes("fd00:10::/64", "10.244.3.0/24")
+		}), kernel.IPv4,
+			[]string{"--match-set KUBE-CLUSTER-IP dst,dst ! -s 10.244.3.0/24 -j KUBE-MARK-MASQ", "-A KUBE-EXTERNAL-NO-LOCAL -s 10.244.3.0/24 -j RETURN"},
+			[]string{"10.244.0.0/16"}},
+		{"NodeCIDR without a pod CIDR of the family is the no-op detector", testConfig(func(c *Config) {
+			c.LocalMode, c.ClusterCIDRs, c.NodePodCIDRs = LocalModeNodeCIDR, mustPrefixes("10.244.0.0/16"), mustPrefixes("fd00:10::/64")
+		}), kernel.IPv4,
+			[]string{"-m set --match-set KUBE-CLUSTER-IP src,dst -j KUBE-MARK-MASQ"}, []string{"-A KUBE-EXTERNAL-NO-LOCAL -s", "fd00"}},
+		{"BridgeInterface", testConfig(func(c *Config) { c.LocalMode, c.BridgeInterface = LocalModeBridgeInterface, "cbr0" }), kernel.IPv6,
+			[]string{"--match-set KUBE-6-CLUSTER-IP dst,dst ! -i cbr0 -j KUBE-MARK-MASQ", "-A KUBE-EXTERNAL-NO-LOCAL -i cbr0 -j RETURN"}, nil},
+		{"InterfaceNamePrefix", testConfig(func(c *Config) {
+			c.LocalMode, c.InterfaceNamePrefix, c.ClusterCIDRs = LocalModeInterfaceNamePrefix, "veth", mustPrefixes("10.244.0.0/16")
+		}), kernel.IPv4,
+			[]string{"--match-set KUBE-CLUSTER-IP dst,dst ! -i veth+ -j KUBE-MARK-MASQ", "-A KUBE-EXTERNAL-NO-LOCAL -i veth+ -j RETURN"},
+			[]string{"10.244.0.0/16"}},
+		{"ClusterCIDR takes the first CIDR of the family, as kube-proxy", testConfig(func(c *Config) {
+			c.LocalMode, c.ClusterCIDRs = LocalModeClusterCIDR, mustPrefixes("fd00:10::/48", "10.244.0.0/16", "10.245.0.0/16")
+		}), kernel.IPv4,
+			[]string{"! -s 10.244.0.0/16 -j KUBE-MARK-MASQ", "-A KUBE-EXTERNAL-NO-LOCAL -s 10.244.0.0/16 -j RETURN"}, []string{"10.245.0.0/16"}},
 		// 0-31 are valid bits, as in kube-proxy; 0 once silently became 14.
 		{"masquerade bit 0", testConfig(func(c *Config) { bit := 0; c.MasqueradeBit = &bit }), kernel.IPv4,
 			[]string{"-A KUBE-MARK-MASQ -j MARK --or-mark 0x00000001", "-m mark --mark 0x00000001/0x00000001"}, []string{"0x00004000"}},

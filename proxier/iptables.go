@@ -56,10 +56,10 @@ func RenderRules(cfg *Config, f kernel.Family, outFilters []OutFilter) string {
 	w(`-A %s -m comment --comment "Kubernetes service lb portal" -m set --match-set %s dst,dst -j %s`, chainServices, set(setLoadBalancer), chainLoadBalancer)
 	clusterMatch := "dst,dst"
 	detect := ""
-	switch cidr := cfg.clusterCIDR(f); {
+	switch local := cfg.localMatch(f); {
 	case cfg.MasqueradeAll:
-	case cidr != "":
-		detect = " ! -s " + cidr
+	case local != "":
+		detect = " ! " + local
 	default:
 		// No way to tell pod traffic apart: masquerade node-originated traffic whose
 		// source is a VIP, as kube-proxy's no-op local detector does.
@@ -127,23 +127,11 @@ func RenderRules(cfg *Config, f kernel.Family, outFilters []OutFilter) string {
 		}
 		w("-A %s -s %s -m ipvs --vaddr %s --vproto %s --vport %d -j DROP", chainIPVSOutFilter, o.Address, o.Address, o.Protocol.Lower(), o.Port)
 	}
-	for _, c := range cfg.ClusterCIDRs {
-		if kernel.FamilyOf(c.Addr()) == f {
-			w("-A %s -s %s -j RETURN", chainExternalNoLocal, c)
-		}
+	if local := cfg.localMatch(f); local != "" {
+		w("-A %s %s -j RETURN", chainExternalNoLocal, local)
 	}
 	w("-A %s -m addrtype --src-type LOCAL -j RETURN", chainExternalNoLocal)
 	w(`-A %s -m comment --comment "externalTrafficPolicy=Local and no local endpoint" -j DROP`, chainExternalNoLocal)
 	w("COMMIT")
 	return b.String()
-}
-
-// clusterCIDR returns the first pod range of family f, or "".
-func (c *Config) clusterCIDR(f kernel.Family) string {
-	for _, p := range c.ClusterCIDRs {
-		if kernel.FamilyOf(p.Addr()) == f {
-			return p.String()
-		}
-	}
-	return ""
 }

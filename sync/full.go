@@ -6,6 +6,8 @@ import (
 	"reflect"
 	"slices"
 
+	"go.uber.org/zap"
+
 	"github.com/ipvs-proxier/ipvs-proxier/kernel"
 	"github.com/ipvs-proxier/ipvs-proxier/proxier"
 )
@@ -29,6 +31,9 @@ func (s *Syncer) syncFull(keys map[proxier.ServiceKey]struct{}) error {
 	s.named = nil // read again, if needed, before this sync's sets are repaired
 	listAll := false
 	if cfg := s.nodeConfig(); !s.built || !reflect.DeepEqual(cfg, s.cfg) {
+		if cfg.LocalMode == proxier.LocalModeNodeCIDR && (!s.built || !slices.Equal(cfg.NodePodCIDRs, s.cfg.NodePodCIDRs)) {
+			s.logNodeCIDRs(cfg.NodePodCIDRs)
+		}
 		s.cfg = cfg
 		s.desired = proxier.NewDesired()
 		for _, k := range s.src.ServiceKeys() {
@@ -300,4 +305,14 @@ func Owns(key kernel.VSKey, onDummy bool, nodeIPs []netip.Addr, exclude []netip.
 		return false
 	}
 	return key.Port >= portMin && key.Port <= portMax || named.names(key)
+}
+
+// logNodeCIDRs says which pod ranges detectLocalMode NodeCIDR now uses.
+func (s *Syncer) logNodeCIDRs(cidrs []netip.Prefix) {
+	if len(cidrs) == 0 {
+		s.log.Warn("detectLocalMode is NodeCIDR but the Node has no spec.podCIDRs yet: no traffic counts as pod traffic until it has",
+			zap.String("node", s.cfg.NodeName))
+		return
+	}
+	s.log.Info("detectLocalMode NodeCIDR: traffic from the Node's pod CIDRs counts as pod traffic", zap.Stringers("podCIDRs", cidrs))
 }

@@ -111,14 +111,21 @@ func NewInformerSource(client kubernetes.Interface, nodeName string, resync time
 	_, _ = s.nodes.AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc: func(any) { tracker.AllChanged() },
 		UpdateFunc: func(old, cur any) {
-			o, c := old.(*v1.Node), cur.(*v1.Node)
-			if o.Labels[v1.LabelTopologyZone] != c.Labels[v1.LabelTopologyZone] || !slices.Equal(o.Status.Addresses, c.Status.Addresses) {
+			if nodeChanged(old.(*v1.Node), cur.(*v1.Node)) {
 				tracker.AllChanged()
 			}
 		},
 		DeleteFunc: func(any) { tracker.AllChanged() },
 	})
 	return s
+}
+
+// nodeChanged reports whether a Node update changes what the node config reads from it:
+// the zone (topology hints), the addresses (primary IPs, NodePorts) and the pod CIDRs
+// (detectLocalMode NodeCIDR). Status heartbeats change none of them.
+func nodeChanged(o, c *v1.Node) bool {
+	return o.Labels[v1.LabelTopologyZone] != c.Labels[v1.LabelTopologyZone] || !slices.Equal(o.Status.Addresses, c.Status.Addresses) ||
+		!slices.Equal(o.Spec.PodCIDRs, c.Spec.PodCIDRs) || o.Spec.PodCIDR != c.Spec.PodCIDR
 }
 
 // informer is a shared informer over list and watch that keeps trimmed objects and

@@ -251,6 +251,9 @@ func (s *Syncer) nodeConfig() proxier.Config {
 	if cfg.Zone == "" && node != nil {
 		cfg.Zone = node.Labels[v1.LabelTopologyZone]
 	}
+	if cfg.LocalMode == proxier.LocalModeNodeCIDR {
+		cfg.NodePodCIDRs = NodePodCIDRs(node)
+	}
 	if s.opts.NodePortPrimary {
 		cfg.NodePortAddresses = slices.Clone(cfg.NodePortAddresses)
 		for _, ip := range cfg.PrimaryIPs {
@@ -292,6 +295,27 @@ func PrimaryNodeIPs(node *v1.Node) []netip.Addr {
 				continue
 			}
 			out = append(out, ip.Unmap())
+		}
+	}
+	return out
+}
+
+// NodePodCIDRs returns a Node's spec.podCIDRs (spec.podCIDR when only that is set), the
+// ranges detectLocalMode NodeCIDR counts as this node's pods. kube-proxy waits up to 5 min
+// for them at start and exits when they change (pkg/proxy/node.go, NodeManager); the
+// syncer re-reads them on every Node change instead.
+func NodePodCIDRs(node *v1.Node) []netip.Prefix {
+	if node == nil {
+		return nil
+	}
+	cidrs := node.Spec.PodCIDRs
+	if len(cidrs) == 0 && node.Spec.PodCIDR != "" {
+		cidrs = []string{node.Spec.PodCIDR}
+	}
+	var out []netip.Prefix
+	for _, c := range cidrs {
+		if p, err := netip.ParsePrefix(c); err == nil {
+			out = append(out, p.Masked())
 		}
 	}
 	return out

@@ -410,6 +410,36 @@ ip netns exec client ip addr add 10.0.5.4/24 dev eth0 && ip netns exec client ip
 			t.Errorf("in-cluster client: %v %v (want pod2)", f, err)
 		}
 	})
+	t.Run("detectLocalMode InterfaceNamePrefix exempts pods from the ETP=Local drop with no cluster CIDR", func(t *testing.T) {
+		setDetector := func(mode proxier.LocalMode, cidrs []netip.Prefix) {
+			t.Helper()
+			s.mu.Lock()
+			s.opts.Config.LocalMode, s.opts.Config.InterfaceNamePrefix, s.opts.Config.ClusterCIDRs = mode, "h-", cidrs
+			s.mu.Unlock()
+			tracker.AllChanged()
+			if err := s.Sync(); err != nil {
+				t.Fatal(err)
+			}
+		}
+		defer setDetector(proxier.LocalModeClusterCIDR, opts.Config.ClusterCIDRs)
+		// No detector at all: pods are outside too, and the drop takes them.
+		setDetector(proxier.LocalModeClusterCIDR, nil)
+		if f, err := askIn(t, "pod1", "", "10.0.5.1:30082"); err == nil {
+			t.Errorf("no detector: a pod reached the ETP=Local NodePort without a local endpoint: %v", f)
+		}
+		// The pods' host-side veths are h-pod1, h-pod2: the prefix finds them.
+		setDetector(proxier.LocalModeInterfaceNamePrefix, nil)
+		if out := sh(t, "iptables -S KUBE-EXTERNAL-NO-LOCAL; iptables -t nat -S KUBE-SERVICES"); !strings.Contains(out, "-A KUBE-EXTERNAL-NO-LOCAL -i h-+ -j RETURN") ||
+			!strings.Contains(out, "! -i h-+ -j KUBE-MARK-MASQ") {
+			t.Errorf("rules:\n%s", out)
+		}
+		if f, err := askIn(t, "client", "", "10.0.5.1:30082"); err == nil {
+			t.Errorf("outside client reached a remote endpoint through an ETP=Local NodePort: %v", f)
+		}
+		if f, err := askIn(t, "pod1", "", "10.0.5.1:30082"); err != nil || len(f) == 0 || f[0] != "pod2" {
+			t.Errorf("pod through its h- veth: %v %v (want pod2)", f, err)
+		}
+	})
 	t.Run("UDP endpoint replacement does not blackhole", func(t *testing.T) {
 		update(t, "dns", svc("default", "dns", "10.96.0.53", 53, udp), slice("default", "dns", "dns-1", 53, udp, "10.244.0.11"))
 		for range 2 {

@@ -23,6 +23,7 @@ var configFields = []string{
 	"iptables.masqueradeAll", "iptables.masqueradeBit",
 	"conntrack.maxPerCore", "conntrack.min", "conntrack.tcpEstablishedTimeout", "conntrack.tcpCloseWaitTimeout",
 	"conntrack.tcpBeLiberal", "conntrack.udpTimeout", "conntrack.udpStreamTimeout", "detectLocalMode",
+	"detectLocal.bridgeInterface", "detectLocal.interfaceNamePrefix",
 	"clientConnection.kubeconfig", "clientConnection.qps", "clientConnection.burst", "bindAddress",
 	// Accepted and harmless: they tune things ipvs-proxier does its own way.
 	"bindAddressHardFail", "clientConnection.contentType", "clientConnection.acceptContentTypes",
@@ -61,9 +62,6 @@ func (o *options) applyConfig(data []byte) ([]string, error) {
 	if c.Mode != "" && c.Mode != "ipvs" {
 		unsupported = append(unsupported, fmt.Sprintf("mode=%s (ipvs-proxier always programs IPVS)", c.Mode))
 	}
-	if c.DetectLocalMode != "" && c.DetectLocalMode != "ClusterCIDR" {
-		unsupported = append(unsupported, fmt.Sprintf("detectLocalMode=%s (only ClusterCIDR)", c.DetectLocalMode))
-	}
 	if len(unsupported) > 0 {
 		sort.Strings(unsupported)
 		warnings = append(warnings, "config fields not supported, ignored: "+strings.Join(unsupported, ", "))
@@ -90,6 +88,9 @@ func (o *options) applyConfig(data []byte) ([]string, error) {
 	}
 	str("hostname-override", c.HostnameOverride, &o.hostnameOverride)
 	str("cluster-cidr", c.ClusterCIDR, &o.clusterCIDR)
+	str("detect-local-mode", string(c.DetectLocalMode), &o.detectLocalMode)
+	str("pod-bridge-interface", c.DetectLocal.BridgeInterface, &o.podBridge)
+	str("pod-interface-name-prefix", c.DetectLocal.InterfaceNamePrefix, &o.podIfPrefix)
 	str("metrics-bind-address", c.MetricsBindAddress, &o.metricsAddr)
 	str("healthz-bind-address", c.HealthzBindAddress, &o.healthzAddr)
 	str("bind-address", c.BindAddress, &o.bindAddress)
@@ -190,7 +191,8 @@ var flagFields = map[string]string{
 	"kubeconfig": "clientConnection.kubeconfig", "cluster-cidr": "clusterCIDR", "nodeport-addresses": "nodePortAddresses",
 	"ipvs-exclude-cidrs": "ipvs.excludeCIDRs", "scheduler": "ipvs.scheduler", "hostname-override": "hostnameOverride",
 	"metrics-bind-address": "metricsBindAddress", "healthz-bind-address": "healthzBindAddress", "bind-address": "bindAddress",
-	"iptables-masquerade-bit": "iptables.masqueradeBit",
+	"iptables-masquerade-bit": "iptables.masqueradeBit", "detect-local-mode": "detectLocalMode",
+	"pod-bridge-interface": "detectLocal.bridgeInterface", "pod-interface-name-prefix": "detectLocal.interfaceNamePrefix",
 }
 
 // aliases lists the other spellings of a flag.

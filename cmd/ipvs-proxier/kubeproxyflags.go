@@ -14,10 +14,10 @@ import (
 // are accepted, so that a reused kube-proxy command line never crash-loops on "unknown
 // flag", and any that is given is named in one warning.
 var kubeProxyOnly = []string{
-	"bind-address-hard-fail", "config-sync-period", "detect-local-mode", "feature-gates", "healthz-port", "iptables-localhost-nodeports",
+	"bind-address-hard-fail", "config-sync-period", "feature-gates", "healthz-port", "iptables-localhost-nodeports",
 	"iptables-min-sync-period", "iptables-sync-period", "kube-api-content-type", "log-flush-frequency",
 	"log-json-info-buffer-size", "log-json-split-stream", "log-text-info-buffer-size", "log-text-split-stream",
-	"logging-format", "metrics-port", "pod-bridge-interface", "pod-interface-name-prefix",
+	"logging-format", "metrics-port",
 	"show-hidden-metrics-for-version", "vmodule", "write-config-to",
 }
 

@@ -16,14 +16,18 @@ import (
 
 // options holds every flag the daemon and `plan` share.
 type options struct {
-	configFile        string
-	kubeconfig        string
-	master            string
-	hostnameOverride  string
-	scheduler         string
-	minSyncPeriod     time.Duration
-	syncPeriod        time.Duration
-	clusterCIDR       string
+	configFile       string
+	kubeconfig       string
+	master           string
+	hostnameOverride string
+	scheduler        string
+	minSyncPeriod    time.Duration
+	syncPeriod       time.Duration
+	clusterCIDR      string
+	// detectLocalMode, podBridge and podIfPrefix are kube-proxy's local-traffic detector.
+	detectLocalMode   string
+	podBridge         string
+	podIfPrefix       string
 	nodePortAddresses []string
 	masqueradeAll     bool
 	masqueradeBit     int
@@ -77,6 +81,9 @@ func newOptions(name string) *options {
 	fs.DurationVar(&o.syncPeriod, "sync-period", 30*time.Second, "longest time between two full syncs")
 	fs.DurationVar(&o.syncPeriod, "ipvs-sync-period", 30*time.Second, "alias of --sync-period")
 	fs.StringVar(&o.clusterCIDR, "cluster-cidr", "", "pod CIDRs, comma-separated: traffic from them is in-cluster")
+	fs.StringVar(&o.detectLocalMode, "detect-local-mode", "", "how pod traffic is told apart: ClusterCIDR (the default), NodeCIDR, BridgeInterface or InterfaceNamePrefix")
+	fs.StringVar(&o.podBridge, "pod-bridge-interface", "", "with --detect-local-mode=BridgeInterface: traffic in from this bridge is pod traffic")
+	fs.StringVar(&o.podIfPrefix, "pod-interface-name-prefix", "", "with --detect-local-mode=InterfaceNamePrefix: traffic in from interfaces named so is pod traffic")
 	fs.StringSliceVar(&o.nodePortAddresses, "nodeport-addresses", nil, "CIDRs (or 'primary') of the node IPs NodePorts listen on; all when empty")
 	fs.BoolVar(&o.masqueradeAll, "masquerade-all", false, "SNAT all ClusterIP traffic")
 	fs.IntVar(&o.masqueradeBit, "iptables-masquerade-bit", proxier.DefaultMasqueradeBit, "fwmark bit that requests SNAT")
@@ -179,6 +186,10 @@ func (o *options) resolve(hostname func() (string, error)) (*resolved, error) {
 	if err != nil {
 		return nil, err
 	}
+	localMode := proxier.LocalMode(strings.TrimSpace(o.detectLocalMode))
+	if err := proxier.ValidateLocalDetect(localMode, o.podBridge, o.podIfPrefix); err != nil {
+		return nil, fmt.Errorf("%s: %w", o.origin("detect-local-mode"), err)
+	}
 	var npa []string
 	for _, s := range o.nodePortAddresses {
 		if strings.TrimSpace(s) == "primary" {
@@ -214,6 +225,7 @@ func (o *options) resolve(hostname func() (string, error)) (*resolved, error) {
 		NodeName: r.nodeName, NodeIPs: ips, NodePortAddresses: nodePortCIDRs,
 		Families: []kernel.Family{kernel.IPv4, kernel.IPv6}, Scheduler: o.scheduler,
 		MasqueradeAll: o.masqueradeAll, ClusterCIDRs: clusterCIDRs, ServiceProxyName: o.serviceProxyName,
+		LocalMode: localMode, BridgeInterface: o.podBridge, InterfaceNamePrefix: o.podIfPrefix,
 		DummyDevice: o.dummyDevice, MasqueradeBit: &o.masqueradeBit, MaxEndpoints: o.maxEndpoints,
 	}.WithDefaults()
 	// Real servers are re-read over 10 full syncs (5 min at the default syncPeriod): at
