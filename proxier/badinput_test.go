@@ -8,6 +8,8 @@ import (
 	v1 "k8s.io/api/core/v1"
 	discovery "k8s.io/api/discovery/v1"
 	"k8s.io/utils/ptr"
+
+	"github.com/ipvs-proxier/ipvs-proxier/kernel"
 )
 
 // TestTranslateBadInput: malformed objects never panic; the bad part is skipped and
@@ -174,31 +176,56 @@ func TestHealthCheck(t *testing.T) {
 	}
 }
 
-// TestNoLocalEndpointCounters mirrors kube-proxy's no_local_endpoints metric.
+// TestNoLocalEndpointCounters mirrors kube-proxy's no_local_endpoints metric: per family,
+// a Service counts once (not once per port) when it has endpoints but none local under a
+// Local policy (pkg/proxy/ipvs/proxier.go, serviceNoLocalEndpointsInternal/External).
 func TestNoLocalEndpointCounters(t *testing.T) {
 	remoteOnly := makeSlice("ns", "s", "s1", v1.ProtocolTCP, remote("10.0.0.1"), remote("10.0.0.2"))
 	withLocal := makeSlice("ns", "s", "s1", v1.ProtocolTCP, local("10.0.0.1"), remote("10.0.0.2"))
+	remote6 := makeSlice("ns", "s", "s6", v1.ProtocolTCP, remote("fd00::1"))
+	twoPorts := func(s *v1.Service) {
+		s.Spec.Ports = append(s.Spec.Ports, v1.ServicePort{Name: "p81", Port: 81, Protocol: v1.ProtocolTCP, NodePort: 3002})
+	}
+	dual := withClusterIPs("10.20.30.41", "fd00:20::41")
+	v4, v6, both := [2]bool{true, false}, [2]bool{false, true}, [2]bool{true, true}
 	cases := []struct {
 		name     string
 		svc      *v1.Service
-		sl       *discovery.EndpointSlice
-		int, ext int
+		sls      []*discovery.EndpointSlice
+		int, ext [2]bool
 	}{
-		{"ITP=Local, no local", makeService("ns", "s", withITPLocal), remoteOnly, 1, 0},
-		{"ITP=Local, local", makeService("ns", "s", withITPLocal), withLocal, 0, 0},
-		{"ETP=Local, no local", makeService("ns", "s", withType(v1.ServiceTypeNodePort, 3001), withETPLocal), remoteOnly, 0, 1},
-		{"ETP=Local, no endpoints at all", makeService("ns", "s", withType(v1.ServiceTypeNodePort, 3001), withETPLocal), nil, 0, 0},
+		{"ITP=Local, no local", makeService("ns", "s", withITPLocal), sl(remoteOnly), v4, [2]bool{}},
+		{"ITP=Local, local", makeService("ns", "s", withITPLocal), sl(withLocal), [2]bool{}, [2]bool{}},
+		{"ETP=Local, no local", makeService("ns", "s", withType(v1.ServiceTypeNodePort, 3001), withETPLocal), sl(remoteOnly), [2]bool{}, v4},
+		{"ETP=Local, no endpoints at all", makeService("ns", "s", withType(v1.ServiceTypeNodePort, 3001), withETPLocal), nil, [2]bool{}, [2]bool{}},
+		{"both policies, two ports", makeService("ns", "s", withType(v1.ServiceTypeNodePort, 3001), withETPLocal, withITPLocal, twoPorts), sl(remoteOnly), v4, v4},
+		{"dual-stack, IPv6 endpoints only", makeService("ns", "s", withType(v1.ServiceTypeNodePort, 3001), withETPLocal, dual), sl(remote6), [2]bool{}, v6},
+		{"dual-stack, both families", makeService("ns", "s", withType(v1.ServiceTypeNodePort, 3001), withETPLocal, dual), sl(remoteOnly, remote6), [2]bool{}, both},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			var sls []*discovery.EndpointSlice
-			if tc.sl != nil {
-				sls = append(sls, tc.sl)
-			}
-			st := translate(testConfig(), tc.svc, sls...)
+			st := translate(testConfig(), tc.svc, tc.sls...)
 			if st.NoLocalInternal != tc.int || st.NoLocalExternal != tc.ext {
-				t.Errorf("internal %d external %d, want %d %d", st.NoLocalInternal, st.NoLocalExternal, tc.int, tc.ext)
+				t.Errorf("internal %v external %v, want %v %v", st.NoLocalInternal, st.NoLocalExternal, tc.int, tc.ext)
 			}
 		})
 	}
+	// Desired counts Services per family, and forgets one that goes away.
+	d := NewDesired()
+	a := translate(testConfig(), makeService("ns", "a", withType(v1.ServiceTypeNodePort, 3001), withETPLocal, withITPLocal, twoPorts), remoteOnly)
+	b := translate(testConfig(), makeService("ns", "b", withType(v1.ServiceTypeNodePort, 3003), withETPLocal, dual), remoteOnly, remote6)
+	d.Set(a, nil)
+	d.Set(b, nil)
+	if in, ex := d.NoLocal(kernel.IPv4); in != 1 || ex != 2 {
+		t.Errorf("IPv4: internal %d external %d, want 1 2", in, ex)
+	}
+	if in, ex := d.NoLocal(kernel.IPv6); in != 0 || ex != 1 {
+		t.Errorf("IPv6: internal %d external %d, want 0 1", in, ex)
+	}
+	d.Set(&ServiceState{Key: b.Key}, nil)
+	if in, ex := d.NoLocal(kernel.IPv6); in != 0 || ex != 0 {
+		t.Errorf("IPv6 after b left: internal %d external %d", in, ex)
+	}
 }
+
+func sl(s ...*discovery.EndpointSlice) []*discovery.EndpointSlice { return s }

@@ -29,8 +29,9 @@ type Desired struct {
 	// new state's members take theirs back, so only a net change reaches the delta (the
 	// syncer keeps no copy of the sets to compare with).
 	gone map[kernel.Member]struct{}
-	// noLocalInternal and noLocalExternal sum the Services' NoLocal counters.
-	noLocalInternal, noLocalExternal int
+	// noLocal counts the Services with NoLocalInternal ([f][0]) and NoLocalExternal
+	// ([f][1]) set, per family index f.
+	noLocal [2][2]int
 	// touched: Services whose virtual-server conflicts may have changed (conflicts.go).
 	touched map[ServiceKey]struct{}
 	// ownersGen changes whenever the owner of some virtual server may have changed, so
@@ -83,12 +84,10 @@ func (d *Desired) Services() []ServiceKey {
 func (d *Desired) Set(st *ServiceState, delta *Delta) bool {
 	old := d.services[st.Key]
 	if old != nil {
-		d.noLocalInternal -= old.NoLocalInternal
-		d.noLocalExternal -= old.NoLocalExternal
+		d.countNoLocal(old, -1)
 	}
 	if !st.Empty() {
-		d.noLocalInternal += st.NoLocalInternal
-		d.noLocalExternal += st.NoLocalExternal
+		d.countNoLocal(st, 1)
 	}
 	if old.Equal(st) {
 		if !st.Empty() {
@@ -268,9 +267,31 @@ func (d *Desired) Owners() map[kernel.VSKey]ServiceKey {
 	return out
 }
 
-// NoLocal returns how many Service ports use the fallback of an internal or external
-// Local traffic policy because they have no local endpoint.
-func (d *Desired) NoLocal() (internal, external int) { return d.noLocalInternal, d.noLocalExternal }
+// NoLocal returns how many Services of family f use the fallback of an internal or
+// external Local traffic policy because they have no local endpoint.
+func (d *Desired) NoLocal(f kernel.Family) (internal, external int) {
+	n := d.noLocal[FamilyIndex(f)]
+	return n[0], n[1]
+}
+
+func (d *Desired) countNoLocal(st *ServiceState, by int) {
+	for i := range d.noLocal {
+		if st.NoLocalInternal[i] {
+			d.noLocal[i][0] += by
+		}
+		if st.NoLocalExternal[i] {
+			d.noLocal[i][1] += by
+		}
+	}
+}
+
+// FamilyIndex is 0 for IPv4 and 1 for IPv6, for per-family arrays.
+func FamilyIndex(f kernel.Family) int {
+	if f == kernel.IPv6 {
+		return 1
+	}
+	return 0
+}
 
 // Len returns the number of Services with a state.
 func (d *Desired) Len() int { return len(d.services) }

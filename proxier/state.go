@@ -47,9 +47,10 @@ type ServiceState struct {
 	// UDPFrontends are the Service's UDP frontends (VIP:port), for stale conntrack
 	// cleanup when its endpoints change or it goes away.
 	UDPFrontends []netip.AddrPort
-	// NoLocalEndpoints counts ports with a Local policy and no local endpoint, for the
-	// internal and external policy respectively (kube-proxy's no_local_endpoints metric).
-	NoLocalInternal, NoLocalExternal int
+	// NoLocalInternal and NoLocalExternal say, per family (FamilyIndex), whether a port
+	// of the Service has endpoints but none local under an internal or external Local
+	// policy: kube-proxy's no_local_endpoints metric counts such Services per family.
+	NoLocalInternal, NoLocalExternal [2]bool
 	// Problems lists what in the input could not be honoured.
 	Problems []Problem
 }

@@ -188,7 +188,7 @@ func (t *translator) addPort(sp v1.ServicePort, proto kernel.Protocol, cip netip
 	if svc.Spec.InternalTrafficPolicy != nil && *svc.Spec.InternalTrafficPolicy == v1.ServiceInternalTrafficPolicyLocal {
 		internal = localRS
 		if len(local) == 0 && len(eps) > 0 {
-			st.NoLocalInternal++
+			st.NoLocalInternal[FamilyIndex(f)] = true
 		}
 	}
 	// External traffic: NodePort, external IPs, LB IPs. ETP=Local uses local endpoints; with
@@ -201,7 +201,7 @@ func (t *translator) addPort(sp v1.ServicePort, proto kernel.Protocol, cip netip
 			external = localRS
 		} else if len(eps) > 0 {
 			noLocal = true
-			st.NoLocalExternal++
+			st.NoLocalExternal[FamilyIndex(f)] = true
 		}
 	}
 

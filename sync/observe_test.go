@@ -39,7 +39,7 @@ func newObservedHarness(t *testing.T, k kernel.Kernel, fake *kernel.Fake, now fu
 	m := metrics.New(metrics.Sources{
 		Counts: func() metrics.Counts { return h.syncer.Counts() }, Draining: func() int { return h.syncer.Draining() },
 		Pending: func() (int, int) { return h.tracker.PendingByKind() }, ChangesTotal: func() (uint64, uint64) { return h.tracker.Totals() },
-		NoLocal:  func() (int, int) { return h.syncer.NoLocal() },
+		NoLocal:  func(f kernel.Family) (int, int) { return h.syncer.NoLocal(f) },
 		Families: []kernel.Family{kernel.IPv4, kernel.IPv6},
 	})
 	hc := &recordingHC{want: map[proxier.ServiceKey]proxier.HealthCheck{}}
@@ -93,7 +93,7 @@ func TestMetricsAfterSyncs(t *testing.T) {
 		t.Error("last sync timestamp not set")
 	}
 	// shop/front is ETP=Local with a local endpoint, so it is not in the fallback.
-	if v, _ := f.Value("kubeproxy_sync_proxy_rules_no_local_endpoints_total", map[string]string{"traffic_policy": "external"}); v != 0 {
+	if v, _ := f.Value("kubeproxy_sync_proxy_rules_no_local_endpoints_total", map[string]string{"traffic_policy": "external", "ip_family": "IPv4"}); v != 0 {
 		t.Errorf("no_local external = %v, want 0", v)
 	}
 	front := proxier.ServiceKey{Namespace: "shop", Name: "front"}
@@ -113,8 +113,11 @@ func TestMetricsAfterSyncs(t *testing.T) {
 	hc.sets = 0
 	h.mustSync(t)
 	f = scrape(t, m)
-	if v, _ := f.Value("kubeproxy_sync_proxy_rules_no_local_endpoints_total", map[string]string{"traffic_policy": "external"}); v != 1 {
-		t.Errorf("no_local external = %v, want 1", v)
+	if v, _ := f.Value("kubeproxy_sync_proxy_rules_no_local_endpoints_total", map[string]string{"traffic_policy": "external", "ip_family": "IPv4"}); v != 1 {
+		t.Errorf("no_local external IPv4 = %v, want 1", v)
+	}
+	if v, ok := f.Value("kubeproxy_sync_proxy_rules_no_local_endpoints_total", map[string]string{"traffic_policy": "external", "ip_family": "IPv6"}); v != 0 || !ok {
+		t.Errorf("no_local external IPv6 = %v (present %v), want 0", v, ok)
 	}
 	if hc.want[front].LocalEndpoints != 0 || hc.sets != 1 {
 		t.Errorf("health check %+v after %d sets", hc.want[front], hc.sets)

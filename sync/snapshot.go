@@ -15,9 +15,9 @@ type Snapshot struct {
 	Counts metrics.Counts
 	// Draining is how many real servers are draining at weight 0.
 	Draining int
-	// NoLocalInternal and NoLocalExternal count the Service ports on the fallback of
-	// a Local traffic policy.
-	NoLocalInternal, NoLocalExternal int
+	// NoLocal counts the Services on the fallback of an internal ([f][0]) or external
+	// ([f][1]) Local traffic policy, per family index f (proxier.FamilyIndex).
+	NoLocal [2][2]int
 	// Owners maps each desired virtual server to its Service. It is shared between
 	// snapshots while no owner changes (endpoint changes do not copy it).
 	Owners map[kernel.VSKey]metrics.Owner
@@ -33,7 +33,10 @@ func (s *Syncer) Snapshot() *Snapshot { return s.snap.Load() }
 // publish builds and publishes the snapshot; s.mu is held.
 func (s *Syncer) publish() {
 	n := &Snapshot{Status: s.status, Draining: len(s.drain), ownersOf: s.desired, ownersGen: s.desired.OwnersGeneration()}
-	n.NoLocalInternal, n.NoLocalExternal = s.desired.NoLocal()
+	for _, f := range []kernel.Family{kernel.IPv4, kernel.IPv6} {
+		in, ex := s.desired.NoLocal(f)
+		n.NoLocal[proxier.FamilyIndex(f)] = [2]int{in, ex}
+	}
 	n.Counts = metrics.Counts{Services: s.desired.Len(), VirtualServers: len(s.vs), Addresses: len(s.addrs)}
 	for _, p := range s.vs {
 		n.Counts.RealServers += len(p.rss)
@@ -63,10 +66,10 @@ func (s *Syncer) Counts() metrics.Counts { return s.Snapshot().Counts }
 // the caller must not modify it.
 func (s *Syncer) Owners() map[kernel.VSKey]metrics.Owner { return s.Snapshot().Owners }
 
-// NoLocal returns the no-local-endpoint fallback counts (internal, external).
-func (s *Syncer) NoLocal() (int, int) {
-	n := s.Snapshot()
-	return n.NoLocalInternal, n.NoLocalExternal
+// NoLocal returns the no-local-endpoint fallback counts (internal, external) of family f.
+func (s *Syncer) NoLocal(f kernel.Family) (int, int) {
+	n := s.Snapshot().NoLocal[proxier.FamilyIndex(f)]
+	return n[0], n[1]
 }
 
 // Draining returns how many real servers are draining at weight 0.

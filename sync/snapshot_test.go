@@ -22,7 +22,7 @@ func TestSnapshotReadersNeverTakeTheSyncLock(t *testing.T) {
 	h.syncer.mu.Lock()
 	defer h.syncer.mu.Unlock()
 	st, c, own, d := h.syncer.Status(), h.syncer.Counts(), h.syncer.Owners(), h.syncer.Draining()
-	h.syncer.NoLocal()
+	h.syncer.NoLocal(kernel.IPv4)
 	if st.Syncs != 1 || c.Services != 1 || c.VirtualServers != 1 || c.RealServers != 2 || len(own) != 1 || d != 0 {
 		t.Errorf("snapshot: status %+v counts %+v owners %v draining %d", st, c, own, d)
 	}

@@ -159,7 +159,7 @@ func runDaemon(args []string) error {
 	m := metrics.New(metrics.Sources{
 		Counts: func() metrics.Counts { return syncer.Counts() }, Draining: func() int { return syncer.Draining() },
 		Pending: func() (int, int) { return tracker.PendingByKind() }, ChangesTotal: func() (uint64, uint64) { return tracker.Totals() },
-		NoLocal:  func() (int, int) { return syncer.NoLocal() },
+		NoLocal:  syncer.NoLocal,
 		Families: r.cfg.Families,
 	})
 	k = kernel.Wrap(k, m.KernelHooks())

@@ -36,7 +36,7 @@ func TestDashboardUsesRealMetrics(t *testing.T) {
 	m := metrics.New(metrics.Sources{
 		Counts: func() metrics.Counts { return metrics.Counts{} }, Draining: func() int { return 0 },
 		Pending: func() (int, int) { return 0, 0 }, ChangesTotal: func() (uint64, uint64) { return 0, 0 },
-		NoLocal: func() (int, int) { return 0, 0 },
+		NoLocal: func(kernel.Family) (int, int) { return 0, 0 },
 	})
 	key := kernel.VSKey{Protocol: kernel.TCP, Address: netip.MustParseAddr("10.96.0.1"), Port: 443}
 	m.Register(metrics.VSCollector{

@@ -30,8 +30,9 @@ type Sources struct {
 	Pending func() (services, endpoints int)
 	// ChangesTotal returns the Service and EndpointSlice events seen so far.
 	ChangesTotal func() (services, endpoints uint64)
-	// NoLocal counts Services using the fallback of a Local policy with no local endpoint.
-	NoLocal func() (internal, external int)
+	// NoLocal counts Services of a family using the fallback of a Local policy with no
+	// local endpoint.
+	NoLocal func(kernel.Family) (internal, external int)
 	// Families are the IP families the daemon serves: kube-proxy's ip_family label
 	// values. kube-proxy runs one proxier per family, each with its own series; one loop
 	// here serves both, so each sync is recorded under every family. Empty means IPv4.
@@ -152,7 +153,11 @@ func (m *Metrics) registerSources(src Sources) {
 				func() float64 { _, e := src.ChangesTotal(); return float64(e) }))
 	}
 	if src.NoLocal != nil {
-		m.Registry.MustRegister(noLocalCollector{src.NoLocal})
+		fams := src.Families
+		if len(fams) == 0 {
+			fams = []kernel.Family{kernel.IPv4}
+		}
+		m.Registry.MustRegister(noLocalCollector{src.NoLocal, fams})
 	}
 }
 
@@ -234,14 +239,22 @@ func (m *Metrics) Register(c prometheus.Collector) {
 	}
 }
 
+// noLocalDesc is kube-proxy's gauge: the Services of a family with endpoints but none on
+// this node under a Local policy, counted once per Service (pkg/proxy/ipvs/proxier.go,
+// serviceNoLocalEndpointsInternal/External), labelled as kube-proxy 1.33+ labels it.
 var noLocalDesc = prometheus.NewDesc("kubeproxy_sync_proxy_rules_no_local_endpoints_total",
-	"Services with a Local traffic policy and no local endpoint, which use the fallback.", []string{"traffic_policy"}, nil)
+	"Services with a Local traffic policy and no local endpoint, which use the fallback.", []string{"traffic_policy", "ip_family"}, nil)
 
-type noLocalCollector struct{ fn func() (int, int) }
+type noLocalCollector struct {
+	fn       func(kernel.Family) (int, int)
+	families []kernel.Family
+}
 
 func (c noLocalCollector) Describe(ch chan<- *prometheus.Desc) { ch <- noLocalDesc }
 func (c noLocalCollector) Collect(ch chan<- prometheus.Metric) {
-	in, ex := c.fn()
-	ch <- prometheus.MustNewConstMetric(noLocalDesc, prometheus.GaugeValue, float64(in), "internal")
-	ch <- prometheus.MustNewConstMetric(noLocalDesc, prometheus.GaugeValue, float64(ex), "external")
+	for _, f := range c.families {
+		in, ex := c.fn(f)
+		ch <- prometheus.MustNewConstMetric(noLocalDesc, prometheus.GaugeValue, float64(in), "internal", f.String())
+		ch <- prometheus.MustNewConstMetric(noLocalDesc, prometheus.GaugeValue, float64(ex), "external", f.String())
+	}
 }
