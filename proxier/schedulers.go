@@ -11,8 +11,20 @@ import (
 
 // schedulerFor picks the scheduler and scheduler flags of a Service: the annotation if it
 // is valid, else the default (with a Problem naming the bad annotation). mh gets the
-// port flag by default, as kube-proxy sets it (pkg/proxy/ipvs/proxier.go).
+// port flag by default, as kube-proxy sets it (pkg/proxy/ipvs/proxier.go). sh and mh
+// always get their fallback flag: a real server draining at weight 0 keeps its hash
+// buckets, and without the flag the clients hashed to it are refused ("no destination
+// available", kubernetes#139497); with it they go to an available server, and nothing
+// changes while every server is available (net/netfilter/ipvs/ip_vs_sh.c, ip_vs_mh.c).
 func schedulerFor(cfg *Config, svc *v1.Service, probs *[]Problem) (string, uint32) {
+	sched, flags := schedulerAndFlags(cfg, svc, probs)
+	if sched == "sh" || sched == "mh" {
+		flags |= kernel.FlagSched1
+	}
+	return sched, flags
+}
+
+func schedulerAndFlags(cfg *Config, svc *v1.Service, probs *[]Problem) (string, uint32) {
 	sched := cfg.Scheduler
 	if a, ok := svc.Annotations[AnnotationScheduler]; ok {
 		if err := ValidateScheduler(a); err != nil {

@@ -418,9 +418,22 @@ func TestTranslateFirewallAndAffinity(t *testing.T) {
 		sched:  "sh",
 		flags:  kernel.FlagSched1 | kernel.FlagSched2,
 	}, {
-		name:   "mh gets the port flag by default, as in kube-proxy",
+		name:   "mh gets the port flag by default, as in kube-proxy, and its fallback (kubernetes#139497)",
 		svc:    makeService("ns", "s", annotate(AnnotationScheduler, "mh"), affinity(0)),
-		slices: one, sched: "mh", flags: kernel.FlagSched2 | kernel.FlagPersistent, timeout: 10800,
+		slices: one, sched: "mh", flags: kernel.FlagSched1 | kernel.FlagSched2 | kernel.FlagPersistent, timeout: 10800,
+	}, {
+		name:   "sh always gets its fallback: a draining real server must not refuse new clients",
+		svc:    makeService("ns", "s", annotate(AnnotationScheduler, "sh", AnnotationSchedulerFlags, "sh-port")),
+		slices: one,
+		sched:  "sh",
+		flags:  kernel.FlagSched1 | kernel.FlagSched2,
+	}, {
+		name:   "sh as the default scheduler gets it too",
+		cfg:    []func(*Config){func(c *Config) { c.Scheduler = "sh" }},
+		svc:    makeService("ns", "s"),
+		slices: one,
+		sched:  "sh",
+		flags:  kernel.FlagSched1,
 	}, {
 		name:   "unknown scheduler annotation falls back, with a problem",
 		svc:    makeService("ns", "s", annotate(AnnotationScheduler, "fastest")),

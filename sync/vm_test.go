@@ -17,6 +17,7 @@ import (
 	"github.com/vishvananda/netns"
 	v1 "k8s.io/api/core/v1"
 	discovery "k8s.io/api/discovery/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 
 	"github.com/ipvs-proxier/ipvs-proxier/kernel/linux"
@@ -410,7 +411,7 @@ ip netns exec client ip addr add 10.0.5.4/24 dev eth0 && ip netns exec client ip
 			t.Errorf("in-cluster client: %v %v (want pod2)", f, err)
 		}
 	})
-	t.Run("detectLocalMode InterfaceNamePrefix exempts pods from the ETP=Local drop with no cluster CIDR", func(t *testing.T) {
+	t.Run("detectLocalMode NodeCIDR and InterfaceNamePrefix exempt pods from the ETP=Local drop with no cluster CIDR", func(t *testing.T) {
 		setDetector := func(mode proxier.LocalMode, cidrs []netip.Prefix) {
 			t.Helper()
 			s.mu.Lock()
@@ -427,6 +428,18 @@ ip netns exec client ip addr add 10.0.5.4/24 dev eth0 && ip netns exec client ip
 		if f, err := askIn(t, "pod1", "", "10.0.5.1:30082"); err == nil {
 			t.Errorf("no detector: a pod reached the ETP=Local NodePort without a local endpoint: %v", f)
 		}
+		// NodeCIDR: the pods' addresses are in the Node's pod CIDR.
+		src.SetNode(&v1.Node{ObjectMeta: metav1.ObjectMeta{Name: "vm"}, Spec: v1.NodeSpec{PodCIDRs: []string{"10.244.0.0/24"}}})
+		setDetector(proxier.LocalModeNodeCIDR, nil)
+		if out := sh(t, "iptables -S KUBE-EXTERNAL-NO-LOCAL"); !strings.Contains(out, "-A KUBE-EXTERNAL-NO-LOCAL -s 10.244.0.0/24 -j RETURN") {
+			t.Errorf("NodeCIDR rules:\n%s", out)
+		}
+		if f, err := askIn(t, "client", "", "10.0.5.1:30082"); err == nil {
+			t.Errorf("NodeCIDR: outside client reached a remote endpoint through an ETP=Local NodePort: %v", f)
+		}
+		if f, err := askIn(t, "pod1", "", "10.0.5.1:30082"); err != nil || len(f) == 0 || f[0] != "pod2" {
+			t.Errorf("NodeCIDR: pod in the Node's pod CIDR: %v %v (want pod2)", f, err)
+		}
 		// The pods' host-side veths are h-pod1, h-pod2: the prefix finds them.
 		setDetector(proxier.LocalModeInterfaceNamePrefix, nil)
 		if out := sh(t, "iptables -S KUBE-EXTERNAL-NO-LOCAL; iptables -t nat -S KUBE-SERVICES"); !strings.Contains(out, "-A KUBE-EXTERNAL-NO-LOCAL -i h-+ -j RETURN") ||
@@ -438,6 +451,32 @@ ip netns exec client ip addr add 10.0.5.4/24 dev eth0 && ip netns exec client ip
 		}
 		if f, err := askIn(t, "pod1", "", "10.0.5.1:30082"); err != nil || len(f) == 0 || f[0] != "pod2" {
 			t.Errorf("pod through its h- veth: %v %v (want pod2)", f, err)
+		}
+	})
+	t.Run("sh and mh with a draining real server serve every new client", func(t *testing.T) {
+		// 16 client addresses: each hashes to the drained server with even odds, so
+		// without the fallback flag some would be refused.
+		var sources []string
+		for i := range 16 {
+			sources = append(sources, fmt.Sprintf("10.0.5.%d", 100+i))
+			sh(t, fmt.Sprintf("ip netns exec client ip addr add %s/24 dev eth0", sources[i]))
+		}
+		for i, sched := range []string{"sh", "mh"} {
+			name, vip := "drain-"+sched, fmt.Sprintf("10.96.0.%d", 70+i)
+			sv := svc("default", name, vip, 80, tcp)
+			sv.Annotations = map[string]string{proxier.AnnotationScheduler: sched}
+			update(t, name, sv, slice("default", name, name+"-1", 80, tcp, "10.244.0.11", "10.244.0.12"))
+			busy, _ := hold(t, vip+":80")
+			other := map[string]string{"pod1": "10.244.0.12", "pod2": "10.244.0.11"}[busy]
+			update(t, name, nil, slice("default", name, name+"-1", 80, tcp, other))
+			if out := sh(t, "ipvsadm -Ln -t "+vip+":80"); !strings.Contains(out, "Masq    0      1") || !strings.Contains(out, "fallback") {
+				t.Fatalf("%s: want a draining server at weight 0 and the fallback flag:\n%s", sched, out)
+			}
+			for _, src := range sources {
+				if got, err := askFrom(t, src, vip+":80"); err != nil || got == busy {
+					t.Errorf("%s: client %s got %q %v while %s drains", sched, src, got, err, busy)
+				}
+			}
 		}
 	})
 	t.Run("UDP endpoint replacement does not blackhole", func(t *testing.T) {
