@@ -545,6 +545,30 @@ func (f *Fake) ClearUDP(vip, endpoint netip.AddrPort) error {
 	return nil
 }
 
+// ReconcileUDP implements Conntrack over the recorded flows of family f.
+func (f *Fake) ReconcileUDP(fam Family, stale func(orig, reply netip.AddrPort) bool) (int, error) {
+	f.mu.Lock()
+	f.count("ReconcileUDP")
+	var flows []fakeFlow
+	for fl := range f.flows {
+		if FamilyOf(fl.origDst.Addr()) == fam {
+			flows = append(flows, fl)
+		}
+	}
+	f.mu.Unlock()
+	n := 0
+	for _, fl := range flows {
+		if stale(fl.origDst, fl.replySrc) {
+			f.mu.Lock()
+			delete(f.flows, fl)
+			f.count("DeleteFlow") // the reconcile's writes, apart from its read
+			f.mu.Unlock()
+			n++
+		}
+	}
+	return n, nil
+}
+
 // SetStats sets what Stats returns.
 func (f *Fake) SetStats(s ConntrackStats) {
 	f.mu.Lock()

@@ -162,6 +162,9 @@ type wrappedConntrack struct{ w *wrapped }
 func (x wrappedConntrack) ClearUDP(vip, ep netip.AddrPort) error {
 	return x.w.call("ClearUDP", func() error { return x.w.inner.Conntrack.ClearUDP(vip, ep) })
 }
+func (x wrappedConntrack) ReconcileUDP(f Family, stale func(orig, reply netip.AddrPort) bool) (int, error) {
+	return call1(x.w, "ReconcileUDP", func() (int, error) { return x.w.inner.Conntrack.ReconcileUDP(f, stale) })
+}
 func (x wrappedConntrack) Stats() (ConntrackStats, error) {
 	return call1(x.w, "Stats", x.w.inner.Conntrack.Stats)
 }

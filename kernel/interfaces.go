@@ -149,6 +149,10 @@ type Conntrack interface {
 	// ClearUDP deletes UDP flows whose original destination is vip:port and, when
 	// endpoint is valid, whose reply source is that endpoint.
 	ClearUDP(vip netip.AddrPort, endpoint netip.AddrPort) error
+	// ReconcileUDP reads the family's UDP flows (filtered by the kernel, never the whole
+	// table) and deletes each for which stale(original destination, reply source) is
+	// true. It returns how many it deleted.
+	ReconcileUDP(f Family, stale func(orig, reply netip.AddrPort) bool) (int, error)
 	// Stats returns the table's global and per-CPU counters.
 	Stats() (ConntrackStats, error)
 }

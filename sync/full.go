@@ -144,6 +144,7 @@ func (s *Syncer) syncFull(keys map[proxier.ServiceKey]struct{}) error {
 	}
 	s.flushAddresses(&errs)
 	errs = append(errs, s.syncRules(true))
+	s.reconcileUDP()
 	return errors.Join(errs...)
 }
 

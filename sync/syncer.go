@@ -109,6 +109,10 @@ type Syncer struct {
 	// pendingSets are sets whose creation or listing failed; the next sync lists them.
 	pendingSets map[string]struct{}
 	status      Status
+	// lastReconcile is when the UDP conntrack reconcile last ran; reconcileOff is set
+	// when the kernel cannot filter the dump (conntrack.go).
+	lastReconcile time.Time
+	reconcileOff  bool
 	// snap is the state published at the end of each sync (snapshot.go).
 	snap atomic.Pointer[Snapshot]
 	// started, triggerSeen and triggers feed the network-programming latency metric.

@@ -14,6 +14,8 @@ import (
 	"testing"
 	"time"
 
+	ct "github.com/ti-mo/conntrack"
+	"github.com/ti-mo/netfilter"
 	"github.com/vishvananda/netns"
 	v1 "k8s.io/api/core/v1"
 	discovery "k8s.io/api/discovery/v1"
@@ -489,6 +491,44 @@ ip netns exec client ip addr add 10.0.5.4/24 dev eth0 && ip netns exec client ip
 		update(t, "dns", nil, slice("default", "dns", "dns-1", 53, udp, "10.244.0.12"))
 		if got, err := askUDP(t, "10.96.0.53:53", 5353); err != nil || got != "pod2" {
 			t.Errorf("first datagram after the replacement: %q %v (want pod2)", got, err)
+		}
+	})
+	t.Run("the UDP conntrack reconcile removes a stale flow made by hand", func(t *testing.T) {
+		conn, err := ct.Dial(nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer conn.Close()
+		mk := func(src, ep netip.AddrPort) {
+			vip := netip.MustParseAddrPort("10.96.0.53:53") // dns, served by pod2 since the subtest above
+			f := ct.NewFlow(17, 0, src.Addr(), vip.Addr(), src.Port(), vip.Port(), 120, 0)
+			f.TupleReply.IP.SourceAddress, f.TupleReply.Proto.SourcePort = ep.Addr(), ep.Port()
+			f.TupleReply.IP.DestinationAddress, f.TupleReply.Proto.DestinationPort = src.Addr(), src.Port()
+			if err := conn.Create(f); err != nil {
+				t.Fatalf("create flow: %v", err)
+			}
+		}
+		mk(netip.MustParseAddrPort("10.0.5.9:4000"), netip.MustParseAddrPort("10.244.0.99:53")) // an endpoint long gone
+		mk(netip.MustParseAddrPort("10.0.5.9:4001"), netip.MustParseAddrPort("10.244.0.12:53")) // pod2, live
+		s.mu.Lock()
+		s.lastReconcile = time.Time{}
+		s.mu.Unlock()
+		tracker.AllChanged()
+		if err := s.Sync(); err != nil {
+			t.Fatal(err)
+		}
+		fs, err := conn.DumpFilter(ct.NewFilter().Family(netfilter.ProtoIPv4), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out string
+		for _, f := range fs {
+			if f.TupleOrig.IP.DestinationAddress == netip.MustParseAddr("10.96.0.53") {
+				out += fmt.Sprintf("sport=%d reply-src=%s\n", f.TupleOrig.Proto.SourcePort, f.TupleReply.IP.SourceAddress)
+			}
+		}
+		if strings.Contains(out, "10.244.0.99") || !strings.Contains(out, "sport=4001 reply-src=10.244.0.12") {
+			t.Errorf("after the reconcile:\n%s", out)
 		}
 	})
 	t.Run("graceful termination keeps an open connection, new ones go elsewhere", func(t *testing.T) {

@@ -53,6 +53,10 @@ type Metrics struct {
 	kernelErrors                        *prometheus.CounterVec
 	healthz, livez                      *prometheus.CounterVec
 	restoreFailures                     *prometheus.CounterVec
+	// reconcileDuration and reconcileDeleted are kube-proxy's conntrack reconciler
+	// metrics (pkg/proxy/metrics: conntrack_reconciler_*), by ip_family.
+	reconcileDuration *prometheus.HistogramVec
+	reconcileDeleted  *prometheus.CounterVec
 }
 
 // kube-proxy's sync histogram: 1 ms doubling, 15 buckets (pkg/proxy/metrics/metrics.go).
@@ -101,12 +105,18 @@ func New(src Sources) *Metrics {
 		// kube-proxy's IPVS mode exports it and common alerts use it (pkg/proxy/metrics).
 		restoreFailures: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "kubeproxy_sync_proxy_rules_iptables_restore_failures_total",
 			Help: "Cumulative iptables-restore failures of our fixed rule set."}, []string{"ip_family"}),
+		reconcileDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "kubeproxy_conntrack_reconciler_sync_duration_seconds",
+			Help: "Time of each UDP conntrack reconcile.", Buckets: prometheus.ExponentialBuckets(0.001, 2, 15)}, []string{"ip_family"}),
+		reconcileDeleted: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "kubeproxy_conntrack_reconciler_deleted_entries_total",
+			Help: "Stale UDP conntrack flows the reconciler deleted."}, []string{"ip_family"}),
 	}
 	// Every series exists from the start, at 0, as the unlabelled metrics did: a
 	// dashboard has its series before the first sync, and an alert on an increase sees
 	// the first failure.
 	for _, f := range []kernel.Family{kernel.IPv4, kernel.IPv6} {
 		m.restoreFailures.WithLabelValues(f.String())
+		m.reconcileDuration.WithLabelValues(f.String())
+		m.reconcileDeleted.WithLabelValues(f.String())
 	}
 	for _, f := range families {
 		for _, h := range []*prometheus.HistogramVec{m.syncDuration, m.syncFull, m.syncPartial, m.programming} {
@@ -115,7 +125,7 @@ func New(src Sources) *Metrics {
 		m.lastSync.WithLabelValues(f)
 		m.lastQueued.WithLabelValues(f)
 	}
-	reg.MustRegister(m.syncErrors, m.kernelErrors, m.healthz, m.livez, m.restoreFailures)
+	reg.MustRegister(m.syncErrors, m.kernelErrors, m.healthz, m.livez, m.restoreFailures, m.reconcileDuration, m.reconcileDeleted)
 	m.registerSources(src)
 	return m
 }
@@ -215,6 +225,14 @@ func (m *Metrics) KernelHooks() kernel.Hooks {
 func (m *Metrics) IptablesRestoreFailed(f kernel.Family) {
 	if m != nil {
 		m.restoreFailures.WithLabelValues(f.String()).Inc()
+	}
+}
+
+// ConntrackReconciled records one UDP conntrack reconcile of family f.
+func (m *Metrics) ConntrackReconciled(f kernel.Family, took time.Duration, deleted int) {
+	if m != nil {
+		m.reconcileDuration.WithLabelValues(f.String()).Observe(took.Seconds())
+		m.reconcileDeleted.WithLabelValues(f.String()).Add(float64(deleted))
 	}
 }
 
