@@ -46,6 +46,7 @@ func (s *Syncer) syncFull(keys map[proxier.ServiceKey]struct{}) error {
 		}
 	}
 	if hc := s.opts.HealthChecks; hc != nil {
+		hc.SetAddresses(healthCheckAddrs(&s.cfg))
 		hc.ReplaceHealthChecks(s.desired.HealthChecks())
 	}
 	if err := s.k.Addresses.EnsureDummy(s.cfg.DummyDevice); err != nil {

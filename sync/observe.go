@@ -1,6 +1,8 @@
 package sync
 
 import (
+	"net/netip"
+	"slices"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
@@ -17,6 +19,10 @@ type HealthCheckSink interface {
 	SetHealthCheck(k proxier.ServiceKey, hc *proxier.HealthCheck)
 	// ReplaceHealthChecks records the whole set, after a full sync.
 	ReplaceHealthChecks(all map[proxier.ServiceKey]proxier.HealthCheck)
+	// SetAddresses sets the node addresses the listeners use (nil: every address;
+	// empty: none), after each full sync: nodePortAddresses, `primary` included, over
+	// the node's addresses as they are now.
+	SetAddresses(ips []netip.Addr)
 	// Apply opens and closes listeners to match, retrying ones that failed before.
 	Apply()
 }
@@ -64,4 +70,20 @@ func (s *Syncer) observeTriggers(end time.Time) {
 		s.opts.Metrics.ObserveProgramming(t.family, end.Sub(t.at))
 	}
 	s.triggers = s.triggers[:0]
+}
+
+// healthCheckAddrs returns the addresses healthCheckNodePorts listen on, as NodePorts do:
+// every address when nodePortAddresses is empty, else the node IPs inside it (none, not
+// nil, when no node IP is: "primary" before the Node has one).
+func healthCheckAddrs(cfg *proxier.Config) []netip.Addr {
+	if len(cfg.NodePortAddresses) == 0 {
+		return nil
+	}
+	out := []netip.Addr{}
+	for _, a := range cfg.NodeIPs {
+		if slices.ContainsFunc(cfg.NodePortAddresses, func(p netip.Prefix) bool { return p.Contains(a) }) {
+			out = append(out, a)
+		}
+	}
+	return out
 }

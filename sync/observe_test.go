@@ -18,6 +18,7 @@ type recordingHC struct {
 	want    map[proxier.ServiceKey]proxier.HealthCheck
 	sets    int
 	applies int
+	addrs   []netip.Addr
 }
 
 func (r *recordingHC) SetHealthCheck(k proxier.ServiceKey, hc *proxier.HealthCheck) {
@@ -31,7 +32,8 @@ func (r *recordingHC) SetHealthCheck(k proxier.ServiceKey, hc *proxier.HealthChe
 func (r *recordingHC) ReplaceHealthChecks(all map[proxier.ServiceKey]proxier.HealthCheck) {
 	r.want = all
 }
-func (r *recordingHC) Apply() { r.applies++ }
+func (r *recordingHC) Apply()                        { r.applies++ }
+func (r *recordingHC) SetAddresses(ips []netip.Addr) { r.addrs = ips }
 
 // newObservedHarness wires metrics the way the daemon does.
 func newObservedHarness(t *testing.T, k kernel.Kernel, fake *kernel.Fake, now func() time.Time) (*harness, *metrics.Metrics, *recordingHC) {

@@ -10,6 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/ipvs-proxier/ipvs-proxier/kernel"
+	"github.com/ipvs-proxier/ipvs-proxier/proxier"
 )
 
 // TestNodePortAddressesPrimary: "primary" opens NodePorts on the Node's primary IP only
@@ -20,13 +21,19 @@ func TestNodePortAddressesPrimary(t *testing.T) {
 		return &v1.Node{ObjectMeta: metav1.ObjectMeta{Name: testNode},
 			Status: v1.NodeStatus{Addresses: []v1.NodeAddress{{Type: v1.NodeInternalIP, Address: ip}}}}
 	}
+	hc := &recordingHC{want: map[proxier.ServiceKey]proxier.HealthCheck{}}
 	h := newHarness(t, kernel.Kernel{}, nil, func(o *Options) {
 		o.Config.NodeIPs = []netip.Addr{netip.MustParseAddr("192.168.0.10"), netip.MustParseAddr("10.0.0.5")}
 		o.NodePortPrimary = true
+		o.HealthChecks = hc
 	})
 	addNodePort30080(t, h)
 	if d := h.fake.Dump(); strings.Contains(d, ":30080") {
 		t.Errorf("no Node yet, yet NodePorts:\n%s", d)
+	}
+	// healthCheckNodePorts follow the same addresses: none yet (empty, not nil: nil is all).
+	if hc.addrs == nil || len(hc.addrs) != 0 {
+		t.Errorf("no Node yet: health checks on %v, want none", hc.addrs)
 	}
 	for _, tc := range []struct{ primary, want, not string }{
 		{"192.168.0.10", "TCP  192.168.0.10:30080", "TCP  10.0.0.5:30080"},
@@ -37,6 +44,9 @@ func TestNodePortAddressesPrimary(t *testing.T) {
 		h.mustSync(t)
 		if d := h.fake.Dump(); !strings.Contains(d, tc.want) || strings.Contains(d, tc.not) {
 			t.Errorf("primary %s:\n%s", tc.primary, d)
+		}
+		if want := []netip.Addr{netip.MustParseAddr(tc.primary)}; !slices.Equal(hc.addrs, want) {
+			t.Errorf("primary %s: health checks on %v, want %v", tc.primary, hc.addrs, want)
 		}
 	}
 }

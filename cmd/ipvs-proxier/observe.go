@@ -7,7 +7,6 @@ import (
 	"net"
 	"net/http"
 	"net/http/pprof"
-	"net/netip"
 	"slices"
 	"strings"
 	"time"
@@ -19,7 +18,6 @@ import (
 	"k8s.io/client-go/tools/record"
 
 	"github.com/ipvs-proxier/ipvs-proxier/kernel"
-	"github.com/ipvs-proxier/ipvs-proxier/proxier"
 	"github.com/ipvs-proxier/ipvs-proxier/sync"
 	"github.com/ipvs-proxier/ipvs-proxier/sync/health"
 	"github.com/ipvs-proxier/ipvs-proxier/sync/metrics"
@@ -118,21 +116,6 @@ func metricsHandler(m *metrics.Metrics, profiling bool) http.Handler {
 	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("ok")) })
 	mux.HandleFunc("/proxyMode", health.ProxyMode)
 	return mux
-}
-
-// healthCheckIPs returns the addresses healthCheckNodePorts listen on: all of them, or
-// the node IPs inside --nodeport-addresses (as kube-proxy's service health server).
-func healthCheckIPs(cfg proxier.Config, local []netip.Addr) []netip.Addr {
-	if len(cfg.NodePortAddresses) == 0 {
-		return nil
-	}
-	var out []netip.Addr
-	for _, a := range local {
-		if slices.ContainsFunc(cfg.NodePortAddresses, func(p netip.Prefix) bool { return p.Contains(a) }) {
-			out = append(out, a)
-		}
-	}
-	return out
 }
 
 // statusReport is the /status body; `ipvs-proxier status` decodes it.

@@ -174,8 +174,8 @@ func runDaemon(args []string) error {
 			Message: "EndpointSlice has no " + discovery.LabelServiceName + " label; ignored"})
 	})
 	dummy := r.cfg.DummyDevice
-	local, _ := linux.LocalAddresses(dummy)
-	hc := health.NewServices(healthCheckIPs(r.cfg, local), proxyHealth.Healthy)
+	// The syncer sets the listeners' addresses at each full sync, before any opens.
+	hc := health.NewServices(nil, proxyHealth.Healthy)
 	hc.OnError = hcErrorReporter(log, events)
 	defer hc.Close()
 	r.sync.Logger, r.sync.Events, r.sync.Metrics, r.sync.HealthChecks = log, events, m, hc

@@ -217,3 +217,40 @@ func TestHealthCheckListenFailureRetries(t *testing.T) {
 		t.Errorf("after the port freed: %+v %v", a, err)
 	}
 }
+
+// TestHealthCheckNodePortsFollowAddresses: when the node's NodePort addresses change
+// (an address added or removed, `primary` resolved), the listeners move with them; an
+// empty list closes them, nil listens on every address.
+func TestHealthCheckNodePortsFollowAddresses(t *testing.T) {
+	s := NewServices([]netip.Addr{netip.MustParseAddr("127.0.0.1")}, nil)
+	defer s.Close()
+	port := freePort(t)
+	s.SetHealthCheck(proxier.ServiceKey{Namespace: "ns", Name: "lb"}, &proxier.HealthCheck{Port: port, LocalEndpoints: 1})
+	s.Apply()
+	at := func(ip string) error {
+		c := &http.Client{Timeout: 2 * time.Second}
+		resp, err := c.Get("http://" + net.JoinHostPort(ip, strconv.Itoa(int(port))) + "/")
+		if err == nil {
+			resp.Body.Close()
+		}
+		return err
+	}
+	if at("127.0.0.1") != nil || at("127.0.0.2") == nil {
+		t.Fatal("want the listener on 127.0.0.1 only")
+	}
+	s.SetAddresses([]netip.Addr{netip.MustParseAddr("127.0.0.2")})
+	s.Apply()
+	if at("127.0.0.2") != nil || at("127.0.0.1") == nil {
+		t.Error("after the move: want the listener on 127.0.0.2 only")
+	}
+	s.SetAddresses([]netip.Addr{})
+	s.Apply()
+	if at("127.0.0.2") == nil || at("127.0.0.1") == nil {
+		t.Error("no address: want no listener")
+	}
+	s.SetAddresses(nil)
+	s.Apply()
+	if at("127.0.0.2") != nil || at("127.0.0.1") != nil {
+		t.Error("nil: want a listener on every address")
+	}
+}

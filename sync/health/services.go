@@ -6,6 +6,7 @@ import (
 	"net"
 	"net/http"
 	"net/netip"
+	"slices"
 	"strconv"
 	gosync "sync"
 	"sync/atomic"
@@ -20,13 +21,13 @@ import (
 // with X-Load-Balancing-Endpoint-Weight set to the local endpoint count. It implements
 // sync.HealthCheckSink and is safe for concurrent use.
 type Services struct {
-	// IPs to listen on; empty means every address (":port").
-	IPs     []netip.Addr
 	Healthy func() bool
 	// OnError is told when a listener cannot open; it is retried on the next Apply.
 	OnError func(k proxier.ServiceKey, port uint16, err error)
 
-	mu      gosync.Mutex
+	mu gosync.Mutex
+	// ips to listen on: nil means every address (":port"), empty none (SetAddresses).
+	ips     []netip.Addr
 	want    map[proxier.ServiceKey]proxier.HealthCheck
 	servers map[proxier.ServiceKey]*hcServer
 	dirty   bool
@@ -34,6 +35,7 @@ type Services struct {
 
 type hcServer struct {
 	port    uint16
+	ips     []netip.Addr
 	servers []*http.Server
 	// count is the local endpoint count the handler reports.
 	count atomic.Int64
@@ -41,7 +43,7 @@ type hcServer struct {
 
 // NewServices returns an empty set of health-check servers.
 func NewServices(ips []netip.Addr, healthy func() bool) *Services {
-	return &Services{IPs: ips, Healthy: healthy, want: map[proxier.ServiceKey]proxier.HealthCheck{}, servers: map[proxier.ServiceKey]*hcServer{}}
+	return &Services{ips: ips, Healthy: healthy, want: map[proxier.ServiceKey]proxier.HealthCheck{}, servers: map[proxier.ServiceKey]*hcServer{}}
 }
 
 // SetHealthCheck implements sync.HealthCheckSink.
@@ -58,6 +60,16 @@ func (s *Services) SetHealthCheck(k proxier.ServiceKey, hc *proxier.HealthCheck)
 		return
 	}
 	s.dirty = true
+}
+
+// SetAddresses implements sync.HealthCheckSink: the node addresses to listen on (nil:
+// every address; empty: none). Listeners on other addresses reopen at the next Apply.
+func (s *Services) SetAddresses(ips []netip.Addr) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if (ips == nil) != (s.ips == nil) || !slices.Equal(ips, s.ips) {
+		s.ips, s.dirty = slices.Clone(ips), true
+	}
 }
 
 // ReplaceHealthChecks implements sync.HealthCheckSink.
@@ -79,8 +91,9 @@ func (s *Services) Apply() {
 	s.dirty = false
 	var stale []*hcServer
 	open := map[proxier.ServiceKey]proxier.HealthCheck{}
+	ips := s.ips
 	for k, srv := range s.servers {
-		if hc, ok := s.want[k]; !ok || hc.Port != srv.port {
+		if hc, ok := s.want[k]; !ok || hc.Port != srv.port || (ips == nil) != (srv.ips == nil) || !slices.Equal(ips, srv.ips) {
 			stale = append(stale, srv)
 			delete(s.servers, k)
 		}
@@ -98,7 +111,7 @@ func (s *Services) Apply() {
 		srv.close()
 	}
 	for k, hc := range open {
-		srv, err := s.listen(k, hc.Port)
+		srv, err := s.listen(k, hc.Port, ips)
 		if err != nil {
 			s.mu.Lock()
 			s.dirty = true // retried on the next Apply
@@ -136,12 +149,12 @@ func (s *Services) Close() {
 	}
 }
 
-func (s *Services) listen(k proxier.ServiceKey, port uint16) (*hcServer, error) {
-	srv := &hcServer{port: port}
+func (s *Services) listen(k proxier.ServiceKey, port uint16, ips []netip.Addr) (*hcServer, error) {
+	srv := &hcServer{port: port, ips: ips}
 	addrs := []string{":" + strconv.Itoa(int(port))}
-	if len(s.IPs) > 0 {
+	if ips != nil {
 		addrs = addrs[:0]
-		for _, ip := range s.IPs {
+		for _, ip := range ips {
 			addrs = append(addrs, netip.AddrPortFrom(ip, port).String())
 		}
 	}
