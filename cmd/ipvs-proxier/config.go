@@ -26,7 +26,8 @@ var configFields = []string{
 	"detectLocal.bridgeInterface", "detectLocal.interfaceNamePrefix",
 	"clientConnection.kubeconfig", "clientConnection.qps", "clientConnection.burst", "bindAddress",
 	// Accepted and harmless: they tune things ipvs-proxier does its own way.
-	"bindAddressHardFail", "clientConnection.contentType", "clientConnection.acceptContentTypes",
+	"clientConnection.contentType", "clientConnection.acceptContentTypes",
+	"bindAddressHardFail",
 	"configSyncPeriod", "oomScoreAdj", "enableProfiling", "showHiddenMetricsForVersion", "logging",
 	"iptables.syncPeriod", "iptables.minSyncPeriod", "iptables.localhostNodePorts",
 }
@@ -96,6 +97,10 @@ func (o *options) applyConfig(data []byte) ([]string, error) {
 	str("bind-address", c.BindAddress, &o.bindAddress)
 	str("scheduler", c.IPVS.Scheduler, &o.scheduler)
 	str("kubeconfig", c.ClientConnection.Kubeconfig, &o.kubeconfig)
+	str("kube-api-content-type", c.ClientConnection.ContentType, &o.apiContentType)
+	if c.ClientConnection.AcceptContentTypes != "" {
+		o.apiAccept = c.ClientConnection.AcceptContentTypes
+	}
 	if len(c.NodePortAddresses) > 0 {
 		set("nodeport-addresses", func() { o.nodePortAddresses = c.NodePortAddresses })
 	}

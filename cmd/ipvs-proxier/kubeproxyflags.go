@@ -15,7 +15,7 @@ import (
 // flag", and any that is given is named in one warning.
 var kubeProxyOnly = []string{
 	"bind-address-hard-fail", "config-sync-period", "feature-gates", "healthz-port", "iptables-localhost-nodeports",
-	"iptables-min-sync-period", "iptables-sync-period", "kube-api-content-type", "log-flush-frequency",
+	"iptables-min-sync-period", "iptables-sync-period", "log-flush-frequency",
 	"log-json-info-buffer-size", "log-json-split-stream", "log-text-info-buffer-size", "log-text-split-stream",
 	"logging-format", "metrics-port",
 	"show-hidden-metrics-for-version", "vmodule", "write-config-to",

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/spf13/pflag"
+	"k8s.io/apimachinery/pkg/runtime"
 
 	"github.com/ipvs-proxier/ipvs-proxier/kernel"
 	"github.com/ipvs-proxier/ipvs-proxier/kernel/linux"
@@ -45,12 +46,16 @@ type options struct {
 	conntrackPerCore  int32
 	conntrackMin      int32
 	// conntrack are kube-proxy's conntrack.* timeouts, applied at every start.
-	conntrack         linux.ConntrackTimeouts
-	dummyDevice       string
-	nodeIPs           []string
-	bindAddress       string
-	apiQPS            float32
-	apiBurst          int
+	conntrack   linux.ConntrackTimeouts
+	dummyDevice string
+	nodeIPs     []string
+	bindAddress string
+	apiQPS      float32
+	apiBurst    int
+	// apiContentType and apiAccept are clientConnection.contentType and
+	// acceptContentTypes: protobuf by default, as kube-proxy's.
+	apiContentType    string
+	apiAccept         string
 	conntrackInterval time.Duration
 	conntrackPressure float64
 	profiling         bool
@@ -112,6 +117,7 @@ func newOptions(name string) *options {
 	fs.StringSliceVar(&o.nodeIPs, "node-ip", nil, "node IPs for NodePorts; by default the node's interface addresses (daemon) or its Node status (plan)")
 	fs.Float32Var(&o.apiQPS, "kube-api-qps", 5, "API client QPS")
 	fs.IntVar(&o.apiBurst, "kube-api-burst", 10, "API client burst")
+	fs.StringVar(&o.apiContentType, "kube-api-content-type", runtime.ContentTypeProtobuf, "content type of requests to the API server (kube-proxy's default: protobuf)")
 	fs.DurationVar(&o.conntrackInterval, "conntrack-report-interval", 10*time.Second, "how often to read conntrack table statistics (one query, never a dump)")
 	fs.Float64Var(&o.conntrackPressure, "conntrack-pressure-threshold", 0.8, "conntrack usage (entries/max) at which pressure is reported")
 	fs.IntVar(&o.maxEndpoints, "max-endpoints-per-port", proxier.DefaultMaxEndpoints,
