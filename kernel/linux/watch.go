@@ -1,26 +1,67 @@
 package linux
 
 import (
+	"sync/atomic"
+	"time"
+
 	"github.com/vishvananda/netlink"
 )
+
+// watchBuffer is the address subscription's socket receive buffer: a cold start that
+// binds 30,000 addresses sends itself as many notifications, and an overflow (ENOBUFS)
+// ends vishvananda/netlink's subscription.
+const watchBuffer = 4 << 20
+
+// resubscribeDelay spaces the subscriptions after one ends.
+var resubscribeDelay = time.Second
+
+// subscribe is netlink.AddrSubscribeWithOptions; tests replace it.
+var subscribe = netlink.AddrSubscribeWithOptions
 
 // WatchAddresses calls changed after an address is added to or removed from any
 // interface but skip (the dummy, whose addresses we manage), until done closes. A
 // node's NodePort addresses then follow its interfaces at once, where a periodic full
 // sync would lag by up to syncPeriod; kube-proxy re-reads them on every sync instead.
-// On a subscription error changed is called too, so a full sync re-reads everything.
+//
+// The skipped interface is known by its index, resolved once (and again only for a
+// notification from an index not seen before), so the dummy's own notifications cost no
+// netlink request each. A subscription error (ENOBUFS: notifications were lost) calls
+// changed once, so a full sync re-reads everything, and vishvananda/netlink then ends
+// the subscription: it is opened again after resubscribeDelay, until done.
 func WatchAddresses(skip string, done <-chan struct{}, changed func()) error {
-	ch := make(chan netlink.AddrUpdate, 256)
-	err := netlink.AddrSubscribeWithOptions(ch, done, netlink.AddrSubscribeOptions{ErrorCallback: func(error) { changed() }})
+	var skipIndex atomic.Int32 // 0: not known yet
+	open := func() (chan netlink.AddrUpdate, error) {
+		ch := make(chan netlink.AddrUpdate, 1024)
+		err := subscribe(ch, done, netlink.AddrSubscribeOptions{ErrorCallback: func(error) { changed() }, ReceiveBufferSize: watchBuffer})
+		return ch, wrapErr("subscribe to address changes", err)
+	}
+	ch, err := open()
 	if err != nil {
-		return wrapErr("subscribe to address changes", err)
+		return err
 	}
 	go func() {
-		for u := range ch {
-			if l, err := netlink.LinkByIndex(u.LinkIndex); err == nil && l.Attrs().Name == skip {
-				continue
+		for {
+			for u := range ch {
+				if idx := int32(u.LinkIndex); idx == skipIndex.Load() {
+					continue
+				} else if l, err := netlink.LinkByIndex(u.LinkIndex); err == nil && l.Attrs().Name == skip {
+					skipIndex.Store(idx)
+					continue
+				}
+				changed()
 			}
-			changed()
+			// The subscription ended: done closed, or an error ended it.
+			for {
+				select {
+				case <-done:
+					return
+				case <-time.After(resubscribeDelay):
+				}
+				if ch, err = open(); err == nil {
+					changed() // what happened while unsubscribed
+					break
+				}
+			}
 		}
 	}()
 	return nil

@@ -1,10 +1,13 @@
 package linux
 
 import (
+	"errors"
 	"net/netip"
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/vishvananda/netlink"
 )
 
 // TestWatchAddressesReal: an address added on an interface is reported; one added on the
@@ -39,5 +42,45 @@ func TestWatchAddressesReal(t *testing.T) {
 	}
 	if calls.Load() == 0 {
 		t.Error("no call after an address was added")
+	}
+}
+
+// TestWatchAddressesResubscribes: vishvananda/netlink ends an address subscription on
+// its first receive error (ENOBUFS when notifications overflow the socket); the watch
+// must open a new one and ask for a full sync, not stop following the node's addresses.
+func TestWatchAddressesResubscribes(t *testing.T) {
+	defer func(s func(chan<- netlink.AddrUpdate, <-chan struct{}, netlink.AddrSubscribeOptions) error, d time.Duration) {
+		subscribe, resubscribeDelay = s, d
+	}(subscribe, resubscribeDelay)
+	resubscribeDelay = time.Millisecond
+	subs := make(chan chan<- netlink.AddrUpdate, 4)
+	var opts []netlink.AddrSubscribeOptions
+	subscribe = func(ch chan<- netlink.AddrUpdate, _ <-chan struct{}, o netlink.AddrSubscribeOptions) error {
+		opts = append(opts, o)
+		subs <- ch
+		return nil
+	}
+	done := make(chan struct{})
+	defer close(done)
+	changed := make(chan struct{}, 16)
+	if err := WatchAddresses("skipme", done, func() { changed <- struct{}{} }); err != nil {
+		t.Fatal(err)
+	}
+	first := <-subs
+	opts[0].ErrorCallback(errors.New("Receive failed: no buffer space available"))
+	close(first) // what the library does after the error
+	<-changed    // the error's own call
+	select {
+	case <-subs:
+	case <-time.After(30 * time.Second):
+		t.Fatal("no new subscription after the first one ended")
+	}
+	select {
+	case <-changed:
+	case <-time.After(30 * time.Second):
+		t.Fatal("no full sync asked for after resubscribing")
+	}
+	if opts[0].ReceiveBufferSize < 1<<20 {
+		t.Errorf("receive buffer %d, want a large one", opts[0].ReceiveBufferSize)
 	}
 }
