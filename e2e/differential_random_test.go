@@ -32,7 +32,7 @@ func TestRandomDifferential(t *testing.T) {
 			// Settled once the last Service created is programmed. The README's ITP=Local
 			// row: without a local endpoint an externally reachable Service's ClusterIP
 			// has no real servers here, kube-proxy's IPVS mode falls back to remote ones.
-			compareWithKubeProxy(t, last, func(l string) bool {
+			_, _ = compareWithKubeProxy(t, last, func(l string) bool {
 				for _, vip := range fallback {
 					if strings.HasPrefix(l, "rs ") && (strings.Contains(l, " "+vip+" -> ") || strings.HasPrefix(vip, ":") && strings.Contains(l, vip+" -> ")) {
 						return true

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	dto "github.com/prometheus/client_model/go"
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
@@ -51,6 +52,7 @@ func deliberate(line string) bool {
 		"KUBE-NO-ENDPOINTS",         // no-endpoint Services are REJECTed (kubernetes#78994)
 		"KUBE-EXTERNAL-NO-LOCAL-EP", // ETP=Local without a local endpoint drops outside traffic
 		"KUBE-6-",                   // we keep both families' sets; kube-proxy only its families'
+		"KUBE-SERVICE-IPS",          // every Service's ClusterIP, for the unallocated-ClusterIP check
 		" 169.254.",                 // no NodePorts on link-local addresses (the pods' veth gateway here)
 	} {
 		if strings.Contains(line, s) {
@@ -86,7 +88,8 @@ func TestDifferentialAgainstKubeProxy(t *testing.T) {
 	}
 	createService(t, &v1.Service{ObjectMeta: metav1.ObjectMeta{Name: "diff-empty"}}, 80, v1.ProtocolTCP)
 
-	compareWithKubeProxy(t, "203.0.113.50:80", nil)
+	ours, theirs := compareWithKubeProxy(t, "203.0.113.50:80", nil)
+	compareMetrics(t, ours, theirs)
 }
 
 // compareWithKubeProxy starts both proxies from a wiped node (so neither sees what
@@ -96,7 +99,8 @@ func TestDifferentialAgainstKubeProxy(t *testing.T) {
 // back to ipvs-proxier when the test ends.
 //
 // also, when not nil, marks more lines as deliberate for this state.
-func compareWithKubeProxy(t *testing.T, want string, also func(line string) bool) {
+// It returns both proxies' /metrics as scraped once each state settled.
+func compareWithKubeProxy(t *testing.T, want string, also func(line string) bool) (ours, theirs map[string]*dto.MetricFamily) {
 	t.Helper()
 	t.Cleanup(func() { restoreNode(t) })
 	wipeNode(t)
@@ -121,16 +125,18 @@ func compareWithKubeProxy(t *testing.T, want string, also func(line string) bool
 		}
 		return cur
 	}
-	ours := settled(want)
+	oursView := settled(want)
+	ours = scrape(t)
 
 	wipeNode(t)
 	startKubeProxy(t, "ipvs")
-	theirs := settled(want)
+	theirsView := settled(want)
+	theirs = scrape(t)
 	stopKubeProxy(t)
 
 	var onlyOurs, onlyTheirs, allowed []string
-	for _, l := range ours {
-		if !slices.Contains(theirs, l) {
+	for _, l := range oursView {
+		if !slices.Contains(theirsView, l) {
 			if deliberate(l) || also != nil && also(l) {
 				allowed = append(allowed, "+ "+l)
 			} else {
@@ -138,8 +144,8 @@ func compareWithKubeProxy(t *testing.T, want string, also func(line string) bool
 			}
 		}
 	}
-	for _, l := range theirs {
-		if !slices.Contains(ours, l) {
+	for _, l := range theirsView {
+		if !slices.Contains(oursView, l) {
 			if deliberate(l) || also != nil && also(l) {
 				allowed = append(allowed, "- "+l)
 			} else {
@@ -148,9 +154,10 @@ func compareWithKubeProxy(t *testing.T, want string, also func(line string) bool
 		}
 	}
 	t.Logf("compared %d lines of ours with %d of kube-proxy's; deliberate differences (+ ours only, - theirs only):\n%s",
-		len(ours), len(theirs), strings.Join(allowed, "\n"))
+		len(oursView), len(theirsView), strings.Join(allowed, "\n"))
 	if len(onlyOurs)+len(onlyTheirs) > 0 {
 		t.Errorf("differences from kube-proxy:\n--- only ipvs-proxier\n%s\n--- only kube-proxy\n%s",
 			strings.Join(onlyOurs, "\n"), strings.Join(onlyTheirs, "\n"))
 	}
+	return ours, theirs
 }

@@ -75,6 +75,10 @@ type Config struct {
 	// BridgeInterface and InterfaceNamePrefix are detectLocal's settings for the
 	// BridgeInterface and InterfaceNamePrefix modes.
 	BridgeInterface, InterfaceNamePrefix string
+	// ServiceCIDRs are the ranges ClusterIPs are allocated from (the cluster's
+	// ServiceCIDR objects, else --service-cluster-ip-range): new connections to an
+	// address in them that no Service holds are rejected. Empty: no such check.
+	ServiceCIDRs []netip.Prefix
 	// NodePodCIDRs are the Node's spec.podCIDRs, for LocalMode NodeCIDR (filled from the
 	// Node by the syncer, and followed when it changes).
 	NodePodCIDRs []netip.Prefix

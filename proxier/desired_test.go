@@ -102,6 +102,12 @@ func TestRenderRules(t *testing.T) {
 			c.LocalMode, c.ClusterCIDRs = LocalModeClusterCIDR, mustPrefixes("fd00:10::/48", "10.244.0.0/16", "10.245.0.0/16")
 		}), kernel.IPv4,
 			[]string{"! -s 10.244.0.0/16 -j KUBE-MARK-MASQ", "-A KUBE-EXTERNAL-NO-LOCAL -s 10.244.0.0/16 -j RETURN"}, []string{"10.245.0.0/16"}},
+		{"unallocated ClusterIPs in the service CIDRs are rejected", testConfig(func(c *Config) { c.ServiceCIDRs = mustPrefixes("fd00:96::/108", "10.96.0.0/16") }), kernel.IPv4,
+			[]string{`-A KUBE-CLUSTER-IPS-CHECK -d 10.96.0.0/16 -m set ! --match-set KUBE-SERVICE-IPS dst -m comment --comment "unallocated ClusterIP" -j REJECT`,
+				"-A FORWARD -m comment --comment \"kubernetes unallocated cluster ips\" -m conntrack --ctstate NEW -j KUBE-CLUSTER-IPS-CHECK",
+				"-A OUTPUT -m comment --comment \"kubernetes unallocated cluster ips\" -m conntrack --ctstate NEW -j KUBE-CLUSTER-IPS-CHECK"},
+			[]string{"fd00:96::/108"}},
+		{"no service CIDR: no check", testConfig(), kernel.IPv4, nil, []string{"-A KUBE-CLUSTER-IPS-CHECK -d"}},
 		// 0-31 are valid bits, as in kube-proxy; 0 once silently became 14.
 		{"masquerade bit 0", testConfig(func(c *Config) { bit := 0; c.MasqueradeBit = &bit }), kernel.IPv4,
 			[]string{"-A KUBE-MARK-MASQ -j MARK --or-mark 0x00000001", "-m mark --mark 0x00000001/0x00000001"}, []string{"0x00004000"}},

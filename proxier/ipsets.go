@@ -28,7 +28,7 @@ const (
 	setIPVSIPs             = "KUBE-IPVS-IPS"
 )
 
-// ipset names of our own, for the two rules kube-proxy lacks.
+// ipset names of our own, for the rules kube-proxy's IPVS mode lacks.
 const (
 	// setNoEndpoints holds VIP,proto:port of virtual servers with no usable real server;
 	// new connections to them are rejected at once (kubernetes#78994).
@@ -36,6 +36,9 @@ const (
 	// setExternalNoLocal holds external VIP,proto:port of ETP=Local services with no local
 	// endpoint; traffic from outside the cluster to them is dropped (kubernetes#93456).
 	setExternalNoLocal = "KUBE-EXTERNAL-NO-LOCAL-EP"
+	// setServiceIPs holds every Service's ClusterIPs, whichever proxy serves it: traffic
+	// to an address of the service CIDRs outside it is rejected (unallocated.go).
+	setServiceIPs = "KUBE-SERVICE-IPS"
 )
 
 // Set capacity: at least 262,144 entries; kube-proxy's 65,536 overflows at scale.
@@ -73,6 +76,7 @@ var setDefs = []setDef{
 	{setIPVSIPs, kernel.HashIP, "Addresses on the ipvs interface"},
 	{setNoEndpoints, kernel.HashIPPort, "ipvs-proxier service ip + port with no endpoints, rejected"},
 	{setExternalNoLocal, kernel.HashIPPort, "ipvs-proxier external ip + port with externalTrafficPolicy=local and no local endpoint"},
+	{setServiceIPs, kernel.HashIP, "ipvs-proxier every Service's cluster ip, whichever proxy serves it"},
 }
 
 // SetName returns the family's name for a base (IPv4) set name: IPv6 sets use

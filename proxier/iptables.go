@@ -28,7 +28,8 @@ const (
 // RuleChains lists our chains per table, in the order they are declared.
 var RuleChains = map[string][]string{
 	"nat":    {chainServices, chainPostrouting, chainNodePort, chainLoadBalancer, chainMarkMasq},
-	"filter": {chainForward, chainNodePort, chainProxyFirewall, chainSourceRangeFirewall, chainIPVSFilter, chainIPVSOutFilter, chainExternalNoLocal},
+	"filter": {chainForward, chainNodePort, chainProxyFirewall, chainSourceRangeFirewall, chainIPVSFilter, chainIPVSOutFilter, chainExternalNoLocal,
+		chainClusterIPsCheck},
 }
 
 // RenderRules renders the iptables rules of one family as iptables-restore input holding
@@ -104,6 +105,8 @@ func RenderRules(cfg *Config, f kernel.Family, outFilters []OutFilter) string {
 	w(`-A FORWARD -m comment --comment "kube-proxy firewall rules" -j %s`, chainProxyFirewall)
 	w(`-A FORWARD -m comment --comment "kubernetes forwarding rules" -j %s`, chainForward)
 	w(`-A OUTPUT -m comment --comment "kubernetes ipvs access filter" -j %s`, chainIPVSOutFilter)
+	w(`-A FORWARD -m comment --comment "kubernetes unallocated cluster ips" -m conntrack --ctstate NEW -j %s`, chainClusterIPsCheck)
+	w(`-A OUTPUT -m comment --comment "kubernetes unallocated cluster ips" -m conntrack --ctstate NEW -j %s`, chainClusterIPsCheck)
 	w(`-A %s -m comment --comment "kubernetes forwarding rules" -m mark --mark %s/%s -j ACCEPT`, chainForward, mark, mark)
 	w(`-A %s -m comment --comment "kubernetes forwarding conntrack rule" -m conntrack --ctstate RELATED,ESTABLISHED -j ACCEPT`, chainForward)
 	w("-A %s -m set --match-set %s dst -j ACCEPT", chainNodePort, set(setHealthCheckNodePort))
@@ -132,6 +135,7 @@ func RenderRules(cfg *Config, f kernel.Family, outFilters []OutFilter) string {
 	}
 	w("-A %s -m addrtype --src-type LOCAL -j RETURN", chainExternalNoLocal)
 	w(`-A %s -m comment --comment "externalTrafficPolicy=Local and no local endpoint" -j DROP`, chainExternalNoLocal)
+	renderClusterIPsCheck(cfg, f, w)
 	w("COMMIT")
 	return b.String()
 }

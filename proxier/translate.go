@@ -39,11 +39,20 @@ func Skip(cfg *Config, svc *v1.Service) string {
 // never panics on malformed input: bad parts are skipped and listed in Problems.
 func Translate(cfg *Config, key ServiceKey, svc *v1.Service, epSlices []*discovery.EndpointSlice) *ServiceState {
 	st := &ServiceState{Key: key}
-	if svc == nil || Skip(cfg, svc) != "" {
+	if svc == nil {
+		return st
+	}
+	if reason := Skip(cfg, svc); reason != "" {
+		if _, other := svc.Labels[LabelServiceProxyName]; other {
+			// Another proxy serves it, but its ClusterIPs are allocated all the same.
+			st.Members = allocatedMembers(svc)
+			st.normalize()
+		}
 		return st
 	}
 	t := translator{cfg: cfg, svc: svc, st: st}
 	t.run(epSlices)
+	st.Members = append(st.Members, allocatedMembers(svc)...)
 	st.normalize()
 	return st
 }

@@ -456,7 +456,6 @@ func TestTranslateSkips(t *testing.T) {
 	}{
 		{"headless", nil, makeService("ns", "s", withClusterIPs("None"))},
 		{"ExternalName", nil, makeService("ns", "s", func(s *v1.Service) { s.Spec.Type = v1.ServiceTypeExternalName })},
-		{"another proxy's service", nil, makeService("ns", "s", func(s *v1.Service) { s.Labels = map[string]string{LabelServiceProxyName: "other"} })},
 		{"nil service (deleted)", nil, nil},
 	}
 	for _, tc := range cases {
@@ -467,6 +466,18 @@ func TestTranslateSkips(t *testing.T) {
 			}
 		})
 	}
+	// Another proxy serves it: nothing is programmed but its ClusterIPs count as allocated,
+	// so the unallocated-ClusterIP check never rejects that proxy's traffic.
+	t.Run("another proxy's service", func(t *testing.T) {
+		svc := makeService("ns", "s", withClusterIPs("10.20.30.41", "fd00:20::41"), func(s *v1.Service) { s.Labels = map[string]string{LabelServiceProxyName: "other"} })
+		st := Translate(testConfig(), ServiceKey{"ns", "s"}, svc, []*discovery.EndpointSlice{makeSlice("ns", "s", "s1", v1.ProtocolTCP, ep{ip: "10.0.0.1"})})
+		want := []kernel.Member{{Set: "KUBE-SERVICE-IPS", Entry: kernel.SetEntry{IP: netip.MustParseAddr("10.20.30.41")}},
+			{Set: "KUBE-6-SERVICE-IPS", Entry: kernel.SetEntry{IP: netip.MustParseAddr("fd00:20::41")}}}
+		slices.SortFunc(want, compareMembers)
+		if len(st.VirtualServers)+len(st.Bind) != 0 || !slices.Equal(st.Members, want) {
+			t.Errorf("want only the allocated ClusterIPs, got\n%s", st)
+		}
+	})
 	t.Run("our own proxy name is served", func(t *testing.T) {
 		cfg := testConfig(func(c *Config) { c.ServiceProxyName = "ipvs-proxier" })
 		svc := makeService("ns", "s", func(s *v1.Service) { s.Labels = map[string]string{LabelServiceProxyName: "ipvs-proxier"} })

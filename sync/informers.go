@@ -30,6 +30,8 @@ type InformerSource struct {
 	services cache.SharedIndexInformer
 	slices   cache.SharedIndexInformer
 	nodes    cache.SharedIndexInformer
+	// cidrs watches ServiceCIDRs (servicecidrs.go); not waited for by HasSynced.
+	cidrs    cache.SharedIndexInformer
 	nodeName string
 	// onError is OnWatchError's function, set before Start.
 	onError func(error)
@@ -117,6 +119,7 @@ func NewInformerSource(client kubernetes.Interface, nodeName string, resync time
 		},
 		DeleteFunc: func(any) { tracker.AllChanged() },
 	})
+	s.watchServiceCIDRs(client, resync, tracker)
 	return s
 }
 
@@ -169,7 +172,7 @@ func mustRequirement(label string) labels.Requirement {
 
 // Start starts the informers; they stop when stop closes.
 func (s *InformerSource) Start(stop <-chan struct{}) {
-	for _, inf := range []cache.SharedIndexInformer{s.services, s.slices, s.nodes} {
+	for _, inf := range []cache.SharedIndexInformer{s.services, s.slices, s.nodes, s.cidrs} {
 		go inf.Run(stop)
 	}
 }

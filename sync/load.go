@@ -8,6 +8,7 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	discovery "k8s.io/api/discovery/v1"
+	networking "k8s.io/api/networking/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"k8s.io/client-go/kubernetes/scheme"
@@ -58,7 +59,7 @@ func (l *loader) decode(raw []byte, where string) error {
 		if gvk != nil {
 			kind = gvk.String()
 		}
-		l.note("%s: kind %s is not a Service, EndpointSlice or Node; skipped", where, kind)
+		l.note("%s: kind %s is not a Service, EndpointSlice, Node or ServiceCIDR; skipped", where, kind)
 		return nil
 	case err != nil:
 		return fmt.Errorf("%s: %w", where, err)
@@ -97,7 +98,13 @@ func (l *loader) add(obj runtime.Object, where string) {
 		for i := range o.Items {
 			l.add(&o.Items[i], where)
 		}
+	case *networking.ServiceCIDR:
+		l.src.AddServiceCIDRs(o)
+	case *networking.ServiceCIDRList:
+		for i := range o.Items {
+			l.add(&o.Items[i], where)
+		}
 	default:
-		l.note("%s: kind %T is not a Service, EndpointSlice or Node; skipped", where, obj)
+		l.note("%s: kind %T is not a Service, EndpointSlice, Node or ServiceCIDR; skipped", where, obj)
 	}
 }

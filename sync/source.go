@@ -7,6 +7,7 @@ package sync
 import (
 	v1 "k8s.io/api/core/v1"
 	discovery "k8s.io/api/discovery/v1"
+	"net/netip"
 
 	"github.com/ipvs-proxier/ipvs-proxier/proxier"
 )
@@ -24,6 +25,10 @@ type Source interface {
 	ServiceKeys() []proxier.ServiceKey
 	// Node returns this node's Node object, or nil.
 	Node() *v1.Node
+	// ServiceCIDRs returns the ranges of the cluster's ServiceCIDR objects, or nil
+	// while none are known (their informer is not needed to sync: an API server or a
+	// ClusterRole without them must not keep the node unprogrammed).
+	ServiceCIDRs() []netip.Prefix
 }
 
 // SliceServiceKey returns the Service an EndpointSlice belongs to, from its

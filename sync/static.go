@@ -2,11 +2,13 @@ package sync
 
 import (
 	"maps"
+	"net/netip"
 	"slices"
 	gosync "sync"
 
 	v1 "k8s.io/api/core/v1"
 	discovery "k8s.io/api/discovery/v1"
+	networking "k8s.io/api/networking/v1"
 
 	"github.com/ipvs-proxier/ipvs-proxier/proxier"
 )
@@ -18,6 +20,7 @@ type StaticSource struct {
 	services map[proxier.ServiceKey]*v1.Service
 	slices   map[proxier.ServiceKey]map[string]*discovery.EndpointSlice
 	node     *v1.Node
+	cidrs    []netip.Prefix
 }
 
 // NewStaticSource returns an empty source.
@@ -119,4 +122,29 @@ func (s *StaticSource) Node() *v1.Node {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	return s.node
+}
+
+// SetServiceCIDRs sets what ServiceCIDRs returns.
+func (s *StaticSource) SetServiceCIDRs(cidrs []netip.Prefix) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.cidrs = cidrs
+}
+
+// ServiceCIDRs implements Source.
+func (s *StaticSource) ServiceCIDRs() []netip.Prefix {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	return s.cidrs
+}
+
+// AddServiceCIDRs adds the ranges of a ServiceCIDR object to ServiceCIDRs.
+func (s *StaticSource) AddServiceCIDRs(o *networking.ServiceCIDR) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, c := range o.Spec.CIDRs {
+		if p, err := netip.ParsePrefix(c); err == nil && !slices.Contains(s.cidrs, p.Masked()) {
+			s.cidrs = append(s.cidrs, p.Masked())
+		}
+	}
 }

@@ -92,7 +92,7 @@ func TestOperationCounts(t *testing.T) {
 		}
 	}
 	step("no change", map[string]int{}, func() { h.tracker.ServiceChanged(proxier.ServiceKey{Namespace: "bench", Name: "svc-1"}) })
-	step("new service", map[string]int{"AddVirtualServer": 1, "AddRealServer": 1, "BindAddress": 1, "AddEntry": 2}, func() {
+	step("new service", map[string]int{"AddVirtualServer": 1, "AddRealServer": 1, "BindAddress": 1, "AddEntry": 3}, func() { // KUBE-CLUSTER-IP, KUBE-IPVS-IPS, KUBE-SERVICE-IPS
 		h.tracker.ServiceChanged(h.src.SetService(svc("bench", "new", "10.99.0.1", 80, v1.ProtocolTCP)))
 		h.src.SetSlice(slice("bench", "new", "new-1", 80, v1.ProtocolTCP, "10.1.1.1"))
 	})
@@ -100,7 +100,7 @@ func TestOperationCounts(t *testing.T) {
 		h.src.SetSlice(slice("bench", "new", "new-1", 80, v1.ProtocolTCP))
 		h.tracker.ServiceChanged(proxier.ServiceKey{Namespace: "bench", Name: "new"})
 	})
-	step("delete service", map[string]int{"DeleteVirtualServer": 1, "UnbindAddress": 1, "DelEntry": 3}, func() {
+	step("delete service", map[string]int{"DeleteVirtualServer": 1, "UnbindAddress": 1, "DelEntry": 4}, func() {
 		h.src.DeleteService(proxier.ServiceKey{Namespace: "bench", Name: "new"})
 		h.tracker.ServiceChanged(proxier.ServiceKey{Namespace: "bench", Name: "new"})
 	})

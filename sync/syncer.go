@@ -258,6 +258,10 @@ func (s *Syncer) nodeConfig() proxier.Config {
 	if cfg.LocalMode == proxier.LocalModeNodeCIDR {
 		cfg.NodePodCIDRs = NodePodCIDRs(node)
 	}
+	// The cluster's ServiceCIDR objects, when known, win over --service-cluster-ip-range.
+	if cidrs := s.src.ServiceCIDRs(); len(cidrs) > 0 {
+		cfg.ServiceCIDRs = cidrs
+	}
 	if s.opts.NodePortPrimary {
 		cfg.NodePortAddresses = slices.Clone(cfg.NodePortAddresses)
 		for _, ip := range cfg.PrimaryIPs {

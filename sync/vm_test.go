@@ -493,6 +493,45 @@ ip netns exec client ip addr add 10.0.5.4/24 dev eth0 && ip netns exec client ip
 			t.Errorf("first datagram after the replacement: %q %v (want pod2)", got, err)
 		}
 	})
+	t.Run("an unallocated ClusterIP is refused at once; an allocated one answers", func(t *testing.T) {
+		refused := func(ns string) error {
+			if ns == "" {
+				c, err := net.DialTimeout("tcp", "10.96.99.99:80", 3*time.Second)
+				if err == nil {
+					c.Close()
+				}
+				return err
+			}
+			_, err := askIn(t, ns, "", "10.96.99.99:80")
+			return err
+		}
+		// Without service CIDRs the connection leaves towards the VM's default route.
+		if err := refused("client"); errors.Is(err, syscall.ECONNREFUSED) {
+			t.Fatalf("refused before the check existed: %v", err)
+		}
+		s.mu.Lock()
+		s.opts.Config.ServiceCIDRs = []netip.Prefix{netip.MustParsePrefix("10.96.0.0/16")}
+		s.mu.Unlock()
+		defer func() {
+			s.mu.Lock()
+			s.opts.Config.ServiceCIDRs = nil
+			s.mu.Unlock()
+			tracker.AllChanged()
+			_ = s.Sync()
+		}()
+		tracker.AllChanged()
+		if err := s.Sync(); err != nil {
+			t.Fatal(err)
+		}
+		for _, ns := range []string{"client", "pod1", ""} { // forwarded from outside, from a pod, and the node's own (OUTPUT)
+			if err := refused(ns); !errors.Is(err, syscall.ECONNREFUSED) {
+				t.Errorf("from %q: %v, want connection refused", ns, err)
+			}
+		}
+		if got, err := ask(t, "10.96.0.10:80"); err != nil || got == "" {
+			t.Errorf("allocated ClusterIP 10.96.0.10: %q %v", got, err)
+		}
+	})
 	t.Run("the UDP conntrack reconcile removes a stale flow made by hand", func(t *testing.T) {
 		conn, err := ct.Dial(nil)
 		if err != nil {

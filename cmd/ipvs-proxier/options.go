@@ -25,6 +25,7 @@ type options struct {
 	minSyncPeriod    time.Duration
 	syncPeriod       time.Duration
 	clusterCIDR      string
+	serviceCIDRs     string
 	// detectLocalMode, podBridge and podIfPrefix are kube-proxy's local-traffic detector.
 	detectLocalMode   string
 	podBridge         string
@@ -86,6 +87,7 @@ func newOptions(name string) *options {
 	fs.DurationVar(&o.syncPeriod, "sync-period", 30*time.Second, "longest time between two full syncs")
 	fs.DurationVar(&o.syncPeriod, "ipvs-sync-period", 30*time.Second, "alias of --sync-period")
 	fs.StringVar(&o.clusterCIDR, "cluster-cidr", "", "pod CIDRs, comma-separated: traffic from them is in-cluster")
+	fs.StringVar(&o.serviceCIDRs, "service-cluster-ip-range", "", "Service CIDRs, comma-separated, for the unallocated-ClusterIP check when the cluster has no ServiceCIDR objects (kube-apiserver's flag)")
 	fs.StringVar(&o.detectLocalMode, "detect-local-mode", "", "how pod traffic is told apart: ClusterCIDR (the default), NodeCIDR, BridgeInterface or InterfaceNamePrefix")
 	fs.StringVar(&o.podBridge, "pod-bridge-interface", "", "with --detect-local-mode=BridgeInterface: traffic in from this bridge is pod traffic")
 	fs.StringVar(&o.podIfPrefix, "pod-interface-name-prefix", "", "with --detect-local-mode=InterfaceNamePrefix: traffic in from interfaces named so is pod traffic")
@@ -192,6 +194,10 @@ func (o *options) resolve(hostname func() (string, error)) (*resolved, error) {
 	if err != nil {
 		return nil, err
 	}
+	serviceCIDRs, err := o.parsePrefixes("service-cluster-ip-range", strings.Split(o.serviceCIDRs, ","))
+	if err != nil {
+		return nil, err
+	}
 	localMode := proxier.LocalMode(strings.TrimSpace(o.detectLocalMode))
 	if err := proxier.ValidateLocalDetect(localMode, o.podBridge, o.podIfPrefix); err != nil {
 		return nil, fmt.Errorf("%s: %w", o.origin("detect-local-mode"), err)
@@ -231,7 +237,7 @@ func (o *options) resolve(hostname func() (string, error)) (*resolved, error) {
 		NodeName: r.nodeName, NodeIPs: ips, NodePortAddresses: nodePortCIDRs,
 		Families: []kernel.Family{kernel.IPv4, kernel.IPv6}, Scheduler: o.scheduler,
 		MasqueradeAll: o.masqueradeAll, ClusterCIDRs: clusterCIDRs, ServiceProxyName: o.serviceProxyName,
-		LocalMode: localMode, BridgeInterface: o.podBridge, InterfaceNamePrefix: o.podIfPrefix,
+		LocalMode: localMode, BridgeInterface: o.podBridge, InterfaceNamePrefix: o.podIfPrefix, ServiceCIDRs: serviceCIDRs,
 		DummyDevice: o.dummyDevice, MasqueradeBit: &o.masqueradeBit, MaxEndpoints: o.maxEndpoints,
 	}.WithDefaults()
 	// Real servers are re-read over 10 full syncs (5 min at the default syncPeriod): at

@@ -148,6 +148,13 @@ func loadCluster(o *options, src *sync.StaticSource, node string, errOut io.Writ
 	for i := range slices.Items {
 		src.SetSlice(&slices.Items[i])
 	}
+	if cidrs, err := c.NetworkingV1().ServiceCIDRs().List(ctx, metav1.ListOptions{}); err == nil {
+		for i := range cidrs.Items {
+			src.AddServiceCIDRs(&cidrs.Items[i])
+		}
+	} else {
+		fmt.Fprintf(errOut, "warning: ServiceCIDRs: %v (the unallocated-ClusterIP check uses --service-cluster-ip-range)\n", err)
+	}
 	n, err := c.CoreV1().Nodes().Get(ctx, node, metav1.GetOptions{})
 	if err == nil {
 		src.SetNode(n)

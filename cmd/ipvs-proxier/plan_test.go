@@ -21,7 +21,7 @@ func TestPlanTellsTheTruth(t *testing.T) {
 		}
 	}
 	for _, want := range []string{
-		"note: testdata/messy.yaml: document 3: kind example.com/v1, Kind=Widget is not a Service, EndpointSlice or Node; skipped",
+		"note: testdata/messy.yaml: document 3: kind example.com/v1, Kind=Widget is not a Service, EndpointSlice, Node or ServiceCIDR; skipped",
 		"note: testdata/messy.yaml: document 4: EndpointSlice shop/orphan has no kubernetes.io/service-name label; skipped",
 		"problem: Service shop/front: InvalidScheduler:",
 		`warning: no Node "test-node" in the input`,
