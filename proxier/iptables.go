@@ -27,7 +27,7 @@ const (
 
 // RuleChains lists our chains per table, in the order they are declared.
 var RuleChains = map[string][]string{
-	"nat":    {chainServices, chainPostrouting, chainNodePort, chainLoadBalancer, chainMarkMasq},
+	"nat": {chainServices, chainPostrouting, chainNodePort, chainLoadBalancer, chainMarkMasq},
 	"filter": {chainForward, chainNodePort, chainProxyFirewall, chainSourceRangeFirewall, chainIPVSFilter, chainIPVSOutFilter, chainExternalNoLocal,
 		chainClusterIPsCheck},
 }
