@@ -26,9 +26,9 @@ var configFields = []string{
 	"detectLocal.bridgeInterface", "detectLocal.interfaceNamePrefix",
 	"clientConnection.kubeconfig", "clientConnection.qps", "clientConnection.burst", "bindAddress",
 	// Accepted and harmless: they tune things ipvs-proxier does its own way.
-	"clientConnection.contentType", "clientConnection.acceptContentTypes",
+	"clientConnection.contentType", "clientConnection.acceptContentTypes", "configSyncPeriod",
 	"bindAddressHardFail",
-	"configSyncPeriod", "oomScoreAdj", "enableProfiling", "showHiddenMetricsForVersion", "logging",
+	"oomScoreAdj", "enableProfiling", "showHiddenMetricsForVersion", "logging",
 	"iptables.syncPeriod", "iptables.minSyncPeriod", "iptables.localhostNodePorts",
 }
 
@@ -133,6 +133,7 @@ func (o *options) applyConfig(data []byte) ([]string, error) {
 		{"ipvs-tcp-timeout", []string{"ipvs.tcpTimeout"}, []int64{int64(c.IPVS.TCPTimeout.Duration)}, (*int64)(&o.tcpTimeout)},
 		{"ipvs-tcpfin-timeout", []string{"ipvs.tcpFinTimeout"}, []int64{int64(c.IPVS.TCPFinTimeout.Duration)}, (*int64)(&o.tcpFinTimeout)},
 		{"ipvs-udp-timeout", []string{"ipvs.udpTimeout"}, []int64{int64(c.IPVS.UDPTimeout.Duration)}, (*int64)(&o.udpTimeout)},
+		{"config-sync-period", []string{"configSyncPeriod"}, []int64{int64(c.ConfigSyncPeriod.Duration)}, (*int64)(&o.configSyncPeriod)},
 	} {
 		for i, v := range d.vals {
 			if v < 0 {

@@ -14,7 +14,7 @@ import (
 // are accepted, so that a reused kube-proxy command line never crash-loops on "unknown
 // flag", and any that is given is named in one warning.
 var kubeProxyOnly = []string{
-	"bind-address-hard-fail", "config-sync-period", "feature-gates", "healthz-port", "iptables-localhost-nodeports",
+	"bind-address-hard-fail", "feature-gates", "healthz-port", "iptables-localhost-nodeports",
 	"iptables-min-sync-period", "iptables-sync-period", "log-flush-frequency",
 	"log-json-info-buffer-size", "log-json-split-stream", "log-text-info-buffer-size", "log-text-split-stream",
 	"logging-format", "metrics-port",

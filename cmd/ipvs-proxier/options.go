@@ -24,6 +24,8 @@ type options struct {
 	scheduler        string
 	minSyncPeriod    time.Duration
 	syncPeriod       time.Duration
+	// configSyncPeriod is the informers\' resync period (kube-proxy\'s configSyncPeriod).
+	configSyncPeriod time.Duration
 	clusterCIDR      string
 	serviceCIDRs     string
 	// detectLocalMode, podBridge and podIfPrefix are kube-proxy's local-traffic detector.
@@ -91,6 +93,7 @@ func newOptions(name string) *options {
 	fs.StringVar(&o.detectLocalMode, "detect-local-mode", "", "how pod traffic is told apart: ClusterCIDR (the default), NodeCIDR, BridgeInterface or InterfaceNamePrefix")
 	fs.StringVar(&o.podBridge, "pod-bridge-interface", "", "with --detect-local-mode=BridgeInterface: traffic in from this bridge is pod traffic")
 	fs.StringVar(&o.podIfPrefix, "pod-interface-name-prefix", "", "with --detect-local-mode=InterfaceNamePrefix: traffic in from interfaces named so is pod traffic")
+	fs.DurationVar(&o.configSyncPeriod, "config-sync-period", 15*time.Minute, "how often the informers replay the objects they hold (kube-proxy's configSyncPeriod); > 0")
 	fs.StringSliceVar(&o.nodePortAddresses, "nodeport-addresses", nil, "CIDRs (or 'primary') of the node IPs NodePorts listen on; all when empty")
 	fs.BoolVar(&o.masqueradeAll, "masquerade-all", false, "SNAT all ClusterIP traffic")
 	fs.IntVar(&o.masqueradeBit, "iptables-masquerade-bit", proxier.DefaultMasqueradeBit, "fwmark bit that requests SNAT")
@@ -175,6 +178,10 @@ func (o *options) resolve(hostname func() (string, error)) (*resolved, error) {
 	}
 	if o.conntrackPressure <= 0 || o.conntrackPressure > 1 || o.conntrackInterval <= 0 {
 		return nil, fmt.Errorf("need 0 < --conntrack-pressure-threshold (%v) <= 1 and --conntrack-report-interval (%v) > 0", o.conntrackPressure, o.conntrackInterval)
+	}
+	// kube-proxy's validation: configSyncPeriod must be greater than 0.
+	if o.configSyncPeriod <= 0 {
+		return nil, fmt.Errorf("%s %v: must be greater than 0", o.origin("config-sync-period"), o.configSyncPeriod)
 	}
 	if o.maxEndpoints <= 0 {
 		return nil, fmt.Errorf("--max-endpoints-per-port %d: want > 0", o.maxEndpoints)

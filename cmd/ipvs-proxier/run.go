@@ -169,7 +169,7 @@ func runDaemon(args []string) error {
 		proxyHealth.Queued()
 		runner.Run()
 	})
-	src := sync.NewInformerSource(client, r.nodeName, 15*time.Minute, tracker, func(s *discovery.EndpointSlice) {
+	src := sync.NewInformerSource(client, r.nodeName, o.configSyncPeriod, tracker, func(s *discovery.EndpointSlice) {
 		events.Warn(proxier.Problem{Kind: "EndpointSlice", Namespace: s.Namespace, Name: s.Name, Reason: "MissingServiceName",
 			Message: "EndpointSlice has no " + discovery.LabelServiceName + " label; ignored"})
 	})

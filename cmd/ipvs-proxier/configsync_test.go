@@ -1,0 +1,46 @@
+package main
+
+import (
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestConfigSyncPeriod: kube-proxy's configSyncPeriod (file or --config-sync-period) is
+// the informers' resync period; 0s in the file (kubeadm writes it) keeps the 15m
+// default, and a flag of 0 is refused as kube-proxy's validation refuses it.
+func TestConfigSyncPeriod(t *testing.T) {
+	const head = "apiVersion: kubeproxy.config.k8s.io/v1alpha1\nkind: KubeProxyConfiguration\n"
+	for _, tc := range []struct {
+		name, conf string
+		flags      []string
+		want       time.Duration
+		err        string
+	}{
+		{"default", "", nil, 15 * time.Minute, ""},
+		{"kubeadm's 0s", "configSyncPeriod: 0s", nil, 15 * time.Minute, ""},
+		{"file", "configSyncPeriod: 5m", nil, 5 * time.Minute, ""},
+		{"flag over file", "configSyncPeriod: 5m", []string{"--config-sync-period=1h"}, time.Hour, ""},
+		{"flag 0", "", []string{"--config-sync-period=0"}, 0, "--config-sync-period 0s: must be greater than 0"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			o := newOptions("t")
+			if err := o.fs.Parse(tc.flags); err != nil {
+				t.Fatal(err)
+			}
+			if w, err := o.applyConfig([]byte(head + tc.conf + "\n")); err != nil || len(w) > 0 {
+				t.Fatalf("%v %v", w, err)
+			}
+			_, err := o.resolve(func() (string, error) { return "n", nil })
+			if tc.err != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.err) {
+					t.Fatalf("error %v, want %q", err, tc.err)
+				}
+				return
+			}
+			if err != nil || o.configSyncPeriod != tc.want {
+				t.Errorf("configSyncPeriod %v (%v), want %v", o.configSyncPeriod, err, tc.want)
+			}
+		})
+	}
+}
