@@ -8,6 +8,7 @@ import (
 	"net/netip"
 	"os"
 	"os/exec"
+	"regexp"
 	"runtime"
 	"strings"
 	"syscall"
@@ -417,7 +418,7 @@ ip netns exec client ip addr add 10.0.5.4/24 dev eth0 && ip netns exec client ip
 		setDetector := func(mode proxier.LocalMode, cidrs []netip.Prefix) {
 			t.Helper()
 			s.mu.Lock()
-			s.opts.Config.LocalMode, s.opts.Config.InterfaceNamePrefix, s.opts.Config.ClusterCIDRs = mode, "h-", cidrs
+			s.opts.Config.LocalMode, s.opts.Config.InterfaceNamePrefix, s.opts.Config.ClusterCIDRs = mode, "h-pod", cidrs
 			s.mu.Unlock()
 			tracker.AllChanged()
 			if err := s.Sync(); err != nil {
@@ -442,10 +443,11 @@ ip netns exec client ip addr add 10.0.5.4/24 dev eth0 && ip netns exec client ip
 		if f, err := askIn(t, "pod1", "", "10.0.5.1:30082"); err != nil || len(f) == 0 || f[0] != "pod2" {
 			t.Errorf("NodeCIDR: pod in the Node's pod CIDR: %v %v (want pod2)", f, err)
 		}
-		// The pods' host-side veths are h-pod1, h-pod2: the prefix finds them.
+		// The pods' host-side veths are h-pod1, h-pod2 (the client's is h-client): the
+		// prefix finds the pods only.
 		setDetector(proxier.LocalModeInterfaceNamePrefix, nil)
-		if out := sh(t, "iptables -S KUBE-EXTERNAL-NO-LOCAL; iptables -t nat -S KUBE-SERVICES"); !strings.Contains(out, "-A KUBE-EXTERNAL-NO-LOCAL -i h-+ -j RETURN") ||
-			!strings.Contains(out, "! -i h-+ -j KUBE-MARK-MASQ") {
+		if out := sh(t, "iptables -S KUBE-EXTERNAL-NO-LOCAL; iptables -t nat -S KUBE-SERVICES"); !strings.Contains(out, "-A KUBE-EXTERNAL-NO-LOCAL -i h-pod+ -j RETURN") ||
+			!regexp.MustCompile(`(?m)^-A KUBE-SERVICES ! -i h-pod\+ .*KUBE-CLUSTER-IP dst,dst -j KUBE-MARK-MASQ$`).MatchString(out) {
 			t.Errorf("rules:\n%s", out)
 		}
 		if f, err := askIn(t, "client", "", "10.0.5.1:30082"); err == nil {
@@ -471,8 +473,12 @@ ip netns exec client ip addr add 10.0.5.4/24 dev eth0 && ip netns exec client ip
 			busy, _ := hold(t, vip+":80")
 			other := map[string]string{"pod1": "10.244.0.12", "pod2": "10.244.0.11"}[busy]
 			update(t, name, nil, slice("default", name, name+"-1", 80, tcp, other))
-			if out := sh(t, "ipvsadm -Ln -t "+vip+":80"); !strings.Contains(out, "Masq    0      1") || !strings.Contains(out, "fallback") {
-				t.Fatalf("%s: want a draining server at weight 0 and the fallback flag:\n%s", sched, out)
+			out := sh(t, "ipvsadm -Ln -t "+vip+":80")
+			if !strings.Contains(out, "Masq    0      1") {
+				t.Fatalf("%s: want a draining server at weight 0:\n%s", sched, out)
+			}
+			if !strings.Contains(out, sched+"-fallback") {
+				t.Errorf("%s: no fallback flag:\n%s", sched, out)
 			}
 			for _, src := range sources {
 				if got, err := askFrom(t, src, vip+":80"); err != nil || got == busy {
@@ -505,9 +511,16 @@ ip netns exec client ip addr add 10.0.5.4/24 dev eth0 && ip netns exec client ip
 			_, err := askIn(t, ns, "", "10.96.99.99:80")
 			return err
 		}
-		// Without service CIDRs the connection leaves towards the VM's default route.
-		if err := refused("client"); errors.Is(err, syscall.ECONNREFUSED) {
-			t.Fatalf("refused before the check existed: %v", err)
+		// Unallocated addresses route out of the node (here into a dummy device, which
+		// drops them): without the check a connection times out. (Not back out of the
+		// client's link: the ICMP redirect the node then sends takes the rate-limit token
+		// the REJECT's error needs.)
+		sh(t, "ip link add sink type dummy && ip link set sink up && ip route add 10.96.0.0/16 dev sink")
+		defer sh(t, "ip link del sink")
+		for _, ns := range []string{"client", ""} {
+			if err := refused(ns); errors.Is(err, syscall.ECONNREFUSED) {
+				t.Fatalf("from %q: refused before the check existed: %v", ns, err)
+			}
 		}
 		s.mu.Lock()
 		s.opts.Config.ServiceCIDRs = []netip.Prefix{netip.MustParsePrefix("10.96.0.0/16")}
@@ -528,8 +541,8 @@ ip netns exec client ip addr add 10.0.5.4/24 dev eth0 && ip netns exec client ip
 				t.Errorf("from %q: %v, want connection refused", ns, err)
 			}
 		}
-		if got, err := ask(t, "10.96.0.10:80"); err != nil || got == "" {
-			t.Errorf("allocated ClusterIP 10.96.0.10: %q %v", got, err)
+		if got, err := ask(t, "10.96.0.20:80"); err != nil || got == "" { // sticky, served by both pods
+			t.Errorf("allocated ClusterIP 10.96.0.20: %q %v\n%s", got, err, sh(t, "iptables -L -v -n -x; ipset list KUBE-SERVICE-IPS"))
 		}
 	})
 	t.Run("the UDP conntrack reconcile removes a stale flow made by hand", func(t *testing.T) {
