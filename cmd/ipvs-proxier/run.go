@@ -159,7 +159,8 @@ func runDaemon(args []string) error {
 	m := metrics.New(metrics.Sources{
 		Counts: func() metrics.Counts { return syncer.Counts() }, Draining: func() int { return syncer.Draining() },
 		Pending: func() (int, int) { return tracker.PendingByKind() }, ChangesTotal: func() (uint64, uint64) { return tracker.Totals() },
-		NoLocal:  syncer.NoLocal,
+		// Closures, not method values: syncer is assigned below, after the metrics.
+		NoLocal:  func(f kernel.Family) (int, int) { return syncer.NoLocal(f) },
 		Families: r.cfg.Families,
 	})
 	k = kernel.Wrap(k, m.KernelHooks())
