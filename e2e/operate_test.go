@@ -65,8 +65,16 @@ func TestMetricsAndHealth(t *testing.T) {
 	vip := svc.Spec.ClusterIP + ":80"
 	waitIPVS(t, "created", func(s string) bool { return strings.Contains(s, vip) && strings.Contains(s, "10.244.0.11:80") })
 	labels := map[string]string{"namespace": "default", "name": "metered", "vip": svc.Spec.ClusterIP, "port": "80", "protocol": "TCP"}
-	fams := scrape(t)
-	before, ok := metricValue(fams, "ipvs_connections_total", labels)
+	// /metrics reads the snapshot the sync publishes when it ends, which can be a moment
+	// after ipvsadm shows its virtual server.
+	var fams map[string]*dto.MetricFamily
+	var before float64
+	ok := false
+	_ = waitFor(10*time.Second, func() bool {
+		fams = scrape(t)
+		before, ok = metricValue(fams, "ipvs_connections_total", labels)
+		return ok
+	})
 	if !ok {
 		t.Fatalf("no ipvs_connections_total%v", labels)
 	}
