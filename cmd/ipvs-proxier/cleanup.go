@@ -66,18 +66,31 @@ func runCleanup(args []string, out io.Writer) error {
 	}
 	ipt := linux.NewIptables(nil)
 	for _, f := range []kernel.Family{kernel.IPv4, kernel.IPv6} {
-		if *keepShared {
-			// Keep a shared chain only where kube-proxy took it over: in a family it
-			// does not serve (say IPv6 on an IPv4 node) the chain still holds our rules,
-			// which match our sets and would keep them from being destroyed.
-			using, err := ipt.ChainsMatchingSets(f, "KUBE-")
-			if err != nil {
-				errs = append(errs, err)
-				continue
+		// With kube-proxy running beside us (a rollback), it rewrites the shared chains
+		// and re-adds its jumps while we read and remove: a removal that raced with it
+		// (EBUSY on a chain it jumps to again) is read and tried again.
+		var n int
+		var err error
+		for attempt := 1; ; attempt++ {
+			if *keepShared {
+				// Keep a shared chain only where kube-proxy took it over: in a family it
+				// does not serve (say IPv6 on an IPv4 node) the chain still holds our
+				// rules, which match our sets and would keep them from being destroyed.
+				using, lerr := ipt.ChainsMatchingSets(f, "KUBE-")
+				if lerr != nil {
+					err = lerr
+					break
+				}
+				chains = chainsUnion(chainsMinus(proxier.RuleChains, linux.IptablesModeChains), chainsIntersect(proxier.RuleChains, using))
 			}
-			chains = chainsUnion(chainsMinus(proxier.RuleChains, linux.IptablesModeChains), chainsIntersect(proxier.RuleChains, using))
+			var m int
+			m, err = ipt.RemoveChains(f, chains, prefixes)
+			n += m
+			if err == nil || attempt == cleanupAttempts {
+				break
+			}
+			time.Sleep(cleanupRetryDelay)
 		}
-		n, err := ipt.RemoveChains(f, chains, prefixes)
 		errs = append(errs, err)
 		fmt.Fprintf(out, "%s iptables chains removed (%s): %d\n", f, ipt.Mode(), n)
 	}
@@ -93,6 +106,13 @@ func runCleanup(args []string, out io.Writer) error {
 	fmt.Fprintf(out, "dummy interface %s deleted: %v\n", *dummy, deleted)
 	return errors.Join(errs...)
 }
+
+// cleanupAttempts and cleanupRetryDelay bound the retries of a chain removal that raced
+// with kube-proxy.
+const (
+	cleanupAttempts   = 4
+	cleanupRetryDelay = 2 * time.Second
+)
 
 // cleanupVirtualServers deletes the virtual servers the daemon would prune. Without IPVS
 // on the node there is nothing to delete.
