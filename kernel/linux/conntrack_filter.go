@@ -1,7 +1,6 @@
 package linux
 
 import (
-	"bytes"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -122,18 +121,6 @@ func findAttr(attrs []netfilter.Attribute, typ uint16) *netfilter.Attribute {
 
 // tupleMatches checks a UDP tuple's destination (dst) or source address and port.
 func tupleMatches(tuple netfilter.Attribute, want netip.AddrPort, dst bool) bool {
-	ip, proto := findAttr(tuple.Children, ctaTupleIP), findAttr(tuple.Children, ctaTupleProto)
-	if ip == nil || proto == nil {
-		return false
-	}
-	ipType, portType := uint16(ctaIPv4Src), uint16(ctaProtoSrcPort)
-	if dst {
-		ipType, portType = ctaIPv4Dst, ctaProtoDstPort
-	}
-	if want.Addr().Is6() {
-		ipType += 2
-	}
-	a, n, p := findAttr(ip.Children, ipType), findAttr(proto.Children, ctaProtoNum), findAttr(proto.Children, portType)
-	return a != nil && n != nil && p != nil && bytes.Equal(a.Data, want.Addr().AsSlice()) &&
-		len(n.Data) == 1 && n.Data[0] == syscall.IPPROTO_UDP && len(p.Data) == 2 && binary.BigEndian.Uint16(p.Data) == want.Port()
+	got, ok := udpTupleAddr(tuple, dst, want.Addr().Is6())
+	return ok && got == want
 }
