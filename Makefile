@@ -19,7 +19,10 @@ build: ## Build the static binary into bin/
 
 test: ## Everything CI runs: lint, unit, host-netns, real-kernel VM, e2e and image tests (the e2e's Kubernetes builds start niced beside lint)
 	@mkdir -p bin && echo "prebuild: the e2e's Kubernetes binaries build niced in the background (log: bin/prebuild.log)"
-	@setsid nice -n 19 $(MAKE) --no-print-directory prebuild >bin/prebuild.log 2>&1 & pid=$$!; \
+	@# setsid gives the builds their own process group to kill, and also their own session; with
+	@# CONFIG_SCHED_AUTOGROUP a session is a scheduling group that gets an equal share of the CPU
+	@# whatever its tasks' nice (sched(7), "The autogroup feature"), so the group itself is niced too.
+	@setsid nice -n 19 sh -c 'echo 19 >/proc/self/autogroup 2>/dev/null; exec "$$0" --no-print-directory prebuild' $(MAKE) >bin/prebuild.log 2>&1 & pid=$$!; \
 	trap 'kill -- -$$pid 2>/dev/null; kill $$pid 2>/dev/null' EXIT; \
 	$(MAKE) --no-print-directory lint test-unit test-netns test-vm e2e test-image
 	@echo "make test: all tiers passed"

@@ -67,12 +67,17 @@ func run(m *testing.M) int {
 	}
 	node2, err = cp.StartNode(ctx, "node-2", dep, &harness.Link{Port: linkPort, IP: "192.168.100.2",
 		MAC: "52:54:00:00:01:02", Routes: map[string]string{"10.244.0.0/24": "192.168.100.1"}})
-	if err1 := <-started; err1 != nil || err != nil {
+	err1 := <-started
+	// Stop whichever node did boot: a qemu left behind would spin through the next tiers.
+	for _, n := range []*harness.Node{node, node2} {
+		if n != nil {
+			defer n.Stop()
+		}
+	}
+	if err1 != nil || err != nil {
 		fmt.Println("nodes:", err1, err)
 		return 1
 	}
-	defer node.Stop()
-	defer node2.Stop()
 	for _, p := range [][2]string{{"pod1", "10.244.0.11"}, {"pod2", "10.244.0.12"}, {"pod3", "10.244.0.13"}} {
 		if err := node.AddPod(p[0], p[1]); err != nil {
 			fmt.Println(err)

@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"syscall"
 )
 
@@ -17,11 +18,14 @@ type KubeletBinaries struct{ ControllerManager, Scheduler, Kubelet string }
 
 // buildRecipe names the build flags below in the cache folder: bump it when they
 // change, so that a machine's cache does not keep binaries CI would build differently.
-const buildRecipe = "r2"
+const buildRecipe = "r3"
 
 // versionLDFlags stamp the Kubernetes version into the binaries, as the release build
 // does (hack/lib/version.sh); without them they report v0.0.0-master.
-var versionLDFlags = "-X k8s.io/component-base/version.gitVersion=" + KubeVersion +
+//
+// -s -w drop the symbol table and DWARF (stack traces keep their names): less to link on
+// the cold path of every fresh CI machine, and smaller binaries to copy into the VMs.
+var versionLDFlags = "-s -w -X k8s.io/component-base/version.gitVersion=" + KubeVersion +
 	" -X k8s.io/component-base/version.gitMajor=1 -X k8s.io/component-base/version.gitMinor=37" +
 	" -X k8s.io/component-base/version.gitTreeState=clean" +
 	" -X k8s.io/client-go/pkg/version.gitVersion=" + KubeVersion
@@ -32,17 +36,9 @@ func BuildControlPlane() (Binaries, error) {
 	dir := binDir()
 	b := Binaries{APIServer: filepath.Join(dir, "kube-apiserver"), Etcd: filepath.Join(dir, "etcd"),
 		KubeProxy: filepath.Join(dir, "kube-proxy"), Kubectl: filepath.Join(dir, "kubectl")}
-	for pkg, out := range map[string]string{
-		"k8s.io/kubernetes/cmd/kube-apiserver": b.APIServer,
-		"go.etcd.io/etcd/server/v3":            b.Etcd,
-		"k8s.io/kubernetes/cmd/kube-proxy":     b.KubeProxy,
-		"k8s.io/kubernetes/cmd/kubectl":        b.Kubectl,
-	} {
-		if err := buildKube(pkg, out); err != nil {
-			return b, err
-		}
-	}
-	return b, nil
+	return b, buildKube([]target{{"k8s.io/kubernetes/cmd/kube-apiserver", b.APIServer},
+		{"go.etcd.io/etcd/server/v3", b.Etcd}, {"k8s.io/kubernetes/cmd/kube-proxy", b.KubeProxy},
+		{"k8s.io/kubernetes/cmd/kubectl", b.Kubectl}})
 }
 
 // BuildKubeletTier builds kube-controller-manager, kube-scheduler and kubelet from the
@@ -51,52 +47,83 @@ func BuildKubeletTier() (KubeletBinaries, error) {
 	dir := binDir()
 	b := KubeletBinaries{ControllerManager: filepath.Join(dir, "kube-controller-manager"),
 		Scheduler: filepath.Join(dir, "kube-scheduler"), Kubelet: filepath.Join(dir, "kubelet")}
-	for pkg, out := range map[string]string{
-		"k8s.io/kubernetes/cmd/kube-controller-manager": b.ControllerManager,
-		"k8s.io/kubernetes/cmd/kube-scheduler":          b.Scheduler,
-		"k8s.io/kubernetes/cmd/kubelet":                 b.Kubelet,
-	} {
-		if err := buildKube(pkg, out); err != nil {
-			return b, err
-		}
-	}
-	return b, nil
+	return b, buildKube([]target{{"k8s.io/kubernetes/cmd/kube-controller-manager", b.ControllerManager},
+		{"k8s.io/kubernetes/cmd/kube-scheduler", b.Scheduler}, {"k8s.io/kubernetes/cmd/kubelet", b.Kubelet}})
 }
 
 // BuildKubeadm builds kubeadm from the same pinned module, version-stamped like the
 // others, once (the kubeadm tier runs its upgrade's addon phase against the apiserver).
 func BuildKubeadm() (string, error) {
 	out := filepath.Join(binDir(), "kubeadm")
-	return out, buildKube("k8s.io/kubernetes/cmd/kubeadm", out)
+	return out, buildKube([]target{{"k8s.io/kubernetes/cmd/kubeadm", out}})
 }
 
 func binDir() string { return filepath.Join(Cache(), "bin-"+KubeVersion+"-"+buildRecipe) }
 
-// buildKube builds one static, version-stamped binary unless the cache has it. A lock
-// on the cache folder makes a second builder (make test's niced prebuild, started before
-// lint, and the test that needs the binary) wait for the first instead of building the
-// same binary beside it.
-func buildKube(pkg, out string) error {
-	if _, err := os.Stat(out); err == nil {
+// A target is a main package and the cache path of its binary.
+type target struct{ pkg, out string }
+
+// buildKube builds the targets the cache lacks as static, version-stamped binaries, in
+// one go build: its compiles and links overlap on both cores, where one build per binary
+// leaves a core idle through each link. A lock on the cache folder makes a second builder
+// (make test's niced prebuild, started before lint, and the test that needs a binary)
+// wait for the first instead of building the same binaries beside it.
+func buildKube(targets []target) error {
+	missing := func() []target {
+		var m []target
+		for _, t := range targets {
+			if _, err := os.Stat(t.out); err != nil {
+				m = append(m, t)
+			}
+		}
+		return m
+	}
+	if len(missing()) == 0 {
 		return nil
 	}
-	unlock, err := lockDir(filepath.Dir(out))
+	dir := binDir()
+	unlock, err := lockDir(dir)
 	if err != nil {
 		return err
 	}
 	defer unlock()
-	if _, err := os.Stat(out); err == nil {
+	todo := missing()
+	if len(todo) == 0 {
 		return nil
 	}
-	Logf("building %s %s (first run only; minutes on 2 cores)", pkg, KubeVersion)
-	tmp := out + ".tmp"
-	cmd := exec.Command("go", "build", "-ldflags", versionLDFlags, "-o", tmp, pkg)
+	tmp, err := os.MkdirTemp(dir, "build-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(tmp)
+	args := []string{"build", "-ldflags", versionLDFlags, "-o", tmp + "/"}
+	for _, t := range todo {
+		Logf("building %s %s (first run only; minutes on 2 cores)", t.pkg, KubeVersion)
+		args = append(args, t.pkg)
+	}
+	cmd := exec.Command("go", args...)
 	cmd.Dir = E2EDir()
 	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
 	if o, err := cmd.CombinedOutput(); err != nil {
-		return fmt.Errorf("build %s: %w\n%s", pkg, err, o)
+		return fmt.Errorf("go %s: %w\n%s", strings.Join(args, " "), err, o)
 	}
-	return os.Rename(tmp, out)
+	for _, t := range todo {
+		if err := os.Rename(filepath.Join(tmp, goBinaryName(t.pkg)), t.out); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// goBinaryName is the file go build -o DIR/ writes for a main package: the last element
+// of its import path that is not a major-version suffix (go help build).
+func goBinaryName(pkg string) string {
+	elems := strings.Split(pkg, "/")
+	last := elems[len(elems)-1]
+	if len(elems) > 1 && len(last) > 1 && last[0] == 'v' && strings.Trim(last[1:], "0123456789") == "" {
+		last = elems[len(elems)-2]
+	}
+	return last
 }
 
 // lockDir takes an exclusive flock on dir/.lock, creating dir, and returns its release.

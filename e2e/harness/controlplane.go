@@ -105,7 +105,9 @@ func StartControlPlane(bins Binaries, extraArgs ...string) (*ControlPlane, error
 }
 
 func (cp *ControlPlane) waitReady() error {
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	// Five minutes: a ready apiserver takes seconds, but CI shares two cores with a TCG VM
+	// and sometimes a niced build; this is a hang guard, not a measure.
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	for {
 		body, err := cp.Admin.Discovery().RESTClient().Get().AbsPath("/readyz").DoRaw(ctx)
@@ -113,7 +115,9 @@ func (cp *ControlPlane) waitReady() error {
 			return nil
 		}
 		if ctx.Err() != nil {
-			return fmt.Errorf("apiserver not ready: %v (log: %s)", err, filepath.Join(cp.Dir, "apiserver.log"))
+			log := filepath.Join(cp.Dir, "apiserver.log")
+			return fmt.Errorf("apiserver not ready: %v (log: %s, its end:\n%s\netcd.log's end:\n%s)", err, log,
+				tail(log, 30), tail(filepath.Join(cp.Dir, "etcd.log"), 15))
 		}
 		time.Sleep(time.Second)
 	}
@@ -139,7 +143,7 @@ func (cp *ControlPlane) start(logFile, bin string, args ...string) error {
 	if err != nil {
 		return err
 	}
-	cmd := exec.Command(bin, args...)
+	cmd := tiedToUs(exec.Command(bin, args...))
 	cmd.Stdout, cmd.Stderr = f, f
 	if err := cmd.Start(); err != nil {
 		return err

@@ -125,7 +125,7 @@ func (cp *ControlPlane) StartKubeletNode(name string, kb KubeletBinaries, images
 // Boot powers the node on (again, after Stop: a reboot keeps only the disk) and waits
 // for its agent.
 func (kn *KubeletNode) Boot() error {
-	kn.cmd = exec.Command("qemu-system-x86_64", kn.args...)
+	kn.cmd = tiedToUs(exec.Command("qemu-system-x86_64", kn.args...))
 	Logf("booting kubelet node %s (qemu TCG)", kn.Name)
 	if err := kn.cmd.Start(); err != nil {
 		return err
@@ -137,7 +137,7 @@ func (kn *KubeletNode) Boot() error {
 		}
 		if time.Now().After(deadline) {
 			kn.Stop()
-			return fmt.Errorf("node %s: agent not up; console %s", kn.Name, kn.Console)
+			return fmt.Errorf("node %s: agent not up; console %s, its end:\n%s", kn.Name, kn.Console, tail(kn.Console, 30))
 		}
 		time.Sleep(time.Second)
 	}

@@ -187,19 +187,19 @@ func (cp *ControlPlane) StartNodeWith(ctx context.Context, name string, dep *Dep
 		}
 		args = append(args, "-netdev", fmt.Sprintf("socket,id=n1,%s=127.0.0.1:%d", mode, link.Port), "-device", "e1000,netdev=n1,mac="+link.MAC)
 	}
-	n.cmd = exec.Command("qemu-system-x86_64", args...)
+	n.cmd = tiedToUs(exec.Command("qemu-system-x86_64", args...))
 	Logf("booting node %s (qemu TCG)", name)
 	if err := n.cmd.Start(); err != nil {
 		return nil, err
 	}
-	deadline := time.Now().Add(3 * time.Minute)
+	deadline := time.Now().Add(5 * time.Minute) // a hang guard: a TCG boot takes ~40 s alone, minutes beside a second VM on two busy cores
 	for {
 		if _, code, err := n.Exec("true"); err == nil && code == 0 {
 			break
 		}
 		if time.Now().After(deadline) {
 			n.Stop()
-			return nil, fmt.Errorf("node %s: agent not up; console %s", name, n.Console)
+			return nil, fmt.Errorf("node %s: agent not up; console %s, its end:\n%s", name, n.Console, tail(n.Console, 30))
 		}
 		time.Sleep(time.Second)
 	}
