@@ -278,13 +278,6 @@ func (f *Fake) AddRealLink(dev string) {
 	f.realLinks[dev] = true
 }
 
-// DeleteLink removes a device and its addresses, as `ip link del` would.
-func (f *Fake) DeleteLink(dev string) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	delete(f.links, dev)
-}
-
 // ListAddresses implements Addresses.
 func (f *Fake) ListAddresses(dev string) ([]netip.Addr, error) {
 	f.mu.Lock()

@@ -60,15 +60,6 @@ func (x wrappedIPVS) DeleteVirtualServer(k VSKey) error {
 func (x wrappedIPVS) ListRealServers(k VSKey) ([]RealServer, error) {
 	return call1(x.w, "ListRealServers", func() ([]RealServer, error) { return x.w.inner.IPVS.ListRealServers(k) })
 }
-func (x wrappedIPVS) AddRealServer(k VSKey, rs RealServer) error {
-	return x.w.call("AddRealServer", func() error { return x.w.inner.IPVS.AddRealServer(k, rs) })
-}
-func (x wrappedIPVS) UpdateRealServer(k VSKey, rs RealServer) error {
-	return x.w.call("UpdateRealServer", func() error { return x.w.inner.IPVS.UpdateRealServer(k, rs) })
-}
-func (x wrappedIPVS) DeleteRealServer(k VSKey, rs RealServer) error {
-	return x.w.call("DeleteRealServer", func() error { return x.w.inner.IPVS.DeleteRealServer(k, rs) })
-}
 func (x wrappedIPVS) ListStats() (map[VSKey]VSStats, error) {
 	return call1(x.w, "ListStats", x.w.inner.IPVS.ListStats)
 }
@@ -87,12 +78,6 @@ func (x wrappedAddrs) EnsureDummy(dev string) error {
 func (x wrappedAddrs) ListAddresses(dev string) ([]netip.Addr, error) {
 	return call1(x.w, "ListAddresses", func() ([]netip.Addr, error) { return x.w.inner.Addresses.ListAddresses(dev) })
 }
-func (x wrappedAddrs) BindAddress(dev string, a netip.Addr) error {
-	return x.w.call("BindAddress", func() error { return x.w.inner.Addresses.BindAddress(dev, a) })
-}
-func (x wrappedAddrs) UnbindAddress(dev string, a netip.Addr) error {
-	return x.w.call("UnbindAddress", func() error { return x.w.inner.Addresses.UnbindAddress(dev, a) })
-}
 
 // WriteAddresses passes each op through the hooks as the operation it stands for.
 func (x wrappedAddrs) WriteAddresses(dev string, ops []AddressOp) []error {
@@ -109,12 +94,6 @@ func (x wrappedSets) ListEntries(set string) ([]SetEntry, error) {
 }
 func (x wrappedSets) CountEntries(set string) (int, error) {
 	return call1(x.w, "CountEntries", func() (int, error) { return x.w.inner.IPSets.CountEntries(set) })
-}
-func (x wrappedSets) AddEntry(set string, e SetEntry) error {
-	return x.w.call("AddEntry", func() error { return x.w.inner.IPSets.AddEntry(set, e) })
-}
-func (x wrappedSets) DelEntry(set string, e SetEntry) error {
-	return x.w.call("DelEntry", func() error { return x.w.inner.IPSets.DelEntry(set, e) })
 }
 
 // WriteEntries passes each op through the hooks as the single-entry operation it

@@ -28,10 +28,6 @@ type IPVS interface {
 	DeleteVirtualServer(key VSKey) error
 	// ListRealServers dumps the destinations of one virtual server, with connection counts.
 	ListRealServers(key VSKey) ([]RealServer, error)
-	AddRealServer(key VSKey, rs RealServer) error
-	// UpdateRealServer changes the weight of an existing destination.
-	UpdateRealServer(key VSKey, rs RealServer) error
-	DeleteRealServer(key VSKey, rs RealServer) error
 	// WriteRealServers applies ops in order, batched into as few kernel round trips as
 	// the implementation can. Adding a present real server updates it; deleting an
 	// absent one succeeds. It returns one error (nil for success) per op.
@@ -48,9 +44,6 @@ type Addresses interface {
 	EnsureDummy(dev string) error
 	// ListAddresses returns the addresses on dev.
 	ListAddresses(dev string) ([]netip.Addr, error)
-	// BindAddress adds addr as /32 or /128 to dev.
-	BindAddress(dev string, addr netip.Addr) error
-	UnbindAddress(dev string, addr netip.Addr) error
 	// WriteAddresses applies ops to dev in order, batched into as few kernel round
 	// trips as the implementation can. Binding a bound address or unbinding an absent
 	// one succeeds. It returns one error (nil for success) per op.
@@ -79,8 +72,6 @@ type IPSets interface {
 	// CountEntries returns how many members the set has without listing them, or -1
 	// when the kernel cannot tell.
 	CountEntries(set string) (int, error)
-	AddEntry(set string, e SetEntry) error
-	DelEntry(set string, e SetEntry) error
 	// WriteEntries applies ops in order, batched into as few kernel round trips as the
 	// implementation can. Adding a present member or deleting an absent one succeeds.
 	// It returns one error (nil for success) per op.

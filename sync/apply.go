@@ -12,7 +12,8 @@ import (
 
 // apply makes the kernel objects named in delta match the desired state. It compares
 // with what we believe is programmed (refreshed by every full sync), so an unchanged
-// object costs nothing. Every failure is returned; the caller's next sync is then full.
+// object costs nothing. Every failure is returned, and what failed is kept for the next
+// sync to retry (Syncer.retry), which the Runner schedules early; it is not a full sync.
 func (s *Syncer) apply(delta *proxier.Delta) error {
 	var errs []error
 	for key := range delta.VirtualServers {
@@ -287,6 +288,7 @@ func (s *Syncer) reapDrained() error {
 	}
 	now := s.opts.Now()
 	var errs []error
+	var ops []kernel.RealServerOp
 	for key, dests := range byVS {
 		have := s.vs[key]
 		if have == nil {
@@ -301,18 +303,30 @@ func (s *Syncer) reapDrained() error {
 			continue
 		}
 		for _, d := range dests {
-			dk := drainKey{key, d}
-			if conns[d] > 0 && now.Before(s.drain[dk]) {
+			if conns[d] > 0 && now.Before(s.drain[drainKey{key, d}]) {
 				continue
 			}
-			rs, _ := have.rss.get(d)
-			if err := ignore(s.k.IPVS.DeleteRealServer(key, rs), kernel.ErrNotFound); err != nil {
-				errs = append(errs, err)
+			rs, ok := have.rss.get(d)
+			if !ok { // gone already: nothing to delete
+				delete(s.drain, drainKey{key, d})
 				continue
 			}
-			have.rss.del(d)
-			delete(s.drain, dk)
+			ops = append(ops, kernel.RealServerOp{VS: key, RS: rs, Kind: kernel.DeleteRS})
 		}
+	}
+	if len(ops) == 0 {
+		return errors.Join(errs...)
+	}
+	// One batch for every server due, as apply sends its writes.
+	for i, err := range s.k.IPVS.WriteRealServers(ops) {
+		op := ops[i]
+		// A virtual server deleted behind our back took its servers with it.
+		if err := ignore(err, kernel.ErrNotFound); err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		s.vs[op.VS].rss.del(op.RS.AddrPort())
+		delete(s.drain, drainKey{op.VS, op.RS.AddrPort()})
 	}
 	return errors.Join(errs...)
 }

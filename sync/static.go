@@ -63,20 +63,6 @@ func (s *StaticSource) SetSlice(sl *discovery.EndpointSlice) (proxier.ServiceKey
 	return k, true
 }
 
-// DeleteSlice removes an EndpointSlice.
-func (s *StaticSource) DeleteSlice(sl *discovery.EndpointSlice) {
-	k, ok := SliceServiceKey(sl)
-	if !ok {
-		return
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	delete(s.slices[k], sl.Name)
-	if len(s.slices[k]) == 0 {
-		delete(s.slices, k)
-	}
-}
-
 // SetNode sets this node's Node object.
 func (s *StaticSource) SetNode(n *v1.Node) {
 	s.mu.Lock()

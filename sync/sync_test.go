@@ -129,11 +129,17 @@ func TestFaultInjection(t *testing.T) {
 		if !converged {
 			t.Fatalf("seed %d: no clean sync in 30 tries", seed)
 		}
-		// A sync can succeed while an earlier failed write is still pending only if
-		// it was full; one more clean full sync proves convergence.
 		faulty.SetRate(0)
 		if got := fake.Dump(); got != want {
 			t.Errorf("seed %d: state differs from clean run after %d injected faults:\n%s", seed, faulty.Injected, diffLines(got, want))
+		}
+		// One more clean full sync proves the syncer's belief converged too: it re-reads
+		// the kernel and finds nothing to write.
+		fake.ResetOps()
+		h.tracker.AllChanged()
+		h.mustSync(t)
+		if m := mutations(fake.Ops()); len(m) != 0 {
+			t.Errorf("seed %d: the clean full sync after convergence wrote %v", seed, m)
 		}
 		// Churn under faults: delete half, then converge again.
 		faulty.SetRate(0.10)

@@ -196,7 +196,7 @@ func (s *Syncer) Sync() error {
 	s.status.Syncs++
 	if err != nil {
 		s.status.LastError = err.Error()
-		s.log.Warn("Sync failed; retrying with a full sync", zap.Bool("full", full), zap.Error(err))
+		s.log.Warn("Sync failed; retrying what failed early", zap.Bool("full", full), zap.Error(err))
 		return err
 	}
 	s.status.LastSuccess, s.status.LastError = end, ""

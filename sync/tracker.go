@@ -103,13 +103,3 @@ func (t *Tracker) Drain() (keys map[proxier.ServiceKey]struct{}, all bool) {
 	t.changed, t.all = map[proxier.ServiceKey]changeKind{}, false
 	return keys, all
 }
-
-// Requeue puts keys back, after a sync that could not run (informers not synced yet).
-func (t *Tracker) Requeue(keys map[proxier.ServiceKey]struct{}, all bool) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	for k := range keys {
-		t.changed[k] |= serviceChange
-	}
-	t.all = t.all || all
-}

@@ -127,7 +127,7 @@ func cleanupVirtualServers(dummy string, exclude []netip.Prefix) (int, error) {
 		return 0, nil // no ip_vs module: nothing of ours can exist
 	}
 	onDummy := map[netip.Addr]bool{}
-	if addrs, err := (linux.Addresses{}).ListAddresses(dummy); err == nil {
+	if addrs, err := new(linux.Addresses).ListAddresses(dummy); err == nil {
 		for _, a := range addrs {
 			onDummy[a] = true
 		}
@@ -137,7 +137,9 @@ func cleanupVirtualServers(dummy string, exclude []netip.Prefix) (int, error) {
 		return 0, err
 	}
 	// Read before the sets are destroyed (cleanup removes virtual servers first).
-	named := sync.ReadOwnershipSets(linux.IPSets{})
+	sets := &linux.IPSets{}
+	defer sets.Close()
+	named := sync.ReadOwnershipSets(sets)
 	n := 0
 	var errs []error
 	for _, vs := range vss {

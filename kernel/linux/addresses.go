@@ -3,7 +3,6 @@ package linux
 import (
 	"errors"
 	"fmt"
-	"net"
 	"net/netip"
 
 	"github.com/vishvananda/netlink"
@@ -12,11 +11,14 @@ import (
 )
 
 // Addresses manages the dummy interface with netlink.
-type Addresses struct{}
+type Addresses struct{ route routeConn }
+
+// Close drops the socket; a later write opens a new one.
+func (x *Addresses) Close() { x.route.close() }
 
 // EnsureDummy implements kernel.Addresses. The link stays down, as kube-proxy leaves it:
 // addresses on a down dummy are still local, and it answers nothing by itself.
-func (Addresses) EnsureDummy(dev string) error {
+func (x *Addresses) EnsureDummy(dev string) error {
 	l, err := netlink.LinkByName(dev)
 	if err == nil {
 		if _, ok := l.(*netlink.Dummy); !ok {
@@ -48,7 +50,7 @@ func link(dev string) (netlink.Link, error) {
 }
 
 // ListAddresses implements kernel.Addresses; link-local addresses are left out.
-func (Addresses) ListAddresses(dev string) ([]netip.Addr, error) {
+func (x *Addresses) ListAddresses(dev string) ([]netip.Addr, error) {
 	l, err := link(dev)
 	if err != nil {
 		return nil, err
@@ -69,28 +71,6 @@ func (Addresses) ListAddresses(dev string) ([]netip.Addr, error) {
 		out = append(out, ip.Unmap())
 	}
 	return out, nil
-}
-
-func hostNet(a netip.Addr) *netlink.Addr {
-	return &netlink.Addr{IPNet: &net.IPNet{IP: net.IP(a.AsSlice()), Mask: net.CIDRMask(a.BitLen(), a.BitLen())}}
-}
-
-// BindAddress implements kernel.Addresses.
-func (Addresses) BindAddress(dev string, a netip.Addr) error {
-	l, err := link(dev)
-	if err != nil {
-		return err
-	}
-	return wrapErr("bind "+a.String()+" to "+dev, netlink.AddrAdd(l, hostNet(a)))
-}
-
-// UnbindAddress implements kernel.Addresses.
-func (Addresses) UnbindAddress(dev string, a netip.Addr) error {
-	l, err := link(dev)
-	if err != nil {
-		return err
-	}
-	return wrapErr("unbind "+a.String()+" from "+dev, netlink.AddrDel(l, hostNet(a)))
 }
 
 // LocalAddresses returns the node's addresses on every interface but skip (the dummy),

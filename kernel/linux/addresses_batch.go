@@ -10,11 +10,21 @@ import (
 	"github.com/ipvs-proxier/ipvs-proxier/kernel"
 )
 
-// routeConn is the rtnetlink socket for batched address writes, opened on first use and
-// dropped on a socket failure.
-var routeConn struct {
-	gosync.Mutex
+// routeConn is an Addresses' rtnetlink socket for batched address writes, opened on
+// first use and dropped on a socket failure.
+type routeConn struct {
+	mu gosync.Mutex
 	sh *nl.SocketHandle
+}
+
+// close drops the socket; the next write opens a new one.
+func (c *routeConn) close() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.sh != nil {
+		c.sh.Socket.Close()
+		c.sh = nil
+	}
 }
 
 // WriteAddresses implements kernel.Addresses with netlink batches (sendBatch). Each
@@ -22,7 +32,7 @@ var routeConn struct {
 // start binds one address per Service IP. (The kernel still walks the interface's
 // address list on every insert, so binding stays quadratic in the address count; both
 // proxies pay that.)
-func (Addresses) WriteAddresses(dev string, ops []kernel.AddressOp) []error {
+func (x *Addresses) WriteAddresses(dev string, ops []kernel.AddressOp) []error {
 	errs := make([]error, len(ops))
 	fail := func(err error) []error {
 		for i := range errs {
@@ -40,16 +50,17 @@ func (Addresses) WriteAddresses(dev string, ops []kernel.AddressOp) []error {
 		return fail(err)
 	}
 	index := uint32(l.Attrs().Index)
-	routeConn.Lock()
-	defer routeConn.Unlock()
-	if routeConn.sh == nil {
+	c := &x.route
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.sh == nil {
 		sock, err := openSocket(unix.NETLINK_ROUTE, ipsetTimeout)
 		if err != nil {
 			return fail(err)
 		}
-		routeConn.sh = &nl.SocketHandle{Socket: sock}
+		c.sh = &nl.SocketHandle{Socket: sock}
 	}
-	out, sockErr := sendBatch(routeConn.sh, len(ops), func(i int, seq uint32) []byte { return addrMessage(index, ops[i], seq) },
+	out, sockErr := sendBatch(c.sh, len(ops), func(i int, seq uint32) []byte { return addrMessage(index, ops[i], seq) },
 		func(i int, en syscall.Errno) error {
 			switch {
 			case en == syscall.EEXIST && !ops[i].Unbind, en == syscall.EADDRNOTAVAIL && ops[i].Unbind:
@@ -58,8 +69,8 @@ func (Addresses) WriteAddresses(dev string, ops []kernel.AddressOp) []error {
 			return wrapErr(addrOpString(dev, ops[i]), en)
 		})
 	if sockErr != nil {
-		routeConn.sh.Socket.Close()
-		routeConn.sh = nil
+		c.sh.Socket.Close()
+		c.sh = nil
 	}
 	return out
 }

@@ -23,7 +23,7 @@ func TestWriteAddressesReal(t *testing.T) {
 			_ = netlink.LinkDel(l)
 		}
 	})
-	var x Addresses
+	x := &Addresses{}
 	var ops []kernel.AddressOp
 	var want []netip.Addr
 	for i := range 1000 {

@@ -21,7 +21,7 @@ func TestCleanupReal(t *testing.T) {
 	ipt := NewIptables(all)
 	sets := proxier.Sets([]kernel.Family{kernel.IPv4})
 	for _, s := range sets {
-		if err := (IPSets{}).EnsureSet(s); err != nil {
+		if err := (&IPSets{}).EnsureSet(s); err != nil {
 			t.Fatal(err)
 		}
 	}

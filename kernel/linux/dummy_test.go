@@ -19,11 +19,11 @@ func TestEnsureDummyRefusesARealInterfaceReal(t *testing.T) {
 		}
 	}
 	defer func() { _, _ = execOut("ip", "link", "del", "ed0") }()
-	err := (Addresses{}).EnsureDummy("ed0")
+	err := (&Addresses{}).EnsureDummy("ed0")
 	if !errors.Is(err, kernel.ErrNotDummy) || !strings.Contains(err.Error(), "ed0 is a veth interface") {
 		t.Fatalf("EnsureDummy(veth): %v, want ErrNotDummy naming the type", err)
 	}
-	addrs, err := (Addresses{}).ListAddresses("ed0")
+	addrs, err := (&Addresses{}).ListAddresses("ed0")
 	if err != nil || len(addrs) != 1 || addrs[0] != netip.MustParseAddr("10.98.0.1") {
 		t.Errorf("ed0 addresses after the refusal: %v %v", addrs, err)
 	}

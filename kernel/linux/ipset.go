@@ -1,7 +1,6 @@
 package linux
 
 import (
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"net"
@@ -16,7 +15,10 @@ import (
 )
 
 // IPSets manages ipsets over netlink; the ipset binary is never run.
-type IPSets struct{}
+type IPSets struct{ conn ipsetConn }
+
+// Close drops the sockets; a later request opens new ones.
+func (x *IPSets) Close() { x.conn.close() }
 
 // setRevisions are explicit: vishvananda/netlink's defaults are wrong for several types
 // (vishvananda/netlink#1030). These are the oldest revisions with the features we use
@@ -26,7 +28,7 @@ var setRevisions = map[kernel.SetType]uint8{
 }
 
 // EnsureSet implements kernel.IPSets.
-func (IPSets) EnsureSet(s kernel.Set) error {
+func (x *IPSets) EnsureSet(s kernel.Set) error {
 	opts := netlink.IpsetCreateOptions{Revision: setRevisions[s.Type], MaxElements: s.MaxElem}
 	if s.Type == kernel.BitmapPort {
 		opts.PortFrom, opts.PortTo = 0, 65535
@@ -36,7 +38,7 @@ func (IPSets) EnsureSet(s kernel.Set) error {
 			opts.Family = unix.AF_INET6
 		}
 	}
-	err := withIpset(func(h *netlink.Handle, _ map[int]*nl.SocketHandle) error {
+	err := x.conn.with(func(h *netlink.Handle, _ map[int]*nl.SocketHandle) error {
 		return h.IpsetCreate(s.Name, string(s.Type), opts)
 	})
 	if err == nil {
@@ -48,7 +50,7 @@ func (IPSets) EnsureSet(s kernel.Set) error {
 	// It exists: it must have our type (a type change breaks in place, kubernetes#77265).
 	// The header only: listing the members too made this check most of an idle full
 	// sync's CPU at 10,000 Services.
-	typ, _, lerr := setHeader(s.Name)
+	typ, _, lerr := x.setHeader(s.Name)
 	if lerr != nil {
 		return lerr
 	}
@@ -96,11 +98,11 @@ func asErrno(err error, out *syscall.Errno) bool {
 // ListEntries implements kernel.IPSets. IpsetList merges a set split over several
 // netlink messages (vishvananda/netlink ipset_linux.go: IpsetListAll returns one result
 // per message, IpsetList merges them).
-func (IPSets) ListEntries(name string) ([]kernel.SetEntry, error) {
+func (x *IPSets) ListEntries(name string) ([]kernel.SetEntry, error) {
 	var res *netlink.IPSetResult
 	var err error
 	for try := 0; try < 5; try++ { // a dump interrupted by a concurrent change is retried
-		err = withIpset(func(h *netlink.Handle, _ map[int]*nl.SocketHandle) error {
+		err = x.conn.with(func(h *netlink.Handle, _ map[int]*nl.SocketHandle) error {
 			res, err = h.IpsetList(name)
 			return err
 		})
@@ -141,78 +143,4 @@ func fromEntry(typ string, e netlink.IPSetEntry) kernel.SetEntry {
 		out.Net = netip.PrefixFrom(addr(e.IP2), int(e.CIDR2))
 	}
 	return out
-}
-
-func toEntry(e kernel.SetEntry) *netlink.IPSetEntry {
-	out := &netlink.IPSetEntry{}
-	if e.IP.IsValid() {
-		out.IP = net.IP(e.IP.AsSlice())
-	}
-	if e.Protocol != 0 {
-		p, port := uint8(e.Protocol), e.Port
-		out.Protocol, out.Port = &p, &port
-	}
-	if e.IP2.IsValid() {
-		out.IP2 = net.IP(e.IP2.AsSlice())
-	}
-	if e.Net.IsValid() {
-		out.IP2, out.CIDR2 = net.IP(e.Net.Addr().AsSlice()), uint8(e.Net.Bits())
-	}
-	return out
-}
-
-// AddEntry implements kernel.IPSets.
-func (IPSets) AddEntry(set string, e kernel.SetEntry) error {
-	err := addDel(nl.IPSET_CMD_ADD, set, e)
-	if isExist(err) {
-		return fmt.Errorf("add %s to %s: %w", e, set, kernel.ErrExist)
-	}
-	return wrapErr("add "+e.String()+" to "+set, err)
-}
-
-// DelEntry implements kernel.IPSets.
-func (IPSets) DelEntry(set string, e kernel.SetEntry) error {
-	err := addDel(nl.IPSET_CMD_DEL, set, e)
-	if isExist(err) {
-		return fmt.Errorf("delete %s from %s: %w", e, set, kernel.ErrNotFound)
-	}
-	return wrapErr("delete "+e.String()+" from "+set, err)
-}
-
-func addDel(cmd int, set string, e kernel.SetEntry) error {
-	if e.IP.IsValid() {
-		return withIpset(func(h *netlink.Handle, _ map[int]*nl.SocketHandle) error {
-			if cmd == nl.IPSET_CMD_ADD {
-				return h.IpsetAdd(set, toEntry(e))
-			}
-			return h.IpsetDel(set, toEntry(e))
-		})
-	}
-	return bitmapPortAddDel(cmd, set, e.Port)
-}
-
-// bitmapPortAddDel sends a bare port: vishvananda/netlink v1.3.1 always adds a protocol
-// attribute to port entries, which bitmap:port rejects (vishvananda/netlink#1054).
-func bitmapPortAddDel(cmd int, set string, port uint16) error {
-	// NLM_F_EXCL: report an existing (add) or missing (del) element, as ipset does
-	// without -exist.
-	req := nl.NewNetlinkRequest(cmd|(unix.NFNL_SUBSYS_IPSET<<8), nl.GetIpsetFlags(cmd)|unix.NLM_F_EXCL)
-	req.AddData(&nl.Nfgenmsg{NfgenFamily: uint8(unix.AF_NETLINK), Version: nl.NFNETLINK_V0, ResId: 0})
-	req.AddData(nl.NewRtAttr(nl.IPSET_ATTR_PROTOCOL, nl.Uint8Attr(nl.IPSET_PROTOCOL)))
-	req.AddData(nl.NewRtAttr(nl.IPSET_ATTR_SETNAME, nl.ZeroTerminated(set)))
-	data := nl.NewRtAttr(nl.IPSET_ATTR_DATA|int(nl.NLA_F_NESTED), nil)
-	buf := make([]byte, 2)
-	binary.BigEndian.PutUint16(buf, port)
-	data.AddChild(nl.NewRtAttr(int(nl.IPSET_ATTR_PORT|nl.NLA_F_NET_BYTEORDER), buf))
-	req.AddData(data)
-	err := withIpset(func(_ *netlink.Handle, raw map[int]*nl.SocketHandle) error {
-		req.Sockets = raw
-		_, err := req.Execute(unix.NETLINK_NETFILTER, 0)
-		return err
-	})
-	var en syscall.Errno
-	if errors.As(err, &en) && en >= nl.IPSET_ERR_PRIVATE {
-		return nl.IPSetError(uintptr(en))
-	}
-	return err
 }

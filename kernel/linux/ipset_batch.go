@@ -18,9 +18,9 @@ import (
 // a round trip each: a cold start of 10,000 Services writes 66,000 entries. Without
 // NLM_F_EXCL the kernel itself treats adding a present entry or deleting an absent one
 // as success (ip_set_core.c, IPSET_FLAG_EXIST), as `ipset -exist` does.
-func (IPSets) WriteEntries(ops []kernel.SetOp) []error {
+func (x *IPSets) WriteEntries(ops []kernel.SetOp) []error {
 	var errs []error
-	err := withIpset(func(_ *netlink.Handle, raw map[int]*nl.SocketHandle) error {
+	err := x.conn.with(func(_ *netlink.Handle, raw map[int]*nl.SocketHandle) error {
 		var sockErr error
 		errs, sockErr = sendBatch(raw[unix.NETLINK_NETFILTER], len(ops),
 			func(i int, seq uint32) []byte { return ipsetOpMessage(ops[i], seq) },

@@ -15,7 +15,7 @@ import (
 // family) fails alone, in the middle of a batch, and the ops after it still land.
 func TestIPSetBatchReal(t *testing.T) {
 	requireNetns(t)
-	var s IPSets
+	s := &IPSets{}
 	var names []string
 	for _, set := range proxier.Sets([]kernel.Family{kernel.IPv4, kernel.IPv6}) {
 		if err := s.EnsureSet(set); err != nil {

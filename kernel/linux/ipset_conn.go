@@ -10,12 +10,12 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// ipsetConn holds the netfilter netlink sockets every ipset request of the process
-// uses. vishvananda/netlink's package functions open and close a socket per request;
-// at a cold start of 10,000 Services (66,000 set entries) that was a quarter of the
-// time spent adding entries in the VM. Requests are serialized on the mutex.
-var ipsetConn struct {
-	gosync.Mutex
+// ipsetConn holds the netfilter netlink sockets of one IPSets. vishvananda/netlink's
+// package functions open and close a socket per request; at a cold start of 10,000
+// Services (66,000 set entries) that was a quarter of the time spent adding entries in
+// the VM. Requests are serialized on the mutex.
+type ipsetConn struct {
+	mu   gosync.Mutex
 	h    *netlink.Handle          // for the library's Ipset* calls
 	raw  map[int]*nl.SocketHandle // for the requests we build ourselves
 	sock *nl.NetlinkSocket
@@ -24,12 +24,11 @@ var ipsetConn struct {
 // ipsetTimeout bounds the wait for one answer.
 const ipsetTimeout = 10 * time.Second
 
-// withIpset runs fn with the shared handle and sockets, opening them on first use. A
-// failed request drops them, so a broken socket is replaced by the next call.
-func withIpset(fn func(h *netlink.Handle, raw map[int]*nl.SocketHandle) error) error {
-	c := &ipsetConn
-	c.Lock()
-	defer c.Unlock()
+// with runs fn with the handle and sockets, opening them on first use. A failed request
+// drops them, so a broken socket is replaced by the next call.
+func (c *ipsetConn) with(fn func(h *netlink.Handle, raw map[int]*nl.SocketHandle) error) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
 	if c.h == nil {
 		h, err := netlink.NewHandle(unix.NETLINK_NETFILTER)
 		if err != nil {
@@ -49,11 +48,24 @@ func withIpset(fn func(h *netlink.Handle, raw map[int]*nl.SocketHandle) error) e
 	}
 	err := fn(c.h, c.raw)
 	if socketBroken(err) {
-		c.h.Close()
-		c.sock.Close()
-		c.h, c.sock, c.raw = nil, nil, nil
+		c.dropLocked()
 	}
 	return err
+}
+
+// close drops the sockets; the next request opens new ones.
+func (c *ipsetConn) close() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.dropLocked()
+}
+
+func (c *ipsetConn) dropLocked() {
+	if c.h != nil {
+		c.h.Close()
+		c.sock.Close()
+	}
+	c.h, c.sock, c.raw = nil, nil, nil
 }
 
 // socketBroken reports an error that may leave the socket unusable or out of step

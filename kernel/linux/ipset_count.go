@@ -18,14 +18,14 @@ const ipsetFlagListHeader = 1 << 2
 // element count (IPSET_ATTR_ELEMENTS, Linux 4.13+) without sending a single member, so a
 // full sync can skip re-reading a set whose count matches the desired one. It returns
 // -1 when the kernel does not report a count.
-func (IPSets) CountEntries(name string) (int, error) {
-	_, n, err := setHeader(name)
+func (x *IPSets) CountEntries(name string) (int, error) {
+	_, n, err := x.setHeader(name)
 	return n, err
 }
 
 // setHeader returns a set's type name and element count (-1 when not reported) from a
 // header-only list: nothing per member is sent or parsed.
-func setHeader(name string) (typ string, count int, err error) {
+func (x *IPSets) setHeader(name string) (typ string, count int, err error) {
 	req := nl.NewNetlinkRequest(nl.IPSET_CMD_LIST|(unix.NFNL_SUBSYS_IPSET<<8), nl.GetIpsetFlags(nl.IPSET_CMD_LIST))
 	req.AddData(&nl.Nfgenmsg{NfgenFamily: uint8(unix.AF_NETLINK), Version: nl.NFNETLINK_V0, ResId: 0})
 	req.AddData(nl.NewRtAttr(nl.IPSET_ATTR_PROTOCOL, nl.Uint8Attr(nl.IPSET_PROTOCOL)))
@@ -34,7 +34,7 @@ func setHeader(name string) (typ string, count int, err error) {
 	binary.BigEndian.PutUint32(flags, ipsetFlagListHeader)
 	req.AddData(nl.NewRtAttr(nl.IPSET_ATTR_FLAGS|int(nl.NLA_F_NET_BYTEORDER), flags))
 	var msgs [][]byte
-	err = withIpset(func(_ *netlink.Handle, raw map[int]*nl.SocketHandle) error {
+	err = x.conn.with(func(_ *netlink.Handle, raw map[int]*nl.SocketHandle) error {
 		req.Sockets = raw
 		msgs, err = req.Execute(unix.NETLINK_NETFILTER, 0)
 		return err

@@ -12,7 +12,7 @@ import (
 // bitmap set, and a missing set is ErrNotFound.
 func TestIPSetCountReal(t *testing.T) {
 	requireNetns(t)
-	s := IPSets{}
+	s := &IPSets{}
 	sets := []kernel.Set{
 		{Name: "COUNT-HASH", Type: kernel.HashIPPort, Family: kernel.IPv4, MaxElem: 1024, HashSize: 64},
 		{Name: "COUNT-BITMAP", Type: kernel.BitmapPort, Family: kernel.IPv4},
@@ -24,12 +24,12 @@ func TestIPSetCountReal(t *testing.T) {
 	}
 	defer func() { _, _ = DestroySets([]string{"COUNT-HASH", "COUNT-BITMAP"}) }()
 	for i := range 37 {
-		if err := s.AddEntry("COUNT-HASH", kernel.SetEntry{IP: netip.AddrFrom4([4]byte{10, 0, 0, byte(i)}), Protocol: kernel.TCP, Port: 80}); err != nil {
+		if err := addEntry("COUNT-HASH", kernel.SetEntry{IP: netip.AddrFrom4([4]byte{10, 0, 0, byte(i)}), Protocol: kernel.TCP, Port: 80}); err != nil {
 			t.Fatal(err)
 		}
 	}
 	for _, p := range []uint16{30001, 30002} {
-		if err := s.AddEntry("COUNT-BITMAP", kernel.SetEntry{Port: p}); err != nil {
+		if err := addEntry("COUNT-BITMAP", kernel.SetEntry{Port: p}); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -100,15 +100,6 @@ func fromService(s *ipvs.Service) (kernel.VirtualServer, bool) {
 		Scheduler: s.SchedName, Flags: s.Flags, Timeout: s.Timeout}, true
 }
 
-func toDestination(rs kernel.RealServer) *ipvs.Destination {
-	d := &ipvs.Destination{Address: net.IP(rs.Address.AsSlice()), Port: rs.Port, Weight: rs.Weight,
-		ConnectionFlags: ipvs.ConnectionFlagMasq, AddressFamily: syscall.AF_INET}
-	if rs.Address.Is6() {
-		d.AddressFamily = syscall.AF_INET6
-	}
-	return d
-}
-
 // ListVirtualServers implements kernel.IPVS with one dump; fwmark services are skipped.
 func (x *IPVS) ListVirtualServers() ([]kernel.VirtualServer, error) {
 	var out []kernel.VirtualServer
@@ -186,28 +177,6 @@ func (x *IPVS) ListRealServers(k kernel.VSKey) ([]kernel.RealServer, error) {
 		return nil
 	})
 	return out, err
-}
-
-// AddRealServer implements kernel.IPVS.
-func (x *IPVS) AddRealServer(k kernel.VSKey, rs kernel.RealServer) error {
-	return x.do("add real server "+rs.AddrPort().String()+" to "+k.String(), func(h *ipvs.Handle) error {
-		return h.NewDestination(keyService(k), toDestination(rs))
-	})
-}
-
-// UpdateRealServer implements kernel.IPVS. moby/ipvs sends the whole destination, so the
-// forwarding method (masquerade) is always sent along with the weight and never reset.
-func (x *IPVS) UpdateRealServer(k kernel.VSKey, rs kernel.RealServer) error {
-	return x.do("update real server "+rs.AddrPort().String()+" of "+k.String(), func(h *ipvs.Handle) error {
-		return h.UpdateDestination(keyService(k), toDestination(rs))
-	})
-}
-
-// DeleteRealServer implements kernel.IPVS.
-func (x *IPVS) DeleteRealServer(k kernel.VSKey, rs kernel.RealServer) error {
-	return x.do("delete real server "+rs.AddrPort().String()+" of "+k.String(), func(h *ipvs.Handle) error {
-		return h.DelDestination(keyService(k), toDestination(rs))
-	})
 }
 
 // SetTimeouts sets the IPVS tcp, tcpfin and udp timeouts (ipvsadm --set); zero values

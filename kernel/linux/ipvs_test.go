@@ -52,12 +52,13 @@ func TestIPVSReal(t *testing.T) {
 		t.Errorf("listed %+v; want %+v with the kernel's HASHED bit (kubernetes#53801)", vss, vs)
 	}
 	rs := kernel.RealServer{Address: a("10.244.0.5"), Port: 8080, Weight: 1}
-	must(t, x.AddRealServer(key, rs))
-	if err := x.AddRealServer(key, rs); !errors.Is(err, kernel.ErrExist) {
-		t.Errorf("second add rs: %v, want ErrExist", err)
+	must(t, writeRS(x, kernel.AddRS, key, rs))
+	// The batch contract: adding a present real server updates it.
+	if err := writeRS(x, kernel.AddRS, key, rs); err != nil {
+		t.Errorf("second add rs: %v, want nil", err)
 	}
 	rs.Weight = 0
-	must(t, x.UpdateRealServer(key, rs))
+	must(t, writeRS(x, kernel.UpdateRS, key, rs))
 	out := ipvsadm(t)
 	if !strings.Contains(out, "TCP  10.96.0.1:80 rr") || !strings.Contains(out, "-> 10.244.0.5:8080              Masq    0") {
 		t.Errorf("weight-0 update lost the forwarding method or weight:\n%s", out)
@@ -78,9 +79,13 @@ func TestIPVSReal(t *testing.T) {
 	if len(rss) != 1 || rss[0].AddrPort() != rs.AddrPort() || rss[0].Weight != 0 {
 		t.Errorf("real servers %+v", rss)
 	}
-	must(t, x.DeleteRealServer(key, rs))
-	if err := x.DeleteRealServer(key, rs); !errors.Is(err, kernel.ErrNotFound) {
-		t.Errorf("second delete rs: %v, want ErrNotFound", err)
+	must(t, writeRS(x, kernel.DeleteRS, key, rs))
+	// ... and deleting an absent one succeeds.
+	if err := writeRS(x, kernel.DeleteRS, key, rs); err != nil {
+		t.Errorf("second delete rs: %v, want nil", err)
+	}
+	if rss, _ := x.ListRealServers(key); len(rss) != 0 {
+		t.Errorf("real servers %+v after the delete", rss)
 	}
 	// Every scheduler module of the kernel loads; an unknown one is refused.
 	for i, s := range []string{"rr", "wrr", "lc", "wlc", "lblc", "lblcr", "dh", "sh", "sed", "nq", "mh"} {
@@ -95,7 +100,7 @@ func TestIPVSReal(t *testing.T) {
 	// IPv6 and SCTP.
 	k6 := kernel.VSKey{Protocol: kernel.SCTP, Address: a("fd00::1"), Port: 9}
 	must(t, x.AddVirtualServer(kernel.VirtualServer{VSKey: k6, Scheduler: "rr"}))
-	must(t, x.AddRealServer(k6, kernel.RealServer{Address: a("fd00:244::5"), Port: 9, Weight: 1}))
+	must(t, writeRS(x, kernel.AddRS, k6, kernel.RealServer{Address: a("fd00:244::5"), Port: 9, Weight: 1}))
 	if out := ipvsadm(t); !strings.Contains(out, "SCTP [fd00::1]:9 rr") || !strings.Contains(out, "-> [fd00:244::5]:9") {
 		t.Errorf("IPv6 SCTP not shown:\n%s", out)
 	}
@@ -115,18 +120,18 @@ func TestIPVSReal(t *testing.T) {
 // TestDummyReal: kube-ipvs0 is created down, and holds /32 and /128 VIPs.
 func TestDummyReal(t *testing.T) {
 	requireIPVS(t)
-	var x Addresses
+	x := &Addresses{}
 	must(t, x.EnsureDummy("kube-ipvs0"))
 	must(t, x.EnsureDummy("kube-ipvs0"))
-	must(t, x.BindAddress("kube-ipvs0", netip.MustParseAddr("10.96.0.1")))
-	must(t, x.BindAddress("kube-ipvs0", netip.MustParseAddr("fd00::1")))
+	must(t, bind("kube-ipvs0", netip.MustParseAddr("10.96.0.1")))
+	must(t, bind("kube-ipvs0", netip.MustParseAddr("fd00::1")))
 	out, _ := exec.Command("ip", "addr", "show", "kube-ipvs0").CombinedOutput()
 	s := string(out)
 	if !strings.Contains(s, "dummy") && !strings.Contains(s, "kube-ipvs0") || !strings.Contains(s, "inet 10.96.0.1/32") || !strings.Contains(s, "inet6 fd00::1/128") || strings.Contains(s, ",UP") {
 		t.Errorf("ip addr show kube-ipvs0:\n%s", s)
 	}
-	must(t, x.UnbindAddress("kube-ipvs0", netip.MustParseAddr("10.96.0.1")))
-	must(t, x.UnbindAddress("kube-ipvs0", netip.MustParseAddr("fd00::1")))
+	must(t, unbind("kube-ipvs0", netip.MustParseAddr("10.96.0.1")))
+	must(t, unbind("kube-ipvs0", netip.MustParseAddr("fd00::1")))
 }
 
 func must(t *testing.T, err error) {

@@ -12,5 +12,5 @@ func New(ipvsTimeout time.Duration, iptablesChains []string) (kernel.Kernel, *IP
 	if err != nil {
 		return kernel.Kernel{}, nil, err
 	}
-	return kernel.Kernel{IPVS: x, Addresses: Addresses{}, IPSets: IPSets{}, Iptables: NewIptables(iptablesChains), Conntrack: Conntrack{}}, x, nil
+	return kernel.Kernel{IPVS: x, Addresses: &Addresses{}, IPSets: &IPSets{}, Iptables: NewIptables(iptablesChains), Conntrack: Conntrack{}}, x, nil
 }

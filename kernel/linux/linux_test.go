@@ -32,7 +32,7 @@ var ap = netip.MustParseAddrPort
 // members are added, listed, deleted, with the kernel's errors mapped to the seam's.
 func TestIPSetsReal(t *testing.T) {
 	requireNetns(t)
-	var s IPSets
+	s := &IPSets{}
 	for _, set := range proxier.Sets([]kernel.Family{kernel.IPv4, kernel.IPv6}) {
 		if err := s.EnsureSet(set); err != nil {
 			t.Fatalf("create %s: %v", set.Name, err)
@@ -67,11 +67,11 @@ func TestIPSetsReal(t *testing.T) {
 		{"KUBE-6-LOOP-BACK", kernel.SetEntry{IP: a("fd00::5"), Protocol: kernel.TCP, Port: 80, IP2: a("fd00::5")}},
 	}
 	for _, c := range cases {
-		if err := s.AddEntry(c.set, c.e); err != nil {
+		if err := addEntry(c.set, c.e); err != nil {
 			t.Fatalf("add %s %s: %v", c.set, c.e, err)
 		}
-		if err := s.AddEntry(c.set, c.e); !errors.Is(err, kernel.ErrExist) {
-			t.Errorf("second add %s %s: %v, want ErrExist", c.set, c.e, err)
+		if err := addEntry(c.set, c.e); err != nil { // the batch contract: a present member is kept
+			t.Errorf("second add %s %s: %v, want nil", c.set, c.e, err)
 		}
 	}
 	for _, c := range cases {
@@ -93,23 +93,29 @@ func TestIPSetsReal(t *testing.T) {
 		}
 	}
 	for _, c := range cases {
-		if err := s.DelEntry(c.set, c.e); err != nil {
+		if err := delEntry(c.set, c.e); err != nil {
 			t.Errorf("del %s %s: %v", c.set, c.e, err)
 		}
-		if err := s.DelEntry(c.set, c.e); !errors.Is(err, kernel.ErrNotFound) {
-			t.Errorf("second del %s %s: %v, want ErrNotFound", c.set, c.e, err)
+		if err := delEntry(c.set, c.e); err != nil { // ... and deleting an absent one succeeds
+			t.Errorf("second del %s %s: %v, want nil", c.set, c.e, err)
+		}
+		if got, _ := s.ListEntries(c.set); slices.Contains(got, c.e) {
+			t.Errorf("%s still holds %s after the delete", c.set, c.e)
 		}
 	}
-	if err := s.AddEntry("KUBE-NO-SUCH-SET", cases[0].e); !errors.Is(err, kernel.ErrNotFound) {
+	if err := addEntry("KUBE-NO-SUCH-SET", cases[0].e); !errors.Is(err, kernel.ErrNotFound) {
 		t.Errorf("add to missing set: %v, want ErrNotFound", err)
 	}
 	if err := s.EnsureSet(kernel.Set{Name: "KUBE-CLUSTER-IP", Type: kernel.HashIP, Family: kernel.IPv4}); err == nil {
 		t.Error("re-creating a set with another type succeeded")
 	}
 	// Capacity: more than kube-proxy's 65,536.
-	for i := range 70000 {
-		e := kernel.SetEntry{IP: netip.AddrFrom4([4]byte{10, byte(100 + i>>16), byte(i >> 8), byte(i)}), Protocol: kernel.TCP, Port: 80}
-		if err := s.AddEntry("KUBE-CLUSTER-IP", e); err != nil {
+	ops := make([]kernel.SetOp, 70000)
+	for i := range ops {
+		ops[i] = kernel.SetOp{Set: "KUBE-CLUSTER-IP", Entry: kernel.SetEntry{IP: netip.AddrFrom4([4]byte{10, byte(100 + i>>16), byte(i >> 8), byte(i)}), Protocol: kernel.TCP, Port: 80}}
+	}
+	for i, err := range s.WriteEntries(ops) {
+		if err != nil {
 			t.Fatalf("entry %d: %v", i, err)
 		}
 	}
@@ -128,10 +134,9 @@ func TestLocalAddressesReal(t *testing.T) {
 	if err := netlink.LinkAdd(veth); err != nil {
 		t.Fatal(err)
 	}
-	var x Addresses
 	for dev, addrs := range map[string][]string{"node0": {"192.168.7.1", "fd00:7::1", "fe80::7"}, "skip0": {"10.96.7.1", "10.96.7.2"}} {
 		for _, a := range addrs {
-			if err := x.BindAddress(dev, netip.MustParseAddr(a)); err != nil {
+			if err := bind(dev, netip.MustParseAddr(a)); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -152,27 +157,30 @@ func TestAddressesReal(t *testing.T) {
 	if err := netlink.LinkAdd(veth); err != nil {
 		t.Fatal(err)
 	}
-	var x Addresses
+	x := &Addresses{}
 	for _, s := range []string{"10.96.0.1", "fd00::96:1"} {
 		a := netip.MustParseAddr(s)
-		if err := x.BindAddress("vip0", a); err != nil {
+		if err := bind("vip0", a); err != nil {
 			t.Fatal(err)
 		}
-		if err := x.BindAddress("vip0", a); !errors.Is(err, kernel.ErrExist) {
-			t.Errorf("second bind %s: %v, want ErrExist", a, err)
+		if err := bind("vip0", a); err != nil { // the batch contract: a bound address is kept
+			t.Errorf("second bind %s: %v, want nil", a, err)
 		}
 		got, err := x.ListAddresses("vip0")
 		if err != nil || !slices.Contains(got, a) {
 			t.Errorf("list %v %v lacks %s", got, err, a)
 		}
-		if err := x.UnbindAddress("vip0", a); err != nil {
+		if err := unbind("vip0", a); err != nil {
 			t.Fatal(err)
 		}
-		if err := x.UnbindAddress("vip0", a); !errors.Is(err, kernel.ErrNotFound) {
-			t.Errorf("second unbind %s: %v, want ErrNotFound", a, err)
+		if err := unbind("vip0", a); err != nil { // ... and unbinding an absent one succeeds
+			t.Errorf("second unbind %s: %v, want nil", a, err)
+		}
+		if got, _ := x.ListAddresses("vip0"); slices.Contains(got, a) {
+			t.Errorf("%s still bound after the unbind", a)
 		}
 	}
-	if err := x.BindAddress("nosuchdev", netip.MustParseAddr("10.0.0.1")); !errors.Is(err, kernel.ErrNotFound) {
+	if err := bind("nosuchdev", netip.MustParseAddr("10.0.0.1")); !errors.Is(err, kernel.ErrNotFound) {
 		t.Errorf("bind on missing device: %v", err)
 	}
 }
@@ -265,7 +273,7 @@ func TestIptablesReal(t *testing.T) {
 	rules := proxier.RenderRules(&cfg, kernel.IPv4, outFilters)
 	// The sets must exist for iptables to accept -m set rules.
 	for _, s := range proxier.Sets([]kernel.Family{kernel.IPv4}) {
-		if err := (IPSets{}).EnsureSet(s); err != nil {
+		if err := (&IPSets{}).EnsureSet(s); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -326,7 +334,7 @@ func TestIptablesLegacyReal(t *testing.T) {
 		chains = append(chains, cs...)
 	}
 	for _, set := range proxier.Sets([]kernel.Family{kernel.IPv4}) {
-		if err := (IPSets{}).EnsureSet(set); err != nil {
+		if err := (&IPSets{}).EnsureSet(set); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -25,9 +25,6 @@ type SysctlChange struct {
 	Old, New int
 }
 
-// String formats a change for the log.
-func (c SysctlChange) String() string { return fmt.Sprintf("%s: %d -> %d", c.Key, c.Old, c.New) }
-
 // Get reads an integer parameter, e.g. "net/ipv4/ip_forward".
 func (s Sysctls) Get(key string) (int, error) {
 	b, err := os.ReadFile(filepath.Join(s.Root, key))

@@ -26,14 +26,14 @@ func TestWatchAddressesReal(t *testing.T) {
 	if err := WatchAddresses("skipme", done, func() { calls.Add(1) }); err != nil {
 		t.Fatal(err)
 	}
-	if err := (Addresses{}).BindAddress("skipme", netip.MustParseAddr("10.99.0.2")); err != nil {
+	if err := bind("skipme", netip.MustParseAddr("10.99.0.2")); err != nil {
 		t.Fatal(err)
 	}
 	time.Sleep(300 * time.Millisecond)
 	if n := calls.Load(); n != 0 {
 		t.Errorf("%d calls for an address on the skipped interface", n)
 	}
-	if err := (Addresses{}).BindAddress("wa0", netip.MustParseAddr("10.99.0.1")); err != nil {
+	if err := bind("wa0", netip.MustParseAddr("10.99.0.1")); err != nil {
 		t.Fatal(err)
 	}
 	deadline := time.Now().Add(3 * time.Second)

@@ -12,6 +12,7 @@ import (
 
 	"github.com/ipvs-proxier/ipvs-proxier/kernel"
 	"github.com/ipvs-proxier/ipvs-proxier/sync/metrics"
+	"github.com/ipvs-proxier/ipvs-proxier/sync/metrics/metricstest"
 	"github.com/ipvs-proxier/ipvs-proxier/sync/pressure"
 )
 
@@ -52,7 +53,7 @@ func TestDashboardUsesRealMetrics(t *testing.T) {
 	m.Livez(200)
 	m.KernelHooks().After("AddRealServer", errors.New("boom"))
 	m.ObserveSync(true, time.Millisecond, nil, time.Now())
-	fams, err := metrics.Scrape(m.Registry)
+	fams, err := metricstest.Scrape(m.Registry)
 	if err != nil {
 		t.Fatal(err)
 	}

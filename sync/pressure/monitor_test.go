@@ -10,7 +10,7 @@ import (
 	"go.uber.org/zap/zaptest/observer"
 
 	"github.com/ipvs-proxier/ipvs-proxier/kernel"
-	"github.com/ipvs-proxier/ipvs-proxier/sync/metrics"
+	"github.com/ipvs-proxier/ipvs-proxier/sync/metrics/metricstest"
 )
 
 type recordedEvent struct{ typ, reason, msg string }
@@ -169,7 +169,7 @@ func TestPressureMetrics(t *testing.T) {
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(h.m)
 	h.sample(kernel.ConntrackStats{Entries: 600, Max: 1000, Drop: 1, EarlyDrop: 2, InsertFailed: 3})
-	fams, err := metrics.Scrape(reg)
+	fams, err := metricstest.Scrape(reg)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,4 +1,5 @@
-package metrics
+// Package metricstest reads a registry back as a Prometheus server would, for tests.
+package metricstest
 
 import (
 	"bytes"

@@ -1,0 +1,34 @@
+package linux
+
+import (
+	"net/netip"
+
+	"github.com/ipvs-proxier/ipvs-proxier/kernel"
+)
+
+// The seam writes only in batches; these send one op, for tests that set a kernel up.
+
+var (
+	testAddrs = &Addresses{}
+	testSets  = &IPSets{}
+)
+
+func writeRS(x *IPVS, kind kernel.RealServerOpKind, k kernel.VSKey, rs kernel.RealServer) error {
+	return x.WriteRealServers([]kernel.RealServerOp{{VS: k, RS: rs, Kind: kind}})[0]
+}
+
+func bind(dev string, a netip.Addr) error {
+	return testAddrs.WriteAddresses(dev, []kernel.AddressOp{{Addr: a}})[0]
+}
+
+func unbind(dev string, a netip.Addr) error {
+	return testAddrs.WriteAddresses(dev, []kernel.AddressOp{{Addr: a, Unbind: true}})[0]
+}
+
+func addEntry(set string, e kernel.SetEntry) error {
+	return testSets.WriteEntries([]kernel.SetOp{{Set: set, Entry: e}})[0]
+}
+
+func delEntry(set string, e kernel.SetEntry) error {
+	return testSets.WriteEntries([]kernel.SetOp{{Set: set, Entry: e, Delete: true}})[0]
+}
