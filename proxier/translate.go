@@ -175,27 +175,37 @@ func externallyAccessible(svc *v1.Service) bool {
 	return svc.Spec.Type == v1.ServiceTypeNodePort || svc.Spec.Type == v1.ServiceTypeLoadBalancer || len(svc.Spec.ExternalIPs) > 0
 }
 
+// portState is one service port in one family, as it is being translated: what its
+// virtual servers forward to, and the policy that decides the set members.
+type portState struct {
+	t     *translator
+	f     kernel.Family
+	proto kernel.Protocol
+	port  uint16
+	// internal and external are the real servers of the ClusterIP and of the external
+	// frontends (NodePorts, external IPs, LB IPs).
+	internal, external []kernel.RealServer
+	// externalLocal is ETP=Local on an externally accessible Service; noLocal says it has
+	// no local endpoint (its outside traffic is dropped).
+	externalLocal, noLocal bool
+}
+
 // addPort adds everything one service port needs in one family.
 func (t *translator) addPort(sp v1.ServicePort, proto kernel.Protocol, cip netip.Addr, eps []endpoint) {
 	cfg, svc, st, f := t.cfg, t.svc, t.st, kernel.FamilyOf(cip)
-	port := uint16(sp.Port)
 	slices.SortFunc(eps, func(a, b endpoint) int { return a.addr.Compare(b.addr) })
 	if len(eps) > cfg.MaxEndpoints {
 		t.problem("TooManyEndpoints", "port %q has %d endpoints; only the first %d are programmed", sp.Name, len(eps), cfg.MaxEndpoints)
 	}
 	cluster, local := categorize(cfg, eps)
 	clusterRS, localRS := realServers(cluster, cfg.MaxEndpoints), realServers(local, cfg.MaxEndpoints)
-	member := func(set string, e kernel.SetEntry) {
-		st.Members = append(st.Members, kernel.Member{Set: SetName(set, f), Entry: e})
-	}
-	ipPort := func(a netip.Addr) kernel.SetEntry { return kernel.SetEntry{IP: a, Protocol: proto, Port: port} }
+	ps := &portState{t: t, f: f, proto: proto, port: uint16(sp.Port), internal: clusterRS, external: clusterRS}
 
 	// Internal traffic: ClusterIP. ITP=Local uses local endpoints only, and with none the
 	// port is rejected like one with no endpoints (kube-proxy's IPVS mode instead falls
 	// back to remote endpoints when the Service is external; see README).
-	internal := clusterRS
 	if svc.Spec.InternalTrafficPolicy != nil && *svc.Spec.InternalTrafficPolicy == v1.ServiceInternalTrafficPolicyLocal {
-		internal = localRS
+		ps.internal = localRS
 		if len(local) == 0 && len(eps) > 0 {
 			st.NoLocalInternal[FamilyIndex(f)] = true
 		}
@@ -203,136 +213,154 @@ func (t *translator) addPort(sp v1.ServicePort, proto kernel.Protocol, cip netip
 	// External traffic: NodePort, external IPs, LB IPs. ETP=Local uses local endpoints; with
 	// none, the virtual servers keep the cluster endpoints for in-cluster clients
 	// (kubernetes#93456) and traffic from outside the cluster is dropped by iptables.
-	externalLocal := svc.Spec.ExternalTrafficPolicy == v1.ServiceExternalTrafficPolicyLocal && externallyAccessible(svc)
-	external, noLocal := clusterRS, false
-	if externalLocal {
+	ps.externalLocal = svc.Spec.ExternalTrafficPolicy == v1.ServiceExternalTrafficPolicyLocal && externallyAccessible(svc)
+	if ps.externalLocal {
 		if len(local) > 0 {
-			external = localRS
+			ps.external = localRS
 		} else if len(eps) > 0 {
-			noLocal = true
+			ps.noLocal = true
 			st.NoLocalExternal[FamilyIndex(f)] = true
 		}
 	}
 
-	addVS := func(addr netip.Addr, p uint16, rss []kernel.RealServer, ext bool) {
-		vs := kernel.VirtualServer{VSKey: kernel.VSKey{Protocol: proto, Address: addr, Port: p},
-			Scheduler: t.sched, Flags: t.flags, Timeout: t.tmo}
-		st.VirtualServers = append(st.VirtualServers, VirtualServerState{VirtualServer: vs, RealServers: slices.Clone(rss)})
-		e := kernel.SetEntry{IP: addr, Protocol: proto, Port: p}
-		switch {
-		case len(rss) == 0:
-			member(setNoEndpoints, e)
-		case ext && noLocal:
-			member(setExternalNoLocal, e)
-		}
-		if proto == kernel.UDP {
-			st.UDPFrontends = append(st.UDPFrontends, netip.AddrPortFrom(addr, p))
-		}
-	}
-	bind := func(a netip.Addr) {
-		st.Bind = append(st.Bind, a)
-		member(setIPVSIPs, kernel.SetEntry{IP: a})
-	}
-
-	addVS(cip, port, internal, false)
-	bind(cip)
-	member(setClusterIP, ipPort(cip))
-
-	for _, s := range svc.Spec.ExternalIPs {
-		a, ok := t.parseFamilyIP(s, f, "InvalidExternalIP")
-		if !ok || !t.usableVIP(a, "externalIPs", "InvalidExternalIP") {
-			continue
-		}
-		addVS(a, port, external, true)
-		if !slices.Contains(cfg.NodeIPs, a) {
-			bind(a)
-		}
-		if externalLocal {
-			member(setExternalIPLocal, ipPort(a))
-		} else {
-			member(setExternalIP, ipPort(a))
-		}
-	}
-
+	ps.addVS(cip, ps.port, ps.internal, false)
+	ps.bind(cip)
+	ps.member(setClusterIP, ps.ipPort(cip))
+	ps.addExternalIPs()
 	if svc.Spec.Type == v1.ServiceTypeLoadBalancer {
-		t.addLoadBalancer(f, proto, port, external, externalLocal, addVS, bind, member)
+		ps.addLoadBalancer()
 	}
-
 	if sp.NodePort > 0 && (svc.Spec.Type == v1.ServiceTypeNodePort || svc.Spec.Type == v1.ServiceTypeLoadBalancer) {
-		np := uint16(sp.NodePort)
-		ips := cfg.nodePortIPs(f)
-		for _, ip := range ips {
-			addVS(ip, np, external, true)
-		}
-		switch proto {
-		case kernel.SCTP:
-			for _, ip := range ips {
-				e := kernel.SetEntry{IP: ip, Protocol: proto, Port: np}
-				member(setNodePortSCTP, e)
-				if externalLocal {
-					member(setNodePortLocalSCTP, e)
-				}
-			}
-		default:
-			set, localSet := setNodePortTCP, setNodePortLocalTCP
-			if proto == kernel.UDP {
-				set, localSet = setNodePortUDP, setNodePortLocalUDP
-			}
-			member(set, kernel.SetEntry{Port: np})
-			if externalLocal {
-				member(localSet, kernel.SetEntry{Port: np})
-			}
-		}
+		ps.addNodePort(uint16(sp.NodePort))
 	}
-
 	// Hairpin: every local endpoint, whatever its condition (as kube-proxy).
 	for _, e := range eps {
 		if e.local {
-			member(setLoopBack, kernel.SetEntry{IP: e.addr.Addr(), Protocol: proto, Port: e.addr.Port(), IP2: e.addr.Addr()})
+			ps.member(setLoopBack, kernel.SetEntry{IP: e.addr.Addr(), Protocol: proto, Port: e.addr.Port(), IP2: e.addr.Addr()})
 		}
 	}
 }
 
-// addLoadBalancer adds the VIP-mode ingress IPs of family f and their firewall entries.
-func (t *translator) addLoadBalancer(f kernel.Family, proto kernel.Protocol, port uint16, external []kernel.RealServer,
-	externalLocal bool, addVS func(netip.Addr, uint16, []kernel.RealServer, bool), bind func(netip.Addr),
-	member func(string, kernel.SetEntry)) {
-	cfg, svc := t.cfg, t.svc
-	ranges, filtered := t.sourceRanges(f)
-	for _, ing := range svc.Status.LoadBalancer.Ingress {
+// member adds e to the family's set named by its IPv4 name.
+func (ps *portState) member(set string, e kernel.SetEntry) {
+	ps.t.st.Members = append(ps.t.st.Members, kernel.Member{Set: SetName(set, ps.f), Entry: e})
+}
+
+// ipPort is the set entry of a on this port.
+func (ps *portState) ipPort(a netip.Addr) kernel.SetEntry {
+	return kernel.SetEntry{IP: a, Protocol: ps.proto, Port: ps.port}
+}
+
+// addVS adds the virtual server addr:p forwarding to rss; ext marks an external frontend
+// (subject to the ETP=Local drop).
+func (ps *portState) addVS(addr netip.Addr, p uint16, rss []kernel.RealServer, ext bool) {
+	t, st := ps.t, ps.t.st
+	vs := kernel.VirtualServer{VSKey: kernel.VSKey{Protocol: ps.proto, Address: addr, Port: p},
+		Scheduler: t.sched, Flags: t.flags, Timeout: t.tmo}
+	st.VirtualServers = append(st.VirtualServers, VirtualServerState{VirtualServer: vs, RealServers: slices.Clone(rss)})
+	e := kernel.SetEntry{IP: addr, Protocol: ps.proto, Port: p}
+	switch {
+	case len(rss) == 0:
+		ps.member(setNoEndpoints, e)
+	case ext && ps.noLocal:
+		ps.member(setExternalNoLocal, e)
+	}
+	if ps.proto == kernel.UDP {
+		st.UDPFrontends = append(st.UDPFrontends, netip.AddrPortFrom(addr, p))
+	}
+}
+
+// bind puts a on the dummy interface.
+func (ps *portState) bind(a netip.Addr) {
+	ps.t.st.Bind = append(ps.t.st.Bind, a)
+	ps.member(setIPVSIPs, kernel.SetEntry{IP: a})
+}
+
+// addExternalIPs adds the Service's external IPs of this family.
+func (ps *portState) addExternalIPs() {
+	t := ps.t
+	for _, s := range t.svc.Spec.ExternalIPs {
+		a, ok := t.parseFamilyIP(s, ps.f, "InvalidExternalIP")
+		if !ok || !t.usableVIP(a, "externalIPs", "InvalidExternalIP") {
+			continue
+		}
+		ps.addVS(a, ps.port, ps.external, true)
+		if !slices.Contains(t.cfg.NodeIPs, a) {
+			ps.bind(a)
+		}
+		if ps.externalLocal {
+			ps.member(setExternalIPLocal, ps.ipPort(a))
+		} else {
+			ps.member(setExternalIP, ps.ipPort(a))
+		}
+	}
+}
+
+// addNodePort adds the NodePort np on every NodePort address of this family.
+func (ps *portState) addNodePort(np uint16) {
+	ips := ps.t.cfg.nodePortIPs(ps.f)
+	for _, ip := range ips {
+		ps.addVS(ip, np, ps.external, true)
+	}
+	switch ps.proto {
+	case kernel.SCTP:
+		for _, ip := range ips {
+			e := kernel.SetEntry{IP: ip, Protocol: ps.proto, Port: np}
+			ps.member(setNodePortSCTP, e)
+			if ps.externalLocal {
+				ps.member(setNodePortLocalSCTP, e)
+			}
+		}
+	default:
+		set, localSet := setNodePortTCP, setNodePortLocalTCP
+		if ps.proto == kernel.UDP {
+			set, localSet = setNodePortUDP, setNodePortLocalUDP
+		}
+		ps.member(set, kernel.SetEntry{Port: np})
+		if ps.externalLocal {
+			ps.member(localSet, kernel.SetEntry{Port: np})
+		}
+	}
+}
+
+// addLoadBalancer adds the VIP-mode ingress IPs of this family and their firewall entries.
+func (ps *portState) addLoadBalancer() {
+	t := ps.t
+	ranges, filtered := t.sourceRanges(ps.f)
+	for _, ing := range t.svc.Status.LoadBalancer.Ingress {
 		if ing.IP == "" || ing.IPMode != nil && *ing.IPMode != v1.LoadBalancerIPModeVIP {
 			continue // hostname-only or ipMode Proxy: the LB delivers to the pods itself
 		}
-		a, ok := t.parseFamilyIP(ing.IP, f, "InvalidLoadBalancerIP")
+		a, ok := t.parseFamilyIP(ing.IP, ps.f, "InvalidLoadBalancerIP")
 		if !ok || !t.usableVIP(a, "status.loadBalancer.ingress", "InvalidLoadBalancerIP") {
 			continue
 		}
-		addVS(a, port, external, true)
-		if !slices.Contains(cfg.NodeIPs, a) {
-			bind(a)
+		ps.addVS(a, ps.port, ps.external, true)
+		if !slices.Contains(t.cfg.NodeIPs, a) {
+			ps.bind(a)
 		}
-		e := kernel.SetEntry{IP: a, Protocol: proto, Port: port}
-		member(setLoadBalancer, e)
-		if externalLocal {
-			member(setLoadBalancerLocal, e)
+		e := ps.ipPort(a)
+		ps.member(setLoadBalancer, e)
+		if ps.externalLocal {
+			ps.member(setLoadBalancerLocal, e)
 		}
 		if !filtered {
-			if slices.Contains(t.noRangeOfFamily, f) {
-				t.problem("SourceRangesMissingFamily", "loadBalancerSourceRanges has no %s range; %s traffic to %s is not filtered (as kube-proxy does)", f, f, a)
+			if slices.Contains(t.noRangeOfFamily, ps.f) {
+				t.problem("SourceRangesMissingFamily", "loadBalancerSourceRanges has no %s range; %s traffic to %s is not filtered (as kube-proxy does)", ps.f, ps.f, a)
 			}
 			continue
 		}
-		member(setLoadBalancerFW, e)
+		ps.member(setLoadBalancerFW, e)
 		nodeInside := false
 		for _, r := range ranges {
-			member(setLoadBalancerSrcCIDR, kernel.SetEntry{IP: a, Protocol: proto, Port: port, Net: r})
-			nodeInside = nodeInside || slices.ContainsFunc(cfg.primaryIPs(), r.Contains)
+			ps.member(setLoadBalancerSrcCIDR, kernel.SetEntry{IP: a, Protocol: ps.proto, Port: ps.port, Net: r})
+			nodeInside = nodeInside || slices.ContainsFunc(t.cfg.primaryIPs(), r.Contains)
 		}
 		if nodeInside {
 			// The node's own traffic to the VIP has the VIP as source.
-			member(setLoadBalancerSrcIP, kernel.SetEntry{IP: a, Protocol: proto, Port: port, IP2: a})
+			ps.member(setLoadBalancerSrcIP, kernel.SetEntry{IP: a, Protocol: ps.proto, Port: ps.port, IP2: a})
 		} else {
-			t.st.OutFilters = append(t.st.OutFilters, OutFilter{kernel.VSKey{Protocol: proto, Address: a, Port: port}})
+			t.st.OutFilters = append(t.st.OutFilters, OutFilter{kernel.VSKey{Protocol: ps.proto, Address: a, Port: ps.port}})
 		}
 	}
 }

@@ -29,22 +29,7 @@ func (s *Syncer) syncFull(keys map[proxier.ServiceKey]struct{}) error {
 	changed := s.retry
 	s.retry, s.pendingSets = proxier.NewDelta(), map[string]struct{}{}
 	s.named = nil // read again, if needed, before this sync's sets are repaired
-	listAll := false
-	if cfg := s.nodeConfig(); !s.built || !reflect.DeepEqual(cfg, s.cfg) {
-		if cfg.LocalMode == proxier.LocalModeNodeCIDR && (!s.built || !slices.Equal(cfg.NodePodCIDRs, s.cfg.NodePodCIDRs)) {
-			s.logNodeCIDRs(cfg.NodePodCIDRs)
-		}
-		s.cfg = cfg
-		s.desired = proxier.NewDesired()
-		for _, k := range s.src.ServiceKeys() {
-			s.updateService(k, nil)
-		}
-		s.built, listAll = true, true
-	} else {
-		for k := range keys {
-			s.updateService(k, changed)
-		}
-	}
+	listAll := s.refreshDesired(keys, changed)
 	if hc := s.opts.HealthChecks; hc != nil {
 		hc.SetAddresses(healthCheckAddrs(&s.cfg))
 		hc.ReplaceHealthChecks(s.desired.HealthChecks())
@@ -74,9 +59,50 @@ func (s *Syncer) syncFull(keys map[proxier.ServiceKey]struct{}) error {
 		s.addrs[a] = struct{}{}
 	}
 
-	// The programmed cache is updated in place, not rebuilt: at 30,000 Services a new
-	// map and a delta naming every object were most of a full sync's garbage.
 	round := s.fullRound + 1
+	errs = append(errs, s.refreshCache(vss, round)...)
+
+	// The dumps that decide ownership worked: from here on, failures are retried one
+	// object at a time.
+	s.needFull, s.lastFull = false, start
+	s.fullRound = round
+
+	errs = append(errs, s.syncSets(sets, changed, listAll))
+	s.applyEverything(addrs, &errs)
+	errs = append(errs, s.syncRules(true))
+	s.reconcileUDP()
+	return errors.Join(errs...)
+}
+
+// refreshDesired brings the desired state up to date for a full sync: rebuilt from every
+// Service when the node's configuration changed (it reports true: every set must then be
+// listed), else updated for the changed keys, their set members recorded in changed.
+func (s *Syncer) refreshDesired(keys map[proxier.ServiceKey]struct{}, changed *proxier.Delta) bool {
+	cfg := s.nodeConfig()
+	if s.built && reflect.DeepEqual(cfg, s.cfg) {
+		for k := range keys {
+			s.updateService(k, changed)
+		}
+		return false
+	}
+	if cfg.LocalMode == proxier.LocalModeNodeCIDR && (!s.built || !slices.Equal(cfg.NodePodCIDRs, s.cfg.NodePodCIDRs)) {
+		s.logNodeCIDRs(cfg.NodePodCIDRs)
+	}
+	s.cfg = cfg
+	s.desired = proxier.NewDesired()
+	for _, k := range s.src.ServiceKeys() {
+		s.updateService(k, nil)
+	}
+	s.built = true
+	return true
+}
+
+// refreshCache updates the programmed cache from the virtual-server dump vss, in place,
+// not rebuilt: at 30,000 Services a new map and a delta naming every object were most of
+// a full sync's garbage. The real servers of a virtual server are re-read when it is new,
+// unwanted, or its turn in the CheckEvery rotation has come.
+func (s *Syncer) refreshCache(vss []kernel.VirtualServer, round int) []error {
+	var errs []error
 	for _, vs := range vss {
 		key := vs.VSKey
 		vs.Flags &= kernel.OwnFlags
@@ -117,24 +143,21 @@ func (s *Syncer) syncFull(keys map[proxier.ServiceKey]struct{}) error {
 			delete(s.drain, dk)
 		}
 	}
+	return errs
+}
 
-	// The dumps that decide ownership worked: from here on, failures are retried one
-	// object at a time.
-	s.needFull, s.lastFull = false, start
-	s.fullRound = round
-
-	errs = append(errs, s.syncSets(sets, changed, listAll))
-	// Every virtual server and address in the kernel or desired, without a delta: the
-	// cache holds exactly the kernel's (ours) now.
+// applyEverything applies every virtual server and address in the kernel (addrs, as
+// dumped) or desired, without a delta: the cache holds exactly the kernel's (ours) then.
+func (s *Syncer) applyEverything(addrs []netip.Addr, errs *[]error) {
 	for key := range s.vs {
-		s.applyVirtualServer(key, &errs)
+		s.applyVirtualServer(key, errs)
 	}
 	for key := range s.desired.VirtualServerKeySeq() {
 		if s.vs[key] == nil {
-			s.applyVirtualServer(key, &errs)
+			s.applyVirtualServer(key, errs)
 		}
 	}
-	s.flushRealServers(&errs)
+	s.flushRealServers(errs)
 	for _, a := range addrs {
 		s.applyAddress(a)
 	}
@@ -143,10 +166,7 @@ func (s *Syncer) syncFull(keys map[proxier.ServiceKey]struct{}) error {
 			s.applyAddress(a)
 		}
 	}
-	s.flushAddresses(&errs)
-	errs = append(errs, s.syncRules(true))
-	s.reconcileUDP()
-	return errors.Join(errs...)
+	s.flushAddresses(errs)
 }
 
 // syncSets writes the changed members, then lists and repairs every set whose member

@@ -35,31 +35,9 @@ import (
 // runDaemon runs the proxy until SIGTERM or SIGINT. On exit the kernel state is left in
 // place, so a restart (or an upgrade) never interrupts traffic.
 func runDaemon(args []string) error {
-	o := newOptions("ipvs-proxier")
-	if err := o.fs.Parse(args); err != nil {
+	o, warnings, done, err := daemonOptions(args)
+	if err != nil || done {
 		return err
-	}
-	if err := noArgs(o.fs); err != nil {
-		return err
-	}
-	if o.kp.version {
-		fmt.Println(version)
-		return nil
-	}
-	if err := o.validOOMScoreAdj(); err != nil {
-		return err
-	}
-	var warnings []string
-	if o.configFile != "" {
-		var err error
-		if warnings, err = o.applyConfigFile(o.configFile); err != nil {
-			return err
-		}
-	}
-	if o.kp.cleanup {
-		// kube-proxy's --cleanup removes what every proxy mode left.
-		return runCleanup([]string{"--iptables-mode-leftovers", "--dummy-device", o.dummyDevice,
-			"--ipvs-exclude-cidrs", strings.Join(o.excludeCIDRs, ",")}, os.Stdout)
 	}
 	if os.Getenv("GOGC") == "" {
 		// Half the default GC headroom: at 10,000 Services the live heap was ~80 MiB but
@@ -91,7 +69,6 @@ func runDaemon(args []string) error {
 	if inCluster {
 		warnInCluster(log, restCfg.Host)
 	}
-	api := health.NewAPIServer(restCfg.Host, nil)
 	client, err := kubernetes.NewForConfig(restCfg)
 	if err != nil {
 		return err
@@ -101,10 +78,58 @@ func runDaemon(args []string) error {
 		return err
 	}
 	defer lock.Close()
+	k, ipvsHandle, err := prepareNode(o, r, log)
+	if err != nil {
+		return err
+	}
+	defer ipvsHandle.Close()
+	if o.kp.initOnly {
+		// kube-proxy's --init-only: what needs full root (modules, sysctls) is done.
+		log.Info("Node initialised (--init-only); exiting")
+		return nil
+	}
+	runProxy(o, r, log, client, health.NewAPIServer(restCfg.Host, nil), k)
+	log.Info("Stopping; kernel state left in place")
+	return nil
+}
+
+// daemonOptions parses the command line and the config file. done says the command is
+// complete (--version, kube-proxy's --cleanup).
+func daemonOptions(args []string) (o *options, warnings []string, done bool, err error) {
+	o = newOptions("ipvs-proxier")
+	if err := o.fs.Parse(args); err != nil {
+		return nil, nil, false, err
+	}
+	if err := noArgs(o.fs); err != nil {
+		return nil, nil, false, err
+	}
+	if o.kp.version {
+		fmt.Println(version)
+		return nil, nil, true, nil
+	}
+	if err := o.validOOMScoreAdj(); err != nil {
+		return nil, nil, false, err
+	}
+	if o.configFile != "" {
+		if warnings, err = o.applyConfigFile(o.configFile); err != nil {
+			return nil, nil, false, err
+		}
+	}
+	if o.kp.cleanup {
+		// kube-proxy's --cleanup removes what every proxy mode left.
+		return nil, nil, true, runCleanup([]string{"--iptables-mode-leftovers", "--dummy-device", o.dummyDevice,
+			"--ipvs-exclude-cidrs", strings.Join(o.excludeCIDRs, ",")}, os.Stdout)
+	}
+	return o, warnings, false, nil
+}
+
+// prepareNode checks that IPVS works and sets the node up as kube-proxy does at start:
+// the dummy device, the sysctls, the IPVS timeouts and the OOM score.
+func prepareNode(o *options, r *resolved, log *zap.Logger) (kernel.Kernel, *linux.IPVS, error) {
 	report := linux.Preflight{}.Check([]string{o.scheduler})
 	if report.NoIPVS != "" {
 		// Before any sysctl: on such a kernel they fail with a bare ENOENT.
-		return fmt.Errorf("IPVS is not usable on this node: %s (%s)", report.NoIPVS, report)
+		return kernel.Kernel{}, nil, fmt.Errorf("IPVS is not usable on this node: %s (%s)", report.NoIPVS, report)
 	}
 	if !report.OK() {
 		log.Warn(report.String())
@@ -114,12 +139,18 @@ func runDaemon(args []string) error {
 		_, err = k.IPVS.ListVirtualServers()
 	}
 	if err != nil {
+		if ipvsHandle != nil {
+			ipvsHandle.Close()
+		}
 		// The only fatal preflight failure: without IPVS there is nothing to do.
-		return fmt.Errorf("IPVS is not usable on this node: %w (%s)", err, report)
+		return kernel.Kernel{}, nil, fmt.Errorf("IPVS is not usable on this node: %w (%s)", err, report)
 	}
-	defer ipvsHandle.Close()
+	fail := func(err error) (kernel.Kernel, *linux.IPVS, error) {
+		ipvsHandle.Close()
+		return kernel.Kernel{}, nil, err
+	}
 	if err := k.Addresses.EnsureDummy(r.cfg.DummyDevice); errors.Is(err, kernel.ErrNotDummy) {
-		return err
+		return fail(err)
 	}
 	changes, err := linux.HostSysctls.Apply(linux.SysctlConfig{StrictARP: o.strictARP,
 		ConntrackMaxPerCore: int(o.conntrackPerCore), ConntrackMin: int(o.conntrackMin), CPUs: runtime.NumCPU(),
@@ -128,7 +159,7 @@ func runDaemon(args []string) error {
 		log.Info("Sysctl changed", zap.String("key", c.Key), zap.Int("old", c.Old), zap.Int("new", c.New))
 	}
 	if err != nil {
-		return err
+		return fail(err)
 	}
 	if err := ipvsHandle.SetTimeouts(o.tcpTimeout, o.tcpFinTimeout, o.udpTimeout); err != nil {
 		log.Warn("Cannot set IPVS timeouts", zap.Error(err))
@@ -138,12 +169,12 @@ func runDaemon(args []string) error {
 			log.Warn("Cannot set oom_score_adj", zap.Int("value", o.kp.oomScoreAdj), zap.Error(err))
 		}
 	}
-	if o.kp.initOnly {
-		// kube-proxy's --init-only: what needs full root (modules, sysctls) is done.
-		log.Info("Node initialised (--init-only); exiting")
-		return nil
-	}
+	return k, ipvsHandle, nil
+}
 
+// runProxy wires the data flow (informers, tracker, syncer, runner) with its metrics,
+// events and health servers, and runs it until SIGTERM or SIGINT.
+func runProxy(o *options, r *resolved, log *zap.Logger, client kubernetes.Interface, api *health.APIServer, k kernel.Kernel) {
 	broadcaster := record.NewBroadcaster()
 	broadcaster.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: client.CoreV1().Events("")})
 	defer broadcaster.Shutdown()
@@ -182,21 +213,7 @@ func runDaemon(args []string) error {
 	r.sync.Logger, r.sync.Events, r.sync.Metrics, r.sync.HealthChecks = log, events, m, hc
 	r.sync.LocalAddresses = func() ([]netip.Addr, error) { return linux.LocalAddresses(dummy) }
 	syncer = sync.NewSyncer(r.sync, k, src, tracker)
-	firstSync := true
-	runner = sync.NewRunner(func() error {
-		err := syncer.Sync()
-		if err == nil {
-			proxyHealth.Updated()
-			if firstSync {
-				// The cold start's garbage (every object decoded, the first listing of
-				// every set) is most of the peak heap; give it back now rather than over
-				// the scavenger's next minutes, so the steady RSS is the live state.
-				firstSync = false
-				debug.FreeOSMemory()
-			}
-		}
-		return err
-	}, o.minSyncPeriod, o.syncPeriod)
+	runner = sync.NewRunner(syncOnce(syncer, proxyHealth), o.minSyncPeriod, o.syncPeriod)
 
 	monitor := pressure.New(k.Conntrack.Stats, o.conntrackPressure, log, nodeEvents{recorder: recorder, node: r.nodeName}, nil)
 	m.Register(monitor)
@@ -220,8 +237,25 @@ func runDaemon(args []string) error {
 	log.Info("Running", zap.Duration("minSyncPeriod", o.minSyncPeriod), zap.Duration("syncPeriod", o.syncPeriod),
 		zap.String("scheduler", o.scheduler))
 	runner.Loop(ctx)
-	log.Info("Stopping; kernel state left in place")
-	return nil
+}
+
+// syncOnce is the runner's sync: it marks the proxy healthy after each success.
+func syncOnce(syncer *sync.Syncer, proxyHealth *health.Proxy) func() error {
+	firstSync := true
+	return func() error {
+		err := syncer.Sync()
+		if err == nil {
+			proxyHealth.Updated()
+			if firstSync {
+				// The cold start's garbage (every object decoded, the first listing of
+				// every set) is most of the peak heap; give it back now rather than over
+				// the scavenger's next minutes, so the steady RSS is the live state.
+				firstSync = false
+				debug.FreeOSMemory()
+			}
+		}
+		return err
+	}
 }
 
 // drainTicker wakes the runner while real servers drain, so they are reaped on time even
