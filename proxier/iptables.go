@@ -37,15 +37,32 @@ var RuleChains = map[string][]string{
 // set is fixed for a config except for the KUBE-IPVS-OUT-FILTER lines: everything else
 // is driven by ipset membership, so Service churn never rewrites iptables.
 func RenderRules(cfg *Config, f kernel.Family, outFilters []OutFilter) string {
-	var b strings.Builder
-	w := func(format string, args ...any) { fmt.Fprintf(&b, format+"\n", args...) }
-	set := func(base string) string { return SetName(base, f) }
-	mark := fmt.Sprintf("%#08x", cfg.masqueradeMark())
+	r := &ruleWriter{f: f, mark: fmt.Sprintf("%#08x", cfg.masqueradeMark())}
+	r.nat(cfg)
+	r.filter(cfg, outFilters)
+	return r.b.String()
+}
+
+// ruleWriter accumulates iptables-restore input for one family.
+type ruleWriter struct {
+	b    strings.Builder
+	f    kernel.Family
+	mark string // the masquerade mark, as iptables prints it
+}
+
+// w writes one line.
+func (r *ruleWriter) w(format string, args ...any) { fmt.Fprintf(&r.b, format+"\n", args...) }
+
+// set names the family's set whose IPv4 name is base.
+func (r *ruleWriter) set(base string) string { return SetName(base, r.f) }
+
+// nat writes the nat table: the service portals, masquerade marking and SNAT.
+func (r *ruleWriter) nat(cfg *Config) {
+	w, set, mark, f := r.w, r.set, r.mark, r.f
 	lo := "127.0.0.0/8"
 	if f == kernel.IPv6 {
 		lo = "::1/128"
 	}
-
 	w("*nat")
 	for _, c := range RuleChains["nat"] {
 		w(":%s - [0:0]", c)
@@ -95,6 +112,12 @@ func RenderRules(cfg *Config, f kernel.Family, outFilters []OutFilter) string {
 	w("-A %s -j MARK --or-mark %s", chainMarkMasq, mark)
 	w("COMMIT")
 
+}
+
+// filter writes the filter table: the firewalls, the VIP access filter, the ETP=Local
+// drop and the unallocated-ClusterIP check.
+func (r *ruleWriter) filter(cfg *Config, outFilters []OutFilter) {
+	w, set, mark, f := r.w, r.set, r.mark, r.f
 	w("*filter")
 	for _, c := range RuleChains["filter"] {
 		w(":%s - [0:0]", c)
@@ -137,5 +160,4 @@ func RenderRules(cfg *Config, f kernel.Family, outFilters []OutFilter) string {
 	w(`-A %s -m comment --comment "externalTrafficPolicy=Local and no local endpoint" -j DROP`, chainExternalNoLocal)
 	renderClusterIPsCheck(cfg, f, w)
 	w("COMMIT")
-	return b.String()
 }

@@ -68,14 +68,36 @@ func NewInformerSource(client kubernetes.Interface, nodeName string, resync time
 			o.FieldSelector = thisNode
 			return client.CoreV1().Nodes().Watch(ctx, o)
 		})
-	_ = s.slices.AddIndexers(cache.Indexers{sliceServiceIndex: func(obj any) ([]string, error) {
-		if sl, ok := obj.(*discovery.EndpointSlice); ok {
-			if k, ok := SliceServiceKey(sl); ok {
-				return []string{k.String()}, nil
+	_ = s.slices.AddIndexers(cache.Indexers{sliceServiceIndex: sliceServiceIndexFunc})
+	handler := changeHandler(tracker, badSlice)
+	_, _ = s.services.AddEventHandler(handler)
+	_, _ = s.slices.AddEventHandler(handler)
+	_, _ = s.nodes.AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc: func(any) { tracker.AllChanged() },
+		UpdateFunc: func(old, cur any) {
+			if nodeChanged(old.(*v1.Node), cur.(*v1.Node)) {
+				tracker.AllChanged()
 			}
+		},
+		DeleteFunc: func(any) { tracker.AllChanged() },
+	})
+	s.watchServiceCIDRs(client, resync, tracker)
+	return s
+}
+
+// sliceServiceIndexFunc indexes EndpointSlices by the key of their Service.
+func sliceServiceIndexFunc(obj any) ([]string, error) {
+	if sl, ok := obj.(*discovery.EndpointSlice); ok {
+		if k, ok := SliceServiceKey(sl); ok {
+			return []string{k.String()}, nil
 		}
-		return nil, nil
-	}})
+	}
+	return nil, nil
+}
+
+// changeHandler tells tracker which Service a Service or EndpointSlice event changes.
+// badSlice is called for a slice without a service-name label.
+func changeHandler(tracker *Tracker, badSlice func(*discovery.EndpointSlice)) cache.ResourceEventHandlerFuncs {
 	serviceKey := func(obj any) (proxier.ServiceKey, bool) {
 		if d, ok := obj.(cache.DeletedFinalStateUnknown); ok {
 			obj = d.Obj
@@ -103,24 +125,11 @@ func NewInformerSource(client kubernetes.Interface, nodeName string, resync time
 			tracker.EndpointsChanged(k)
 		}
 	}
-	handler := cache.ResourceEventHandlerFuncs{
+	return cache.ResourceEventHandlerFuncs{
 		AddFunc:    changed,
 		UpdateFunc: func(old, cur any) { changed(old); changed(cur) },
 		DeleteFunc: changed,
 	}
-	_, _ = s.services.AddEventHandler(handler)
-	_, _ = s.slices.AddEventHandler(handler)
-	_, _ = s.nodes.AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc: func(any) { tracker.AllChanged() },
-		UpdateFunc: func(old, cur any) {
-			if nodeChanged(old.(*v1.Node), cur.(*v1.Node)) {
-				tracker.AllChanged()
-			}
-		},
-		DeleteFunc: func(any) { tracker.AllChanged() },
-	})
-	s.watchServiceCIDRs(client, resync, tracker)
-	return s
 }
 
 // nodeChanged reports whether a Node update changes what the node config reads from it:

@@ -43,16 +43,34 @@ func (o *options) applyConfigFile(path string) ([]string, error) {
 }
 
 func (o *options) applyConfig(data []byte) ([]string, error) {
+	c, warnings, err := parseConfig(data)
+	if err != nil {
+		return nil, err
+	}
+	set := o.fileSetter()
+	o.applyConfigValues(c, set)
+	if err := o.applyConfigPeriods(c, set); err != nil {
+		return nil, err
+	}
+	if err := o.applyConfigConntrack(c, set); err != nil {
+		return nil, err
+	}
+	return warnings, nil
+}
+
+// parseConfig decodes a KubeProxyConfiguration and names the fields set in it that
+// ipvs-proxier does not honour, in one warning.
+func parseConfig(data []byte) (*kpv1alpha1.KubeProxyConfiguration, []string, error) {
 	var c kpv1alpha1.KubeProxyConfiguration
 	if err := yaml.Unmarshal(data, &c); err != nil {
-		return nil, fmt.Errorf("config: %w", err)
+		return nil, nil, fmt.Errorf("config: %w", err)
 	}
 	if c.Kind != "" && c.Kind != "KubeProxyConfiguration" || c.APIVersion != "" && c.APIVersion != "kubeproxy.config.k8s.io/v1alpha1" {
-		return nil, fmt.Errorf("config: want kind KubeProxyConfiguration, apiVersion kubeproxy.config.k8s.io/v1alpha1; got %s %s", c.Kind, c.APIVersion)
+		return nil, nil, fmt.Errorf("config: want kind KubeProxyConfiguration, apiVersion kubeproxy.config.k8s.io/v1alpha1; got %s %s", c.Kind, c.APIVersion)
 	}
 	var raw map[string]any
 	if err := yaml.Unmarshal(data, &raw); err != nil {
-		return nil, fmt.Errorf("config: %w", err)
+		return nil, nil, fmt.Errorf("config: %w", err)
 	}
 	var warnings, unsupported []string
 	walkSet("", raw, func(path string) {
@@ -67,11 +85,18 @@ func (o *options) applyConfig(data []byte) ([]string, error) {
 		sort.Strings(unsupported)
 		warnings = append(warnings, "config fields not supported, ignored: "+strings.Join(unsupported, ", "))
 	}
+	return &c, warnings, nil
+}
 
+// setFn applies a value from the config file unless flag (or an alias) was given.
+type setFn func(flag string, apply func())
+
+// fileSetter is o's setFn; it records which config field each value came from.
+func (o *options) fileSetter() setFn {
 	if o.fromFile == nil {
 		o.fromFile = map[string]string{}
 	}
-	set := func(flag string, apply func()) {
+	return func(flag string, apply func()) {
 		for _, f := range append([]string{flag}, aliases[flag]...) {
 			if o.fs.Changed(f) {
 				return
@@ -82,6 +107,11 @@ func (o *options) applyConfig(data []byte) ([]string, error) {
 			o.fromFile[flag] = field
 		}
 	}
+}
+
+// applyConfigValues takes the plain values: strings, lists, booleans, the masquerade bit
+// and the client's rate limits.
+func (o *options) applyConfigValues(c *kpv1alpha1.KubeProxyConfiguration, set setFn) {
 	str := func(flag, v string, dst *string) {
 		if v != "" {
 			set(flag, func() { *dst = v })
@@ -119,7 +149,17 @@ func (o *options) applyConfig(data []byte) ([]string, error) {
 	if bit := c.IPTables.MasqueradeBit; bit != nil {
 		set("iptables-masquerade-bit", func() { o.masqueradeBit = int(*bit) })
 	}
-	// ipvs.* periods are the IPVS mode's own; kube-proxy falls back to the iptables ones.
+	if c.ClientConnection.QPS > 0 {
+		set("kube-api-qps", func() { o.apiQPS = c.ClientConnection.QPS })
+	}
+	if c.ClientConnection.Burst > 0 {
+		set("kube-api-burst", func() { o.apiBurst = int(c.ClientConnection.Burst) })
+	}
+}
+
+// applyConfigPeriods takes the sync periods and IPVS timeouts. ipvs.* periods are the
+// IPVS mode's own; kube-proxy falls back to the iptables ones.
+func (o *options) applyConfigPeriods(c *kpv1alpha1.KubeProxyConfiguration, set setFn) error {
 	// kube-proxy's validation rejects negative periods and timeouts
 	// (pkg/proxy/apis/config/validation); so do we, rather than take the default.
 	for _, d := range []struct {
@@ -137,7 +177,7 @@ func (o *options) applyConfig(data []byte) ([]string, error) {
 	} {
 		for i, v := range d.vals {
 			if v < 0 {
-				return nil, fmt.Errorf("config: %s %v: must not be negative", d.fields[i], time.Duration(v))
+				return fmt.Errorf("config: %s %v: must not be negative", d.fields[i], time.Duration(v))
 			}
 		}
 		for i, v := range d.vals {
@@ -147,9 +187,14 @@ func (o *options) applyConfig(data []byte) ([]string, error) {
 			}
 		}
 	}
+	return nil
+}
+
+// applyConfigConntrack takes the conntrack sizing and timeouts.
+func (o *options) applyConfigConntrack(c *kpv1alpha1.KubeProxyConfiguration, set setFn) error {
 	for field, v := range map[string]*int32{"conntrack.maxPerCore": c.Conntrack.MaxPerCore, "conntrack.min": c.Conntrack.Min} {
 		if v != nil && *v < 0 {
-			return nil, fmt.Errorf("config: %s %d: must not be negative", field, *v)
+			return fmt.Errorf("config: %s %d: must not be negative", field, *v)
 		}
 	}
 	// kube-proxy's conntrack timeouts: an explicit 0 leaves the kernel's value, an absent
@@ -169,7 +214,7 @@ func (o *options) applyConfig(data []byte) ([]string, error) {
 			continue
 		}
 		if d.v.Duration < 0 {
-			return nil, fmt.Errorf("config: %s %v: must not be negative", d.field, d.v.Duration)
+			return fmt.Errorf("config: %s %v: must not be negative", d.field, d.v.Duration)
 		}
 		set(d.flag, func() { *d.dst = d.v.Duration })
 	}
@@ -182,13 +227,7 @@ func (o *options) applyConfig(data []byte) ([]string, error) {
 	if v := c.Conntrack.Min; v != nil {
 		set("conntrack-min", func() { o.conntrackMin = *v })
 	}
-	if c.ClientConnection.QPS > 0 {
-		set("kube-api-qps", func() { o.apiQPS = c.ClientConnection.QPS })
-	}
-	if c.ClientConnection.Burst > 0 {
-		set("kube-api-burst", func() { o.apiBurst = int(c.ClientConnection.Burst) })
-	}
-	return warnings, nil
+	return nil
 }
 
 // flagFields names the config field behind a flag, for messages about a value that came

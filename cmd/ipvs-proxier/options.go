@@ -168,26 +168,34 @@ type resolved struct {
 	primaryNodePorts bool
 }
 
-// resolve validates the options and builds the translation and sync configs.
-func (o *options) resolve(hostname func() (string, error)) (*resolved, error) {
+// validRanges checks the scalar options kube-proxy's validation checks, and ours.
+func (o *options) validRanges() error {
 	if err := proxier.ValidateScheduler(o.scheduler); err != nil {
-		return nil, fmt.Errorf("%s: %w", o.origin("scheduler"), err)
+		return fmt.Errorf("%s: %w", o.origin("scheduler"), err)
 	}
 	if o.minSyncPeriod < 0 || o.syncPeriod <= 0 || o.minSyncPeriod > o.syncPeriod {
-		return nil, fmt.Errorf("need 0 <= --min-sync-period (%v) <= --sync-period (%v), and --sync-period > 0", o.minSyncPeriod, o.syncPeriod)
+		return fmt.Errorf("need 0 <= --min-sync-period (%v) <= --sync-period (%v), and --sync-period > 0", o.minSyncPeriod, o.syncPeriod)
 	}
 	if o.conntrackPressure <= 0 || o.conntrackPressure > 1 || o.conntrackInterval <= 0 {
-		return nil, fmt.Errorf("need 0 < --conntrack-pressure-threshold (%v) <= 1 and --conntrack-report-interval (%v) > 0", o.conntrackPressure, o.conntrackInterval)
+		return fmt.Errorf("need 0 < --conntrack-pressure-threshold (%v) <= 1 and --conntrack-report-interval (%v) > 0", o.conntrackPressure, o.conntrackInterval)
 	}
 	// kube-proxy's validation: configSyncPeriod must be greater than 0.
 	if o.configSyncPeriod <= 0 {
-		return nil, fmt.Errorf("%s %v: must be greater than 0", o.origin("config-sync-period"), o.configSyncPeriod)
+		return fmt.Errorf("%s %v: must be greater than 0", o.origin("config-sync-period"), o.configSyncPeriod)
 	}
 	if o.maxEndpoints <= 0 {
-		return nil, fmt.Errorf("--max-endpoints-per-port %d: want > 0", o.maxEndpoints)
+		return fmt.Errorf("--max-endpoints-per-port %d: want > 0", o.maxEndpoints)
 	}
 	if o.masqueradeBit < 0 || o.masqueradeBit > 31 {
-		return nil, fmt.Errorf("%s: %d not in 0-31", o.origin("iptables-masquerade-bit"), o.masqueradeBit)
+		return fmt.Errorf("%s: %d not in 0-31", o.origin("iptables-masquerade-bit"), o.masqueradeBit)
+	}
+	return nil
+}
+
+// resolve validates the options and builds the translation and sync configs.
+func (o *options) resolve(hostname func() (string, error)) (*resolved, error) {
+	if err := o.validRanges(); err != nil {
+		return nil, err
 	}
 	r := &resolved{nodeName: strings.ToLower(strings.TrimSpace(o.hostnameOverride))}
 	if r.nodeName == "" {
