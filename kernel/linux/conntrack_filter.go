@@ -72,6 +72,17 @@ func clearUDPFiltered(vip, endpoint netip.AddrPort) (received, deleted int, err 
 		{Type: ctaFilterOrigFlags, Data: nativeUint32(origFlags)},
 		{Type: ctaFilterReplyFlags, Data: nativeUint32(replyFlags)},
 	}})
+	return dumpAndDelete(c, fam, attrs, func(o, r netfilter.Attribute) bool {
+		// The kernel should not send others; never delete what we did not ask for.
+		return tupleMatches(o, vip, true) && (!endpoint.IsValid() || tupleMatches(r, endpoint, false))
+	})
+}
+
+// dumpAndDelete sends a filtered conntrack dump of family fam with attrs (the filter) and
+// deletes each flow whose original and reply tuples del accepts, one request each. It
+// returns how many flows the kernel sent and how many were deleted; a flow gone before
+// its delete counts as deleted.
+func dumpAndDelete(c *netfilter.Conn, fam netfilter.ProtoFamily, attrs []netfilter.Attribute, del func(orig, reply netfilter.Attribute) bool) (received, deleted int, err error) {
 	req, err := netfilter.MarshalNetlink(netfilter.Header{SubsystemID: netfilter.NFSubsysCTNetlink, MessageType: ctMsgGet,
 		Family: fam, Flags: netlink.Request | netlink.Dump}, attrs)
 	if err != nil {
@@ -88,15 +99,15 @@ func clearUDPFiltered(vip, endpoint netip.AddrPort) (received, deleted int, err 
 			continue
 		}
 		o, r := findAttr(got, ctaTupleOrig), findAttr(got, ctaTupleReply)
-		if o == nil || r == nil || !tupleMatches(*o, vip, true) || endpoint.IsValid() && !tupleMatches(*r, endpoint, false) {
-			continue // the kernel should not send these; never delete what we did not ask for
+		if o == nil || r == nil || !del(*o, *r) {
+			continue
 		}
-		del, err := netfilter.MarshalNetlink(netfilter.Header{SubsystemID: netfilter.NFSubsysCTNetlink, MessageType: ctMsgDelete,
+		req, err := netfilter.MarshalNetlink(netfilter.Header{SubsystemID: netfilter.NFSubsysCTNetlink, MessageType: ctMsgDelete,
 			Family: fam, Flags: netlink.Request | netlink.Acknowledge}, []netfilter.Attribute{*o})
 		if err != nil {
 			return received, deleted, err
 		}
-		if _, err := c.Query(del); err != nil && !errors.Is(err, syscall.ENOENT) {
+		if _, err := c.Query(req); err != nil && !errors.Is(err, syscall.ENOENT) {
 			return received, deleted, fmt.Errorf("conntrack delete: %w", err)
 		}
 		deleted++

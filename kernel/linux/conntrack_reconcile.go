@@ -7,7 +7,6 @@ import (
 	"net/netip"
 	"syscall"
 
-	"github.com/mdlayher/netlink"
 	"github.com/ti-mo/netfilter"
 
 	"github.com/ipvs-proxier/ipvs-proxier/kernel"
@@ -38,47 +37,18 @@ func reconcileUDP(f kernel.Family, stale func(orig, reply netip.AddrPort) bool) 
 		fam = netfilter.ProtoIPv6
 	}
 	udp := netfilter.Attribute{Type: ctaProtoNum, Data: []byte{syscall.IPPROTO_UDP}}
-	req, err := netfilter.MarshalNetlink(netfilter.Header{SubsystemID: netfilter.NFSubsysCTNetlink, MessageType: ctMsgGet,
-		Family: fam, Flags: netlink.Request | netlink.Dump}, []netfilter.Attribute{
+	v6 := f == kernel.IPv6
+	return dumpAndDelete(c, fam, []netfilter.Attribute{
 		{Type: ctaTupleOrig, Nested: true, Children: []netfilter.Attribute{{Type: ctaTupleProto, Nested: true, Children: []netfilter.Attribute{udp}}}},
 		{Type: ctaFilter, Nested: true, Children: []netfilter.Attribute{
 			{Type: ctaFilterOrigFlags, Data: nativeUint32(filterProtoNum)},
 			{Type: ctaFilterReplyFlags, Data: nativeUint32(0)},
 		}},
+	}, func(o, r netfilter.Attribute) bool {
+		orig, ok1 := udpTupleAddr(o, true, v6)
+		reply, ok2 := udpTupleAddr(r, false, v6)
+		return ok1 && ok2 && stale(orig, reply) // else not UDP (the kernel should not send it), or wanted
 	})
-	if err != nil {
-		return 0, 0, err
-	}
-	msgs, err := c.Query(req)
-	if err != nil {
-		return 0, 0, fmt.Errorf("conntrack filtered dump: %w", err)
-	}
-	received = len(msgs)
-	for _, m := range msgs {
-		_, got, err := netfilter.UnmarshalNetlink(m)
-		if err != nil {
-			continue
-		}
-		o, r := findAttr(got, ctaTupleOrig), findAttr(got, ctaTupleReply)
-		if o == nil || r == nil {
-			continue
-		}
-		orig, ok1 := udpTupleAddr(*o, true, f == kernel.IPv6)
-		reply, ok2 := udpTupleAddr(*r, false, f == kernel.IPv6)
-		if !ok1 || !ok2 || !stale(orig, reply) {
-			continue // not UDP (the kernel should not send it), or wanted
-		}
-		del, err := netfilter.MarshalNetlink(netfilter.Header{SubsystemID: netfilter.NFSubsysCTNetlink, MessageType: ctMsgDelete,
-			Family: fam, Flags: netlink.Request | netlink.Acknowledge}, []netfilter.Attribute{*o})
-		if err != nil {
-			return received, deleted, err
-		}
-		if _, err := c.Query(del); err != nil && !errors.Is(err, syscall.ENOENT) {
-			return received, deleted, fmt.Errorf("conntrack delete: %w", err)
-		}
-		deleted++
-	}
-	return received, deleted, nil
 }
 
 // udpTupleAddr returns a UDP tuple's destination (dst) or source address and port.
