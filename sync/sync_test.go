@@ -3,12 +3,10 @@ package sync
 import (
 	"errors"
 	"fmt"
-	"maps"
 	"net/netip"
 	"reflect"
 	"strings"
 	"testing"
-	"time"
 
 	v1 "k8s.io/api/core/v1"
 	discovery "k8s.io/api/discovery/v1"
@@ -180,115 +178,11 @@ func diffLines(a, b string) string {
 	return strings.Join(out, "\n")
 }
 
-// TestRestartAdoptsState: a new syncer over a programmed kernel changes nothing.
-func TestRestartAdoptsState(t *testing.T) {
-	h := newHarness(t, kernel.Kernel{}, nil)
-	h.load(t, "testdata/basic.yaml")
-	h.mustSync(t)
-	before := h.fake.Dump()
-	h2 := newHarness(t, kernel.Kernel{}, h.fake)
-	h2.load(t, "testdata/basic.yaml")
-	h.fake.ResetOps()
-	h2.mustSync(t)
-	if m := mutations(h.fake.Ops()); len(m) != 0 {
-		t.Errorf("restart made changes: %v", m)
-	}
-	if h.fake.Dump() != before {
-		t.Error("state changed across restart")
-	}
-}
-
-// TestRestartRestoresWeights: real servers left at weight 0 by a previous run are put
-// back to weight 1 when wanted (kubernetes#92019).
-func TestRestartRestoresWeights(t *testing.T) {
-	h := newHarness(t, kernel.Kernel{}, nil)
-	h.src.SetService(svc("ns", "a", "10.96.0.1", 80, v1.ProtocolTCP))
-	h.src.SetSlice(slice("ns", "a", "a-1", 80, v1.ProtocolTCP, "10.1.0.1"))
-	h.mustSync(t)
-	key := kernel.VSKey{Protocol: kernel.TCP, Address: netip.MustParseAddr("10.96.0.1"), Port: 80}
-	must(t, h.fake.UpdateRealServer(key, kernel.RealServer{Address: netip.MustParseAddr("10.1.0.1"), Port: 80, Weight: 0}))
-	h2 := newHarness(t, kernel.Kernel{}, h.fake)
-	h2.src = h.src
-	h2.syncer.src = h.src
-	h2.mustSync(t)
-	rss, _ := h.fake.ListRealServers(key)
-	if len(rss) != 1 || rss[0].Weight != 1 {
-		t.Errorf("real servers %v, want weight 1", rss)
-	}
-}
-
 func must(t testing.TB, err error) {
 	t.Helper()
 	if err != nil {
 		t.Fatal(err)
 	}
-}
-
-// TestDriftRepair: hand-made damage (ipvsadm -C, ipset flush, ip addr del, iptables
-// flush) is repaired by the next full sync.
-func TestDriftRepair(t *testing.T) {
-	now := time.Now()
-	h := newHarness(t, kernel.Kernel{}, nil, func(o *Options) { o.Now = func() time.Time { return now } })
-	h.load(t, "testdata/basic.yaml")
-	h.mustSync(t)
-	want := h.fake.Dump()
-	vss, _ := h.fake.ListVirtualServers()
-	for _, vs := range vss {
-		must(t, h.fake.DeleteVirtualServer(vs.VSKey))
-	}
-	h.fake.FlushSet("KUBE-CLUSTER-IP")
-	must(t, h.fake.UnbindAddress("kube-ipvs0", netip.MustParseAddr("10.96.0.10")))
-	must(t, h.fake.Restore(kernel.IPv4, ""))
-	h.mustSync(t) // partial: nothing changed in the API, nothing noticed
-	now = now.Add(31 * time.Second)
-	h.mustSync(t) // full
-	if got := h.fake.Dump(); got != want {
-		t.Errorf("drift not repaired:\n%s", diffLines(got, want))
-	}
-}
-
-// TestPruneOnlyOurs: a full sync removes stale virtual servers on our addresses but
-// never someone else's, nor those in --ipvs-exclude-cidrs.
-func TestPruneOnlyOurs(t *testing.T) {
-	fake := kernel.NewFake()
-	must(t, fake.EnsureDummy("kube-ipvs0"))
-	mk := func(ip string, port uint16) kernel.VSKey {
-		k := kernel.VSKey{Protocol: kernel.TCP, Address: netip.MustParseAddr(ip), Port: port}
-		must(t, fake.AddVirtualServer(kernel.VirtualServer{VSKey: k, Scheduler: "rr"}))
-		return k
-	}
-	stale := mk("10.96.9.9", 80) // bound on kube-ipvs0 by an earlier run
-	must(t, fake.BindAddress("kube-ipvs0", stale.Address))
-	excluded := mk("3.3.3.3", 80)
-	must(t, fake.BindAddress("kube-ipvs0", excluded.Address))
-	foreign := mk("5.5.5.5", 99)                  // keepalived's, say
-	staleNodePort := mk("100.101.102.103", 30001) // our old NodePort
-	foreignOnNode := mk("100.101.102.103", 80)    // a node-IP service outside the NodePort range
-	h := newHarness(t, kernel.Kernel{}, fake, func(o *Options) { o.ExcludeCIDRs = []netip.Prefix{netip.MustParsePrefix("3.3.3.0/24")} })
-	h.load(t, "testdata/basic.yaml")
-	h.mustSync(t)
-	present := map[kernel.VSKey]bool{}
-	vss, _ := fake.ListVirtualServers()
-	for _, vs := range vss {
-		present[vs.VSKey] = true
-	}
-	for k, want := range map[kernel.VSKey]bool{stale: false, staleNodePort: false, excluded: true, foreign: true, foreignOnNode: true} {
-		if present[k] != want {
-			t.Errorf("%s present=%v, want %v", k, present[k], want)
-		}
-	}
-	if addrs, _ := fake.ListAddresses("kube-ipvs0"); contains(addrs, stale.Address) {
-		t.Errorf("stale address %s still bound", stale.Address)
-	}
-}
-
-func contains(addrs []netip.Addr, a netip.Addr) bool {
-	for _, x := range addrs {
-		if x == a {
-			return true
-		}
-	}
-	return false
 }
 
 // TestNothingBeforeInformersSync: no kernel call until the source has synced.
@@ -307,127 +201,6 @@ func TestNothingBeforeInformersSync(t *testing.T) {
 type unsyncedSource struct{ *StaticSource }
 
 func (unsyncedSource) HasSynced() bool { return false }
-
-// TestGracefulTermination covers real-server removal: TCP with connections
-// drains at weight 0 and is reaped when they end or the timeout passes; one that comes
-// back is restored in place; UDP goes at once with its conntrack flows.
-func TestGracefulTermination(t *testing.T) {
-	now := time.Now()
-	h := newHarness(t, kernel.Kernel{}, nil, func(o *Options) {
-		o.Now = func() time.Time { return now }
-		o.GracefulTimeout = time.Minute
-		o.SyncPeriod = time.Hour
-	})
-	h.src.SetService(svc("ns", "t", "10.96.0.1", 80, v1.ProtocolTCP))
-	h.src.SetSlice(slice("ns", "t", "t-1", 80, v1.ProtocolTCP, "10.1.0.1", "10.1.0.2"))
-	h.src.SetService(svc("ns", "u", "10.96.0.2", 53, v1.ProtocolUDP))
-	h.src.SetSlice(slice("ns", "u", "u-1", 53, v1.ProtocolUDP, "10.2.0.1", "10.2.0.2"))
-	h.mustSync(t)
-	tk := kernel.VSKey{Protocol: kernel.TCP, Address: netip.MustParseAddr("10.96.0.1"), Port: 80}
-	uk := kernel.VSKey{Protocol: kernel.UDP, Address: netip.MustParseAddr("10.96.0.2"), Port: 53}
-	ap := netip.MustParseAddrPort
-	h.fake.SetConnections(tk, ap("10.1.0.2:80"), 3, 1)
-	h.fake.SetConnections(uk, ap("10.2.0.2:53"), 0, 5)
-	h.fake.AddFlow(ap("10.96.0.2:53"), ap("10.2.0.2:53"))
-	h.fake.AddFlow(ap("10.96.0.2:53"), ap("10.2.0.1:53"))
-
-	weights := func(k kernel.VSKey) map[string]int {
-		rss, _ := h.fake.ListRealServers(k)
-		out := map[string]int{}
-		for _, r := range rss {
-			out[r.AddrPort().String()] = r.Weight
-		}
-		return out
-	}
-	// Remove .2 from both.
-	h.src.SetSlice(slice("ns", "t", "t-1", 80, v1.ProtocolTCP, "10.1.0.1"))
-	h.src.SetSlice(slice("ns", "u", "u-1", 53, v1.ProtocolUDP, "10.2.0.1"))
-	h.tracker.ServiceChanged(proxier.ServiceKey{Namespace: "ns", Name: "t"})
-	h.tracker.ServiceChanged(proxier.ServiceKey{Namespace: "ns", Name: "u"})
-	h.mustSync(t)
-	if w := weights(tk); !maps.Equal(w, map[string]int{"10.1.0.1:80": 1, "10.1.0.2:80": 0}) {
-		t.Errorf("tcp after removal: %v", w)
-	}
-	if w := weights(uk); !maps.Equal(w, map[string]int{"10.2.0.1:53": 1}) {
-		t.Errorf("udp after removal: %v", w)
-	}
-	if f := h.fake.Flows(); !reflect.DeepEqual(f, []string{"10.96.0.2:53>10.2.0.1:53"}) {
-		t.Errorf("conntrack flows %v", f)
-	}
-	if h.syncer.Draining() != 1 {
-		t.Errorf("draining %d", h.syncer.Draining())
-	}
-
-	// It comes back: restored in place, weight 1, not re-created.
-	h.src.SetSlice(slice("ns", "t", "t-1", 80, v1.ProtocolTCP, "10.1.0.1", "10.1.0.2"))
-	h.tracker.ServiceChanged(proxier.ServiceKey{Namespace: "ns", Name: "t"})
-	h.fake.ResetOps()
-	h.mustSync(t)
-	if ops := mutations(h.fake.Ops()); !reflect.DeepEqual(ops, map[string]int{"UpdateRealServer": 1}) {
-		t.Errorf("restore ops %v", ops)
-	}
-	if rss, _ := h.fake.ListRealServers(tk); len(rss) != 2 || rss[0].Connections()+rss[1].Connections() != 4 {
-		t.Errorf("connections lost on restore: %v", rss)
-	}
-
-	// Removed again; connections end; reaped at the next sync.
-	h.src.SetSlice(slice("ns", "t", "t-1", 80, v1.ProtocolTCP, "10.1.0.1"))
-	h.tracker.ServiceChanged(proxier.ServiceKey{Namespace: "ns", Name: "t"})
-	h.mustSync(t)
-	h.mustSync(t)
-	if len(weights(tk)) != 2 {
-		t.Fatal("reaped while connections remain")
-	}
-	h.fake.SetConnections(tk, ap("10.1.0.2:80"), 0, 0)
-	h.mustSync(t)
-	if w := weights(tk); len(w) != 1 || h.syncer.Draining() != 0 {
-		t.Errorf("not reaped after connections ended: %v", w)
-	}
-
-	// Timeout: a stuck connection is cut after GracefulTimeout.
-	h.src.SetSlice(slice("ns", "t", "t-1", 80, v1.ProtocolTCP, "10.1.0.1", "10.1.0.3"))
-	h.tracker.ServiceChanged(proxier.ServiceKey{Namespace: "ns", Name: "t"})
-	h.mustSync(t)
-	h.fake.SetConnections(tk, ap("10.1.0.3:80"), 1, 0)
-	h.src.SetSlice(slice("ns", "t", "t-1", 80, v1.ProtocolTCP, "10.1.0.1"))
-	h.tracker.ServiceChanged(proxier.ServiceKey{Namespace: "ns", Name: "t"})
-	h.mustSync(t)
-	now = now.Add(59 * time.Second)
-	h.mustSync(t)
-	if len(weights(tk)) != 2 {
-		t.Fatal("reaped before the timeout")
-	}
-	now = now.Add(2 * time.Second)
-	h.mustSync(t)
-	if len(weights(tk)) != 1 {
-		t.Error("not reaped after the timeout")
-	}
-}
-
-// TestScaleToZeroAndDeleteClearUDP: a UDP Service losing all endpoints, or deleted,
-// loses its conntrack flows (kubernetes#139628, #141371).
-func TestScaleToZeroAndDeleteClearUDP(t *testing.T) {
-	h := newHarness(t, kernel.Kernel{}, nil)
-	h.src.SetService(svc("ns", "u", "10.96.0.2", 53, v1.ProtocolUDP))
-	h.src.SetSlice(slice("ns", "u", "u-1", 53, v1.ProtocolUDP, "10.2.0.1"))
-	h.mustSync(t)
-	ap := netip.MustParseAddrPort
-	h.fake.AddFlow(ap("10.96.0.2:53"), ap("10.2.0.1:53"))
-	h.fake.AddFlow(ap("10.96.0.9:53"), ap("10.2.0.1:53")) // another service's flow
-	h.src.SetSlice(slice("ns", "u", "u-1", 53, v1.ProtocolUDP))
-	h.tracker.ServiceChanged(proxier.ServiceKey{Namespace: "ns", Name: "u"})
-	h.mustSync(t)
-	if f := h.fake.Flows(); !reflect.DeepEqual(f, []string{"10.96.0.9:53>10.2.0.1:53"}) {
-		t.Errorf("after scale to zero: %v", f)
-	}
-	h.fake.AddFlow(ap("10.96.0.2:53"), ap("10.2.0.7:53"))
-	h.src.DeleteService(proxier.ServiceKey{Namespace: "ns", Name: "u"})
-	h.tracker.ServiceChanged(proxier.ServiceKey{Namespace: "ns", Name: "u"})
-	h.mustSync(t)
-	if f := h.fake.Flows(); !reflect.DeepEqual(f, []string{"10.96.0.9:53>10.2.0.1:53"}) {
-		t.Errorf("after delete: %v", f)
-	}
-}
 
 // TestBadServiceDoesNotHurtOthers: a Service whose scheduler the kernel cannot load
 // fails alone; the others stay programmed, and one Event is sent however many syncs.
