@@ -2,7 +2,6 @@ package proxier
 
 import (
 	"net/netip"
-	"strings"
 	"testing"
 
 	v1 "k8s.io/api/core/v1"
@@ -61,75 +60,6 @@ func TestDesiredUnchangedIsFree(t *testing.T) {
 	delta := NewDelta()
 	if d.Set(mk(), delta) || !delta.Empty() {
 		t.Errorf("equal state changed something: %+v", delta)
-	}
-}
-
-// TestRenderRules checks the rules that depend on config and on our two additions.
-func TestRenderRules(t *testing.T) {
-	out := []OutFilter{{kernel.VSKey{Protocol: kernel.TCP, Address: netip.MustParseAddr("1.2.3.4"), Port: 80}}}
-	cases := []struct {
-		name    string
-		cfg     *Config
-		f       kernel.Family
-		want    []string
-		notWant []string
-	}{
-		{"no cluster CIDR: src,dst masquerade", testConfig(), kernel.IPv4,
-			[]string{"-m set --match-set KUBE-CLUSTER-IP src,dst -j KUBE-MARK-MASQ", "-A KUBE-SERVICES -s 127.0.0.0/8 -j RETURN",
-				"--match-set KUBE-NO-ENDPOINTS dst,dst -j REJECT", "--match-set KUBE-IPVS-IPS dst -j REJECT",
-				"-A KUBE-IPVS-OUT-FILTER -s 1.2.3.4 -m ipvs --vaddr 1.2.3.4 --vproto tcp --vport 80 -j DROP",
-				"-A KUBE-MARK-MASQ -j MARK --or-mark 0x00004000"}, nil},
-		{"cluster CIDR", testConfig(func(c *Config) { c.ClusterCIDRs = mustPrefixes("10.244.0.0/16") }), kernel.IPv4,
-			[]string{"--match-set KUBE-CLUSTER-IP dst,dst ! -s 10.244.0.0/16 -j KUBE-MARK-MASQ", "-A KUBE-EXTERNAL-NO-LOCAL -s 10.244.0.0/16 -j RETURN"}, nil},
-		// detectLocalMode: one detector for the masquerade rule and the ETP=Local exemption.
-		{"NodeCIDR", testConfig(func(c *Config) {
-			c.LocalMode, c.ClusterCIDRs, c.NodePodCIDRs = LocalModeNodeCIDR, mustPrefixes("10.244.0.0/16"), mustPrefixes("fd00:10::/64", "10.244.3.0/24")
-		}), kernel.IPv4,
-			[]string{"--match-set KUBE-CLUSTER-IP dst,dst ! -s 10.244.3.0/24 -j KUBE-MARK-MASQ", "-A KUBE-EXTERNAL-NO-LOCAL -s 10.244.3.0/24 -j RETURN"},
-			[]string{"10.244.0.0/16"}},
-		{"NodeCIDR without a pod CIDR of the family is the no-op detector", testConfig(func(c *Config) {
-			c.LocalMode, c.ClusterCIDRs, c.NodePodCIDRs = LocalModeNodeCIDR, mustPrefixes("10.244.0.0/16"), mustPrefixes("fd00:10::/64")
-		}), kernel.IPv4,
-			[]string{"-m set --match-set KUBE-CLUSTER-IP src,dst -j KUBE-MARK-MASQ"}, []string{"-A KUBE-EXTERNAL-NO-LOCAL -s", "fd00"}},
-		{"BridgeInterface", testConfig(func(c *Config) { c.LocalMode, c.BridgeInterface = LocalModeBridgeInterface, "cbr0" }), kernel.IPv6,
-			[]string{"--match-set KUBE-6-CLUSTER-IP dst,dst ! -i cbr0 -j KUBE-MARK-MASQ", "-A KUBE-EXTERNAL-NO-LOCAL -i cbr0 -j RETURN"}, nil},
-		{"InterfaceNamePrefix", testConfig(func(c *Config) {
-			c.LocalMode, c.InterfaceNamePrefix, c.ClusterCIDRs = LocalModeInterfaceNamePrefix, "veth", mustPrefixes("10.244.0.0/16")
-		}), kernel.IPv4,
-			[]string{"--match-set KUBE-CLUSTER-IP dst,dst ! -i veth+ -j KUBE-MARK-MASQ", "-A KUBE-EXTERNAL-NO-LOCAL -i veth+ -j RETURN"},
-			[]string{"10.244.0.0/16"}},
-		{"ClusterCIDR takes the first CIDR of the family, as kube-proxy", testConfig(func(c *Config) {
-			c.LocalMode, c.ClusterCIDRs = LocalModeClusterCIDR, mustPrefixes("fd00:10::/48", "10.244.0.0/16", "10.245.0.0/16")
-		}), kernel.IPv4,
-			[]string{"! -s 10.244.0.0/16 -j KUBE-MARK-MASQ", "-A KUBE-EXTERNAL-NO-LOCAL -s 10.244.0.0/16 -j RETURN"}, []string{"10.245.0.0/16"}},
-		{"unallocated ClusterIPs in the service CIDRs are rejected", testConfig(func(c *Config) { c.ServiceCIDRs = mustPrefixes("fd00:96::/108", "10.96.0.0/16") }), kernel.IPv4,
-			[]string{`-A KUBE-CLUSTER-IPS-CHECK -d 10.96.0.0/16 -m set ! --match-set KUBE-SERVICE-IPS dst -m comment --comment "unallocated ClusterIP" -j REJECT`,
-				"-A FORWARD -m comment --comment \"kubernetes unallocated cluster ips\" -m conntrack --ctstate NEW -j KUBE-CLUSTER-IPS-CHECK",
-				"-A OUTPUT -m comment --comment \"kubernetes unallocated cluster ips\" -m conntrack --ctstate NEW -j KUBE-CLUSTER-IPS-CHECK"},
-			[]string{"fd00:96::/108"}},
-		{"no service CIDR: no check", testConfig(), kernel.IPv4, nil, []string{"-A KUBE-CLUSTER-IPS-CHECK -d"}},
-		// 0-31 are valid bits, as in kube-proxy; 0 once silently became 14.
-		{"masquerade bit 0", testConfig(func(c *Config) { bit := 0; c.MasqueradeBit = &bit }), kernel.IPv4,
-			[]string{"-A KUBE-MARK-MASQ -j MARK --or-mark 0x00000001", "-m mark --mark 0x00000001/0x00000001"}, []string{"0x00004000"}},
-		{"masquerade all", testConfig(func(c *Config) { c.MasqueradeAll = true }), kernel.IPv4,
-			[]string{"--match-set KUBE-CLUSTER-IP dst,dst -j KUBE-MARK-MASQ"}, []string{"src,dst -j KUBE-MARK-MASQ"}},
-		{"IPv6 uses KUBE-6- sets and skips IPv4 out-filters", testConfig(), kernel.IPv6,
-			[]string{"-A KUBE-SERVICES -s ::1/128 -j RETURN", "--match-set KUBE-6-CLUSTER-IP"}, []string{"1.2.3.4", "KUBE-CLUSTER-IP "}},
-	}
-	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
-			r := RenderRules(tc.cfg, tc.f, out)
-			for _, w := range tc.want {
-				if !strings.Contains(r, w) {
-					t.Errorf("missing %q in\n%s", w, r)
-				}
-			}
-			for _, w := range tc.notWant {
-				if strings.Contains(r, w) {
-					t.Errorf("unexpected %q", w)
-				}
-			}
-		})
 	}
 }
 
