@@ -178,7 +178,7 @@ func (w *world) trace(t *testing.T, p packet) verdict {
 	// POSTROUTING sees the packet addressed to the real server (the first, for hairpin).
 	rs := netip.MustParseAddrPort(rss[0])
 	st.dst, st.port = rs.Addr(), rs.Port()
-	if v := w.run(t, st, "nat/POSTROUTING"); v != "" && v != "accept" {
+	if v := w.run(t, st, "nat/POSTROUTING"); v != "" {
 		return verdict{outcome: v}
 	}
 	return verdict{outcome: "ipvs", rss: rss, masq: st.masq}

@@ -20,7 +20,7 @@ import (
 // TestScenarios runs the multi-step scripts in testdata/scenarios/*.txtar against the
 // fake kernel. Each archive is the txtar format (golang.org/x/tools/txtar): a script
 // first, then files, each after a line "-- NAME --". A script line is a command (see
-// scenario.run); "#" starts a comment. A command prefixed with "!" must fail. `go test
+// scenario.run); "#" starts a comment. A line whose first word is "!" must fail. `go test
 // -run TestScenarios -update` rewrites the files that `cmp` compares with.
 func TestScenarios(t *testing.T) {
 	paths, err := filepath.Glob("testdata/scenarios/*.txtar")
@@ -84,12 +84,8 @@ func (sc *scenario) harness() *harness {
 
 func (sc *scenario) exec(f []string) {
 	sc.t.Helper()
-	if f[0] == "!" || strings.HasPrefix(f[0], "!") {
-		if f[0] == "!" {
-			f = f[1:]
-		} else {
-			f[0] = f[0][1:]
-		}
+	if f[0] == "!" {
+		f = f[1:]
 		if err := sc.run(f); err == nil {
 			sc.errorf("%s: succeeded, want a failure", strings.Join(f, " "))
 		}
@@ -429,18 +425,13 @@ func dumpPart(dump, part string) string {
 	sections := map[string]string{}
 	name := "ipvs"
 	for _, line := range strings.SplitAfter(dump, "\n") {
-		switch {
-		case strings.HasPrefix(line, "# addresses on"):
-			name = "addrs"
-			continue
-		case strings.HasPrefix(line, "# ipset save"):
-			name = "sets"
-			continue
-		case strings.HasPrefix(line, "# IPv4 iptables-save"):
-			name = "rules"
-			continue
-		case strings.HasPrefix(line, "# "):
+		if strings.HasPrefix(line, "# ") { // a section header of Fake.Dump
 			name = "other"
+			for prefix, n := range map[string]string{"# addresses on": "addrs", "# ipset save": "sets", "# IPv4 iptables-save": "rules"} {
+				if strings.HasPrefix(line, prefix) {
+					name = n
+				}
+			}
 			continue
 		}
 		if name == "sets" && !strings.HasPrefix(line, "add ") {

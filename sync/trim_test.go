@@ -75,7 +75,12 @@ func TestTrimKeepsTheTranslation(t *testing.T) {
 		if got := proxier.Translate(&cfg, k, tsvc, trimmed); !got.Equal(want) || len(got.Problems) != len(want.Problems) {
 			t.Errorf("%v: translation changed by trim", k)
 		}
-		if _, ok := tsvc.Annotations["kubectl.kubernetes.io/last-applied-configuration"]; ok || tsvc.OwnerReferences != nil || tsvc.Labels["app"] != "" {
+		for a := range tsvc.Annotations { // only what the translation reads is kept
+			if a != proxier.AnnotationScheduler && a != proxier.AnnotationSchedulerFlags {
+				t.Errorf("%v: Service keeps annotation %q", k, a)
+			}
+		}
+		if tsvc.OwnerReferences != nil || tsvc.Labels["app"] != "" {
 			t.Errorf("%v: Service not trimmed: %v %v", k, tsvc.Annotations, tsvc.Labels)
 		}
 		for _, sl := range trimmed {
