@@ -37,7 +37,8 @@ test-netns: ## Real netlink ipset/conntrack/address tests in a fresh netns on th
 	./kernel/linux/hosttest.sh
 
 test-vm: ## Real-kernel tests in a qemu VM (IPVS, dummy, real packets); first run installs qemu and fetches the kernel
-	./e2e/vm/kernel-tests.sh
+	@mkdir -p bin
+	set -o pipefail && ./e2e/vm/kernel-tests.sh 2>&1 | tee bin/test-vm.log || { awk -f e2e/failsummary.awk bin/test-vm.log; exit 1; }
 
 lint: ## gofmt, go vet and staticcheck (pinned, through go run)
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
@@ -65,7 +66,10 @@ bench-scale: ## ipvs-proxier vs kube-proxy IPVS mode in the VM at SVC_SCALE_STEP
 	cd e2e && $(GO) run ./scalebench
 
 e2e: ## End to end: real kube-apiserver + etcd, the daemon in VM nodes as deploy/ runs it, real traffic; the kubeadm upgrade advice (e2e/kubeadm); then the kubelet tier (e2e-kubelet)
-	cd e2e && IPVS_PROXIER_E2E=1 $(GO) test -p 1 -count=1 -v -timeout 60m ./...
+	@mkdir -p bin
+	@# The log is kept, and on failure its summary (e2e/failsummary.awk) is printed last.
+	cd e2e && set -o pipefail && IPVS_PROXIER_E2E=1 $(GO) test -p 1 -count=1 -v -timeout 60m ./... 2>&1 | tee ../bin/e2e.log \
+	  || { awk -f failsummary.awk ../bin/e2e.log; exit 1; }
 
 e2e-kubelet: ## Only the kubelet tier: the image under a real kubelet and containerd in the VM (apply, rolling update, outage, reboot, the migration guide)
 	cd e2e && IPVS_PROXIER_E2E=1 $(GO) test -count=1 -v -timeout 60m ./kubelet

@@ -87,3 +87,14 @@ func daemonLog(t *testing.T) string {
 	out, _ := node.MustExec("cat /var/log/pods/kube-system_ipvs-proxier-*/ipvs-proxier/*.log 2>/dev/null")
 	return out
 }
+
+// stepTimer logs how long each named step of a long scenario took, so that a slow run
+// says where its minutes went.
+func stepTimer(t *testing.T) func(step string) {
+	last := time.Now()
+	return func(step string) {
+		t.Helper()
+		t.Logf("step %q took %v", step, time.Since(last).Round(100*time.Millisecond))
+		last = time.Now()
+	}
+}

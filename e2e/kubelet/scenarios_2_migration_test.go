@@ -52,12 +52,14 @@ func migrate(t *testing.T, mode string) {
 	if err := os.WriteFile(kp, []byte(strings.ReplaceAll(string(fixture), "mode: MODE", "mode: "+mode)), 0o644); err != nil {
 		t.Fatal(err)
 	}
+	step := stepTimer(t)
 	kubectl(t, "apply", "-f", kp)
 	target := webTarget(t)
 	if err := waitFor(5*time.Minute, func() bool { _, err := node.Ask("pod1", "tcp", target); return err == nil }); err != nil {
 		out, _ := node.MustExec("tail -20 /var/log/pods/kube-system_kube-proxy-*/kube-proxy/*.log")
 		t.Fatalf("kube-proxy (%s mode) does not serve the web Service: %v\n%s", mode, err, out)
 	}
+	step("kube-proxy serves")
 	stop := requestLoop(t, "pod1", target)
 	defer func() {
 		ok, failed := stop()
@@ -86,7 +88,9 @@ func migrate(t *testing.T, mode string) {
 	// Step 3: the canary node.
 	kubectl(t, "label", "node", "node-1", "ipvs-proxier.io/enabled=true")
 	waitNoPod(t, "k8s-app=kube-proxy")
+	step("install, patch, canary, label: kube-proxy gone")
 	p := waitPodReady(t, 5*time.Minute, nil)
+	step("ipvs-proxier Ready")
 	if mode == "iptables" {
 		execIn(t, p, "ipvs-proxier", "cleanup", "--leftovers-only")
 	}
@@ -117,15 +121,18 @@ func migrate(t *testing.T, mode string) {
 		}
 	}
 
+	step("verify")
 	// Rollback: unlabel; kube-proxy's pod comes back and serves.
 	kubectl(t, "label", "node", "node-1", "ipvs-proxier.io/enabled-")
 	waitNoPod(t, "k8s-app=ipvs-proxier")
+	step("unlabel: ipvs-proxier gone")
 	if err := waitFor(5*time.Minute, func() bool {
 		pods, err := cp.Admin.CoreV1().Pods("kube-system").List(context.Background(), metav1.ListOptions{LabelSelector: "k8s-app=kube-proxy"})
 		return err == nil && len(pods.Items) == 1 && podReady(&pods.Items[0])
 	}); err != nil {
 		t.Fatalf("kube-proxy did not come back after the unlabel: %v", err)
 	}
+	step("kube-proxy Ready again")
 	time.Sleep(10 * time.Second) // kube-proxy's first sync, under the loop
 	if mode == "iptables" {
 		// The guide's rollback to iptables mode: our IPVS state goes once kube-proxy has
@@ -140,6 +147,7 @@ func migrate(t *testing.T, mode string) {
 		}
 		runImage(t, "ghcr.io/ipvs-proxier/ipvs-proxier:v0.1.0", "/usr/local/bin/ipvs-proxier", "cleanup", "--keep-shared-chains")
 		time.Sleep(5 * time.Second)
+		step("iptables rollback and cleanup")
 	}
 	// Leave a node with no proxy for the next mode: kube-proxy and the canary removed.
 	t.Cleanup(func() {
@@ -149,6 +157,7 @@ func migrate(t *testing.T, mode string) {
 		// Our cleanup also takes kube-proxy's IPVS-mode state (virtual servers on
 		// kube-ipvs0, KUBE-* chains and sets) and, with the flag, its iptables-mode chains.
 		runImage(t, "ghcr.io/ipvs-proxier/ipvs-proxier:v0.1.0", "/usr/local/bin/ipvs-proxier", "cleanup", "--iptables-mode-leftovers")
+		step("removal of kube-proxy and the canary")
 	})
 }
 
