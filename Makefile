@@ -50,15 +50,15 @@ lint: ## gofmt, go vet and staticcheck (pinned, through go run)
 FUZZTIME ?= 60s
 fuzz: ## Fuzz the translation, whole clusters (loader, syncer, plan) and --config, FUZZTIME each (60s); make test runs their seeds
 	$(GO) test ./proxier -run '^$$' -fuzz '^FuzzTranslate$$' -fuzztime $(FUZZTIME)
-	$(GO) test ./sync -run '^$$' -fuzz '^FuzzPlan$$' -fuzztime $(FUZZTIME)
+	$(GO) test ./sync/reconcile -run '^$$' -fuzz '^FuzzPlan$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./cmd/ipvs-proxier -run '^$$' -fuzz '^FuzzConfig$$' -fuzztime $(FUZZTIME)
 
 bench: bench-micro bench-scale ## Both benchmarks: Go microbenchmarks, then the scale run against kube-proxy (long; not part of make test)
 
 bench-micro: ## Go benchmarks (fake kernel, 30,000 Services x 4): one change, full syncs, retained heap; benchstat against bench/micro/baseline.txt
 	@mkdir -p bench/micro
-	$(GO) test ./sync -run '^$$' -bench EndpointChange30k -benchtime 2000x -count 5 -benchmem | tee bench/micro/latest.txt
-	$(GO) test ./sync -run '^$$' -bench 'FullSync|RetainedHeap30k' -benchtime 2x -count 5 -benchmem | tee -a bench/micro/latest.txt
+	$(GO) test ./sync/reconcile -run '^$$' -bench EndpointChange30k -benchtime 2000x -count 5 -benchmem | tee bench/micro/latest.txt
+	$(GO) test ./sync/reconcile -run '^$$' -bench 'FullSync|RetainedHeap30k' -benchtime 2x -count 5 -benchmem | tee -a bench/micro/latest.txt
 	@if [ -f bench/micro/baseline.txt ]; then $(GO) run $(BENCHSTAT) bench/micro/baseline.txt bench/micro/latest.txt; \
 	else echo "no bench/micro/baseline.txt: copy latest.txt there to start tracking"; fi
 

@@ -54,7 +54,7 @@ func TestUDPEndpointReplacement(t *testing.T) {
 	// The old flow's conntrack entry is gone, not left to time out (kubernetes#125467).
 	// On 5.9+ kernels IPVS itself expires a deleted destination's connections and their
 	// conntrack entries (expire_nodest_conn=1, which the daemon sets); the daemon's own
-	// filtered flush covers older kernels, and sync/sync_test.go checks it is called.
+	// filtered flush covers older kernels, and sync/reconcile/sync_test.go checks it is called.
 	if err := waitFor(3*time.Second, func() bool { out, _ := node.MustExec(stale); return strings.TrimSpace(out) == "0" }); err != nil {
 		out, _ := node.MustExec("conntrack -L -p udp --orig-dst " + svc.Spec.ClusterIP)
 		t.Errorf("stale conntrack entries to the removed endpoint:\n%s", out)

@@ -13,7 +13,7 @@ import (
 	"github.com/ipvs-proxier/ipvs-proxier/kernel"
 	"github.com/ipvs-proxier/ipvs-proxier/kernel/linux"
 	"github.com/ipvs-proxier/ipvs-proxier/proxier"
-	"github.com/ipvs-proxier/ipvs-proxier/sync"
+	"github.com/ipvs-proxier/ipvs-proxier/sync/reconcile"
 )
 
 // runCleanup removes everything ipvs-proxier owns on this node, and nothing else: our
@@ -139,11 +139,11 @@ func cleanupVirtualServers(dummy string, exclude []netip.Prefix) (int, error) {
 	// Read before the sets are destroyed (cleanup removes virtual servers first).
 	sets := &linux.IPSets{}
 	defer sets.Close()
-	named := sync.ReadOwnershipSets(sets)
+	named := reconcile.ReadOwnershipSets(sets)
 	n := 0
 	var errs []error
 	for _, vs := range vss {
-		if !sync.Owns(vs.VSKey, onDummy[vs.Address], nodeIPs, exclude, 30000, 32767, named) {
+		if !reconcile.Owns(vs.VSKey, onDummy[vs.Address], nodeIPs, exclude, 30000, 32767, named) {
 			continue
 		}
 		if err := x.DeleteVirtualServer(vs.VSKey); err != nil && !errors.Is(err, kernel.ErrNotFound) {

@@ -18,10 +18,10 @@ import (
 	"k8s.io/client-go/tools/record"
 
 	"github.com/ipvs-proxier/ipvs-proxier/kernel"
-	"github.com/ipvs-proxier/ipvs-proxier/sync"
 	"github.com/ipvs-proxier/ipvs-proxier/sync/health"
 	"github.com/ipvs-proxier/ipvs-proxier/sync/metrics"
 	"github.com/ipvs-proxier/ipvs-proxier/sync/pressure"
+	"github.com/ipvs-proxier/ipvs-proxier/sync/reconcile"
 )
 
 // taintToBeDeleted is the cluster autoscaler's taint on a node it is removing; kube-proxy
@@ -152,7 +152,7 @@ type topVS struct {
 // statusSources are the parts /status summarises.
 type statusSources struct {
 	node    string
-	syncer  *sync.Syncer
+	syncer  *reconcile.Syncer
 	proxy   *health.Proxy
 	monitor *pressure.Monitor
 	hc      *health.Services

@@ -12,7 +12,8 @@ import (
 	"github.com/ipvs-proxier/ipvs-proxier/kernel"
 	"github.com/ipvs-proxier/ipvs-proxier/kernel/linux"
 	"github.com/ipvs-proxier/ipvs-proxier/proxier"
-	"github.com/ipvs-proxier/ipvs-proxier/sync"
+	"github.com/ipvs-proxier/ipvs-proxier/sync/reconcile"
+	"github.com/ipvs-proxier/ipvs-proxier/sync/source"
 )
 
 // options holds every flag the daemon and `plan` share.
@@ -162,7 +163,7 @@ func (o *options) parsePrefixes(flag string, items []string) ([]netip.Prefix, er
 // resolved is the validated form of the options.
 type resolved struct {
 	cfg      proxier.Config
-	sync     sync.Options
+	sync     reconcile.Options
 	nodeName string
 	// primaryNodePorts: --nodeport-addresses=primary, to be expanded from the Node.
 	primaryNodePorts bool
@@ -257,7 +258,7 @@ func (o *options) resolve(hostname func() (string, error)) (*resolved, error) {
 	}.WithDefaults()
 	// Real servers are re-read over 10 full syncs (5 min at the default syncPeriod): at
 	// 30,000 Services reading them all every syncPeriod was most of the idle CPU.
-	r.sync = sync.Options{Config: r.cfg, SyncPeriod: o.syncPeriod, GracefulTimeout: o.gracefulTimeout, ExcludeCIDRs: exclude,
-		CheckEvery: 10, NodePortPrimary: r.primaryNodePorts, BindAddress: bind.Unmap()}
+	r.sync = reconcile.Options{Config: r.cfg, SyncPeriod: o.syncPeriod, GracefulTimeout: o.gracefulTimeout, ExcludeCIDRs: exclude,
+		CheckEvery: 10, NodeOptions: source.NodeOptions{NodePortPrimary: r.primaryNodePorts, BindAddress: bind.Unmap()}}
 	return r, nil
 }

@@ -13,7 +13,8 @@ import (
 
 	"github.com/ipvs-proxier/ipvs-proxier/kernel"
 	"github.com/ipvs-proxier/ipvs-proxier/proxier"
-	"github.com/ipvs-proxier/ipvs-proxier/sync"
+	"github.com/ipvs-proxier/ipvs-proxier/sync/reconcile"
+	"github.com/ipvs-proxier/ipvs-proxier/sync/source"
 )
 
 // runPlan prints exactly what the daemon would program for the input objects, without
@@ -48,7 +49,7 @@ func runPlanTo(args []string, out, errOut io.Writer) error {
 	if err != nil {
 		return err
 	}
-	src := sync.NewStaticSource()
+	src := source.NewStaticSource()
 	switch {
 	case len(files) > 0:
 		for _, f := range files {
@@ -71,7 +72,7 @@ func runPlanTo(args []string, out, errOut io.Writer) error {
 	fake := kernel.NewFake()
 	problems := &problemList{}
 	r.sync.Events = problems
-	s := sync.NewSyncer(r.sync, fake.Kernel(), src, sync.NewTracker(nil))
+	s := reconcile.NewSyncer(r.sync, fake.Kernel(), src, source.NewTracker(nil))
 	if err := s.Sync(); err != nil {
 		return err
 	}
@@ -104,7 +105,7 @@ func (p *problemList) lines() []string {
 	return slices.Compact(out)
 }
 
-func loadFile(name string, src *sync.StaticSource, node string, errOut io.Writer) error {
+func loadFile(name string, src *source.StaticSource, node string, errOut io.Writer) error {
 	f := os.Stdin
 	if name != "-" {
 		var err error
@@ -113,7 +114,7 @@ func loadFile(name string, src *sync.StaticSource, node string, errOut io.Writer
 		}
 		defer f.Close()
 	}
-	notes, err := sync.LoadObjects(f, src, node)
+	notes, err := source.LoadObjects(f, src, node)
 	for _, n := range notes {
 		fmt.Fprintf(errOut, "note: %s: %s\n", name, n)
 	}
@@ -124,7 +125,7 @@ func loadFile(name string, src *sync.StaticSource, node string, errOut io.Writer
 }
 
 // loadCluster reads Services, EndpointSlices and the Node from a live cluster, once.
-func loadCluster(o *options, src *sync.StaticSource, node string, errOut io.Writer) error {
+func loadCluster(o *options, src *source.StaticSource, node string, errOut io.Writer) error {
 	cfg, _, err := restConfig(o)
 	if err != nil {
 		return err

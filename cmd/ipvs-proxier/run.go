@@ -11,7 +11,7 @@ import (
 	"runtime/debug"
 	"strconv"
 	"strings"
-	gosync "sync"
+	"sync"
 	"syscall"
 	"time"
 
@@ -26,10 +26,11 @@ import (
 	"github.com/ipvs-proxier/ipvs-proxier/kernel"
 	"github.com/ipvs-proxier/ipvs-proxier/kernel/linux"
 	"github.com/ipvs-proxier/ipvs-proxier/proxier"
-	"github.com/ipvs-proxier/ipvs-proxier/sync"
 	"github.com/ipvs-proxier/ipvs-proxier/sync/health"
 	"github.com/ipvs-proxier/ipvs-proxier/sync/metrics"
 	"github.com/ipvs-proxier/ipvs-proxier/sync/pressure"
+	"github.com/ipvs-proxier/ipvs-proxier/sync/reconcile"
+	"github.com/ipvs-proxier/ipvs-proxier/sync/source"
 )
 
 // runDaemon runs the proxy until SIGTERM or SIGINT. On exit the kernel state is left in
@@ -184,9 +185,9 @@ func runProxy(o *options, r *resolved, log *zap.Logger, client kubernetes.Interf
 	// cmd/kube-proxy/app/server.go); node dashboards and runbooks look for it.
 	nodeEvents{recorder: recorder, node: r.nodeName}.NodeEvent(v1.EventTypeNormal, "Starting", "StartKubeProxy: ipvs-proxier "+version)
 
-	var runner *sync.Runner
-	var syncer *sync.Syncer
-	var tracker *sync.Tracker
+	var runner *reconcile.Runner
+	var syncer *reconcile.Syncer
+	var tracker *source.Tracker
 	m := metrics.New(metrics.Sources{
 		Counts: func() metrics.Counts { return syncer.Counts() }, Draining: func() int { return syncer.Draining() },
 		Pending: func() (int, int) { return tracker.PendingByKind() }, ChangesTotal: func() (uint64, uint64) { return tracker.Totals() },
@@ -196,12 +197,12 @@ func runProxy(o *options, r *resolved, log *zap.Logger, client kubernetes.Interf
 	})
 	k = kernel.Wrap(k, m.KernelHooks())
 	proxyHealth := health.NewProxy(2*o.syncPeriod, nil)
-	tracker = sync.NewTracker(func() {
+	tracker = source.NewTracker(func() {
 		m.Queued(time.Now())
 		proxyHealth.Queued()
 		runner.Run()
 	})
-	src := sync.NewInformerSource(client, r.nodeName, o.configSyncPeriod, tracker, func(s *discovery.EndpointSlice) {
+	src := source.NewInformerSource(client, r.nodeName, o.configSyncPeriod, tracker, func(s *discovery.EndpointSlice) {
 		events.Warn(proxier.Problem{Kind: "EndpointSlice", Namespace: s.Namespace, Name: s.Name, Reason: "MissingServiceName",
 			Message: "EndpointSlice has no " + discovery.LabelServiceName + " label; ignored"})
 	})
@@ -212,8 +213,8 @@ func runProxy(o *options, r *resolved, log *zap.Logger, client kubernetes.Interf
 	defer hc.Close()
 	r.sync.Logger, r.sync.Events, r.sync.Metrics, r.sync.HealthChecks = log, events, m, hc
 	r.sync.LocalAddresses = func() ([]netip.Addr, error) { return linux.LocalAddresses(dummy) }
-	syncer = sync.NewSyncer(r.sync, k, src, tracker)
-	runner = sync.NewRunner(syncOnce(syncer, proxyHealth), o.minSyncPeriod, o.syncPeriod)
+	syncer = reconcile.NewSyncer(r.sync, k, src, tracker)
+	runner = reconcile.NewRunner(syncOnce(syncer, proxyHealth), o.minSyncPeriod, o.syncPeriod)
 
 	monitor := pressure.New(k.Conntrack.Stats, o.conntrackPressure, log, nodeEvents{recorder: recorder, node: r.nodeName}, nil)
 	m.Register(monitor)
@@ -240,7 +241,7 @@ func runProxy(o *options, r *resolved, log *zap.Logger, client kubernetes.Interf
 }
 
 // syncOnce is the runner's sync: it marks the proxy healthy after each success.
-func syncOnce(syncer *sync.Syncer, proxyHealth *health.Proxy) func() error {
+func syncOnce(syncer *reconcile.Syncer, proxyHealth *health.Proxy) func() error {
 	firstSync := true
 	return func() error {
 		err := syncer.Sync()
@@ -260,7 +261,7 @@ func syncOnce(syncer *sync.Syncer, proxyHealth *health.Proxy) func() error {
 
 // drainTicker wakes the runner while real servers drain, so they are reaped on time even
 // when nothing else changes.
-func drainTicker(ctx context.Context, s *sync.Syncer, r *sync.Runner) {
+func drainTicker(ctx context.Context, s *reconcile.Syncer, r *reconcile.Runner) {
 	t := time.NewTicker(5 * time.Second)
 	defer t.Stop()
 	for {
@@ -299,7 +300,7 @@ func (e *eventSink) Warn(p proxier.Problem) {
 // hcErrorReporter logs and publishes a healthCheckNodePort listen failure once per
 // Service, port and error, although Apply retries it on every sync.
 func hcErrorReporter(log *zap.Logger, events *eventSink) func(proxier.ServiceKey, uint16, error) {
-	var mu gosync.Mutex
+	var mu sync.Mutex
 	seen := map[string]struct{}{}
 	return func(k proxier.ServiceKey, port uint16, err error) {
 		id := fmt.Sprintf("%s/%d/%v", k, port, err)

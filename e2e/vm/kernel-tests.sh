@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Builds the kernel/linux and sync tests and runs them in the VM: the IPVS and dummy
+# Builds the kernel/linux and sync/reconcile tests and runs them in the VM: the IPVS and dummy
 # backend tests, the netns tests again on a second kernel, and the syncer on the real
 # kernel with real packets.
 set -euo pipefail
@@ -7,13 +7,13 @@ here=$(cd "$(dirname "$0")" && pwd)
 payload=$(mktemp -d)
 trap 'rm -rf "$payload"' EXIT
 (cd "$here/../.." && CGO_ENABLED=0 go test -c -o "$payload/linux.test" ./kernel/linux &&
-  CGO_ENABLED=0 go test -c -o "$payload/sync.test" ./sync)
+  CGO_ENABLED=0 go test -c -o "$payload/reconcile.test" ./sync/reconcile)
 (cd "$here/.." && CGO_ENABLED=0 go build -o "$payload/agent" ./agent)
 cat > "$payload/scenario.sh" <<'SCEN'
 export IPVS_PROXIER_TEST_NETNS=1 IPVS_PROXIER_TEST_IPVS=1
 rc=0
 /linux.test -test.v 2>&1 || rc=1
-/sync.test -test.v -test.run 'TestRealPackets' 2>&1 || rc=1
+/reconcile.test -test.v -test.run 'TestRealPackets' 2>&1 || rc=1
 exit $rc
 SCEN
 "$here/vm.sh" run "$payload"

@@ -4,7 +4,7 @@ import (
 	"context"
 	"time"
 
-	gosync "sync"
+	"sync"
 )
 
 // APIServer tracks whether the daemon reaches the API server, so that a daemon that
@@ -17,7 +17,7 @@ type APIServer struct {
 	// Server is the address the client dials, for the messages.
 	Server string
 
-	mu      gosync.Mutex
+	mu      sync.Mutex
 	now     func() time.Time
 	err     error
 	since   time.Time // first failure of the current outage

@@ -5,7 +5,7 @@
 package health
 
 import (
-	gosync "sync"
+	"sync"
 	"time"
 )
 
@@ -13,7 +13,7 @@ import (
 // unhealthy when a change has waited longer than the timeout (2 × syncPeriod) without a
 // successful sync. It is safe for concurrent use.
 type Proxy struct {
-	mu          gosync.Mutex
+	mu          sync.Mutex
 	timeout     time.Duration
 	now         func() time.Time
 	lastUpdated time.Time

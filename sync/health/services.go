@@ -8,7 +8,7 @@ import (
 	"net/netip"
 	"slices"
 	"strconv"
-	gosync "sync"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -25,7 +25,7 @@ type Services struct {
 	// OnError is told when a listener cannot open; it is retried on the next Apply.
 	OnError func(k proxier.ServiceKey, port uint16, err error)
 
-	mu gosync.Mutex
+	mu sync.Mutex
 	// ips to listen on: nil means every address (":port"), empty none (SetAddresses).
 	ips     []netip.Addr
 	want    map[proxier.ServiceKey]proxier.HealthCheck

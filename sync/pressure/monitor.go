@@ -10,7 +10,7 @@ import (
 	"context"
 	"fmt"
 	"math/bits"
-	gosync "sync"
+	"sync"
 	"time"
 
 	"go.uber.org/zap"
@@ -55,7 +55,7 @@ type Monitor struct {
 	// warnEvery rate-limits the Warning log while pressure lasts.
 	warnEvery time.Duration
 
-	mu       gosync.Mutex
+	mu       sync.Mutex
 	state    State
 	sampled  bool
 	lastWarn time.Time

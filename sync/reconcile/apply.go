@@ -1,0 +1,415 @@
+package reconcile
+
+import (
+	"errors"
+	"net/netip"
+
+	"go.uber.org/zap"
+
+	"github.com/ipvs-proxier/ipvs-proxier/kernel"
+	"github.com/ipvs-proxier/ipvs-proxier/proxier"
+)
+
+// apply makes the kernel objects named in delta match the desired state. It compares
+// with what we believe is programmed (refreshed by every full sync), so an unchanged
+// object costs nothing. Every failure is returned, and what failed is kept for the next
+// sync to retry (Syncer.retry), which the Runner schedules early; it is not a full sync.
+func (s *Syncer) apply(delta *proxier.Delta) error {
+	var errs []error
+	for key := range delta.VirtualServers {
+		s.applyVirtualServer(key, &errs)
+	}
+	s.flushRealServers(&errs)
+	for a := range delta.Addresses {
+		s.applyAddress(a)
+	}
+	s.flushAddresses(&errs)
+	var ops []kernel.SetOp
+	for m := range delta.Members {
+		if _, pending := s.pendingSets[m.Set]; pending {
+			continue // diffed once the set is listed
+		}
+		ops = append(ops, s.memberOp(m))
+	}
+	errs = append(errs, s.writeMembers(ops))
+	if delta.RulesChanged {
+		errs = append(errs, s.syncRules(false))
+	}
+	return errors.Join(errs...)
+}
+
+// applyVirtualServer syncs one virtual server; a failure is added to errs and queued
+// for retry.
+func (s *Syncer) applyVirtualServer(key kernel.VSKey, errs *[]error) {
+	if err := s.syncVirtualServer(key); err != nil {
+		*errs = append(*errs, err)
+		s.retry.VirtualServers[key] = struct{}{}
+		if _, _, wanted := s.desired.VirtualServer(key); wanted {
+			// Forget what we believed: the retry re-adds it, and "exists" makes it
+			// re-read the kernel's real servers.
+			delete(s.vs, key)
+		}
+	}
+}
+
+// applyAddress queues the bind or unbind that makes address a as desired, if any; the
+// cache is updated as if it will succeed (flushAddresses undoes it on failure).
+func (s *Syncer) applyAddress(a netip.Addr) {
+	want := s.desired.HasAddress(a)
+	_, have := s.addrs[a]
+	switch {
+	case want && !have:
+		s.addrQueue = append(s.addrQueue, kernel.AddressOp{Addr: a})
+		s.addrs[a] = struct{}{}
+	case !want && have:
+		s.addrQueue = append(s.addrQueue, kernel.AddressOp{Addr: a, Unbind: true})
+		delete(s.addrs, a)
+	}
+}
+
+// flushAddresses sends the queued address writes as one batch. A failure is added to
+// errs, its cache entry restored, and the address queued for retry.
+func (s *Syncer) flushAddresses(errs *[]error) {
+	if len(s.addrQueue) == 0 {
+		return
+	}
+	for i, err := range s.k.Addresses.WriteAddresses(s.cfg.DummyDevice, s.addrQueue) {
+		if err == nil {
+			continue
+		}
+		*errs = append(*errs, err)
+		op := s.addrQueue[i]
+		s.retry.Addresses[op.Addr] = struct{}{}
+		if op.Unbind {
+			s.addrs[op.Addr] = struct{}{}
+		} else {
+			delete(s.addrs, op.Addr)
+		}
+	}
+	s.addrQueue = nil
+}
+
+func ignore(err, sentinel error) error {
+	if errors.Is(err, sentinel) {
+		return nil
+	}
+	return err
+}
+
+// syncVirtualServer creates, updates or deletes one virtual server and its real servers.
+func (s *Syncer) syncVirtualServer(key kernel.VSKey) error {
+	want, _, ok := s.desired.VirtualServer(key)
+	have := s.vs[key]
+	if !ok {
+		if have == nil {
+			return nil
+		}
+		if err := ignore(s.k.IPVS.DeleteVirtualServer(key), kernel.ErrNotFound); err != nil {
+			return err
+		}
+		delete(s.vs, key)
+		for dk := range s.drain {
+			if dk.vs == key {
+				delete(s.drain, dk)
+			}
+		}
+		if key.Protocol == kernel.UDP {
+			s.clearUDP(netip.AddrPortFrom(key.Address, key.Port), netip.AddrPort{})
+		}
+		return nil
+	}
+	if have == nil {
+		err := s.k.IPVS.AddVirtualServer(want.VirtualServer)
+		switch {
+		case err == nil:
+			have = &programmedVS{vs: want.VirtualServer, rss: make(realServers, 0, len(want.RealServers))}
+		case errors.Is(err, kernel.ErrExist):
+			// Someone made it behind our back: adopt it, then correct it.
+			rss, lerr := s.k.IPVS.ListRealServers(key)
+			if lerr != nil {
+				return lerr
+			}
+			have = &programmedVS{rss: newRealServers(rss)}
+		default:
+			return err
+		}
+		s.vs[key] = have
+	}
+	if !have.vs.Equal(want.VirtualServer) {
+		if err := s.k.IPVS.UpdateVirtualServer(want.VirtualServer); err != nil {
+			return err
+		}
+		have.vs = want.VirtualServer
+	}
+	return s.syncRealServers(key, have, want.RealServers)
+}
+
+// syncRealServers adds, re-weights and removes the real servers of one virtual server.
+func (s *Syncer) syncRealServers(key kernel.VSKey, have *programmedVS, want []kernel.RealServer) error {
+	wanted := make(map[netip.AddrPort]struct{}, len(want))
+	for _, rs := range want {
+		ap := rs.AddrPort()
+		wanted[ap] = struct{}{}
+		cur, ok := have.rss.get(ap)
+		switch {
+		case !ok:
+			s.queueRS(kernel.RealServerOp{VS: key, RS: rs}, nil) // an existing one is updated
+		case cur.Weight != rs.Weight:
+			// A draining server that is wanted again is restored in place, keeping its
+			// connections (kube-proxy's graceful-termination manager, pkg/proxy/ipvs/graceful_termination.go,
+			// deletes and re-adds it).
+			s.queueRS(kernel.RealServerOp{VS: key, RS: rs, Kind: kernel.UpdateRS}, nil)
+		default:
+			continue
+		}
+		delete(s.drain, drainKey{key, ap})
+		have.rss.put(rs)
+	}
+	var gone []kernel.RealServer
+	for _, cur := range have.rss {
+		if _, ok := wanted[cur.AddrPort()]; !ok {
+			gone = append(gone, cur)
+		}
+	}
+	if len(gone) > 0 {
+		return s.removeRealServers(key, have, gone)
+	}
+	return nil
+}
+
+// queueRS adds a real-server write to the batch flushRealServers sends; done, if not
+// nil, runs once it succeeded. The cache is updated by the caller as if it will: a
+// failure makes the flush forget the whole virtual server, whose retry re-reads it.
+func (s *Syncer) queueRS(op kernel.RealServerOp, done func()) {
+	s.rsQueue = append(s.rsQueue, queuedRS{op, done})
+}
+
+type queuedRS struct {
+	op   kernel.RealServerOp
+	done func()
+}
+
+// flushRealServers sends the queued real-server writes as one batch, in queue order
+// (so a virtual server's new real servers land before its old ones leave). Each failure
+// is added to errs, and its virtual server is forgotten and queued for retry.
+func (s *Syncer) flushRealServers(errs *[]error) {
+	if len(s.rsQueue) == 0 {
+		return
+	}
+	ops := make([]kernel.RealServerOp, len(s.rsQueue))
+	for i, q := range s.rsQueue {
+		ops[i] = q.op
+	}
+	for i, err := range s.k.IPVS.WriteRealServers(ops) {
+		switch {
+		case err != nil:
+			*errs = append(*errs, err)
+			s.retry.VirtualServers[ops[i].VS] = struct{}{}
+			if _, _, wanted := s.desired.VirtualServer(ops[i].VS); wanted {
+				delete(s.vs, ops[i].VS)
+			}
+		case s.rsQueue[i].done != nil:
+			s.rsQueue[i].done()
+		}
+	}
+	if cap(s.rsQueue) > 1024 {
+		s.rsQueue = nil // a cold start's queue is ~13 MiB at 30,000 Services: not kept
+	} else {
+		clear(s.rsQueue)
+		s.rsQueue = s.rsQueue[:0]
+	}
+}
+
+// removeRealServers takes real servers out of service. UDP ones go at once, with their
+// conntrack flows (kubernetes#71514); TCP and SCTP ones with live connections drop to
+// weight 0 and drain, bounded by GracefulTimeout (kubernetes#57841). The writes are
+// queued behind the virtual server's additions.
+func (s *Syncer) removeRealServers(key kernel.VSKey, have *programmedVS, gone []kernel.RealServer) error {
+	vip := netip.AddrPortFrom(key.Address, key.Port)
+	if key.Protocol == kernel.UDP {
+		for _, rs := range gone {
+			ap := rs.AddrPort()
+			s.queueRS(kernel.RealServerOp{VS: key, RS: rs, Kind: kernel.DeleteRS}, func() { s.clearUDP(vip, ap) })
+			have.rss.del(ap)
+		}
+		return nil
+	}
+	var fresh []kernel.RealServer
+	for _, rs := range gone {
+		if _, draining := s.drain[drainKey{key, rs.AddrPort()}]; !draining {
+			fresh = append(fresh, rs)
+		}
+	}
+	if len(fresh) == 0 {
+		return nil
+	}
+	conns, err := s.connections(key)
+	if err != nil {
+		return err
+	}
+	now := s.opts.Now()
+	for _, rs := range fresh {
+		ap := rs.AddrPort()
+		if conns[ap] == 0 {
+			s.queueRS(kernel.RealServerOp{VS: key, RS: rs, Kind: kernel.DeleteRS}, nil)
+			have.rss.del(ap)
+			continue
+		}
+		rs.Weight = 0
+		s.queueRS(kernel.RealServerOp{VS: key, RS: rs, Kind: kernel.UpdateRS}, nil)
+		have.rss.put(rs)
+		s.drain[drainKey{key, ap}] = now.Add(s.opts.GracefulTimeout)
+	}
+	return nil
+}
+
+// connections lists the connection counts of a virtual server's real servers.
+func (s *Syncer) connections(key kernel.VSKey) (map[netip.AddrPort]int, error) {
+	rss, err := s.k.IPVS.ListRealServers(key)
+	if err != nil {
+		return nil, err
+	}
+	out := make(map[netip.AddrPort]int, len(rss))
+	for _, rs := range rss {
+		out[rs.AddrPort()] = rs.Connections()
+	}
+	return out, nil
+}
+
+// reapDrained deletes draining real servers whose connections are gone or whose
+// GracefulTimeout passed.
+func (s *Syncer) reapDrained() error {
+	if len(s.drain) == 0 {
+		return nil
+	}
+	byVS := map[kernel.VSKey][]netip.AddrPort{}
+	for dk := range s.drain {
+		byVS[dk.vs] = append(byVS[dk.vs], dk.dest)
+	}
+	now := s.opts.Now()
+	var errs []error
+	var ops []kernel.RealServerOp
+	for key, dests := range byVS {
+		have := s.vs[key]
+		if have == nil {
+			for _, d := range dests {
+				delete(s.drain, drainKey{key, d})
+			}
+			continue
+		}
+		conns, err := s.connections(key)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		for _, d := range dests {
+			if conns[d] > 0 && now.Before(s.drain[drainKey{key, d}]) {
+				continue
+			}
+			rs, ok := have.rss.get(d)
+			if !ok { // gone already: nothing to delete
+				delete(s.drain, drainKey{key, d})
+				continue
+			}
+			ops = append(ops, kernel.RealServerOp{VS: key, RS: rs, Kind: kernel.DeleteRS})
+		}
+	}
+	if len(ops) == 0 {
+		return errors.Join(errs...)
+	}
+	// One batch for every server due, as apply sends its writes.
+	for i, err := range s.k.IPVS.WriteRealServers(ops) {
+		op := ops[i]
+		// A virtual server deleted behind our back took its servers with it.
+		if err := ignore(err, kernel.ErrNotFound); err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		s.vs[op.VS].rss.del(op.RS.AddrPort())
+		delete(s.drain, drainKey{op.VS, op.RS.AddrPort()})
+	}
+	return errors.Join(errs...)
+}
+
+// clearUDP deletes stale UDP conntrack flows; a failure is logged, not retried, since
+// the flows expire on their own.
+func (s *Syncer) clearUDP(vip, endpoint netip.AddrPort) {
+	if s.k.Conntrack == nil {
+		return
+	}
+	if err := s.k.Conntrack.ClearUDP(vip, endpoint); err != nil {
+		s.log.Warn("Cannot clear stale UDP conntrack flows", zap.Stringer("vip", vip), zap.Stringer("endpoint", endpoint), zap.Error(err))
+	}
+}
+
+// memberOp is the write that makes the kernel agree with the desire for m. There is no
+// cache of what the sets hold (it was a second copy of every member, ~20 MiB at 30,000
+// Services): a member is in a delta because its desire changed, so the write is almost
+// always needed, and adds and deletes are idempotent.
+func (s *Syncer) memberOp(m kernel.Member) kernel.SetOp {
+	return kernel.SetOp{Set: m.Set, Entry: m.Entry, Delete: !s.desired.HasMember(m)}
+}
+
+// writeMembers sends ops as one batch; each failed one is queued for retry.
+func (s *Syncer) writeMembers(ops []kernel.SetOp) error {
+	if len(ops) == 0 {
+		return nil
+	}
+	var errs []error
+	for i, err := range s.k.IPSets.WriteEntries(ops) {
+		if err != nil {
+			errs = append(errs, err)
+			s.retry.Members[kernel.Member{Set: ops[i].Set, Entry: ops[i].Entry}] = struct{}{}
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// syncRules restores our iptables chains when the rendered text changed, or, with
+// checkDrift, when the kernel's copy no longer matches what we last applied.
+func (s *Syncer) syncRules(checkDrift bool) error {
+	var errs []error
+	for _, f := range s.cfg.Families {
+		text := proxier.RenderRules(&s.cfg, f, s.desired.OutFilters())
+		if _, known := s.rules[f]; !known && checkDrift {
+			// First look after a start: adopt rules that already read as ours. When the
+			// backend's saved form differs from ours, the restore below is one atomic
+			// iptables-restore transaction, so traffic never sees a gap.
+			if cur, err := s.k.Iptables.Save(f); err == nil && cur == text {
+				s.rules[f], s.saved[f] = text, cur
+				continue
+			}
+		}
+		if text == s.rules[f] && checkDrift {
+			cur, err := s.k.Iptables.Save(f)
+			if err != nil {
+				errs = append(errs, err)
+				s.needFull = true
+				continue
+			}
+			if cur == s.saved[f] {
+				continue
+			}
+			s.log.Info("iptables rules drifted; restoring", zap.Stringer("family", f))
+		} else if text == s.rules[f] {
+			continue
+		}
+		if err := s.k.Iptables.Restore(f, text); err != nil {
+			s.opts.Metrics.IptablesRestoreFailed(f)
+			delete(s.rules, f)
+			errs = append(errs, err)
+			s.retry.RulesChanged = true
+			continue
+		}
+		s.rules[f] = text
+		saved, err := s.k.Iptables.Save(f)
+		if err != nil {
+			errs = append(errs, err)
+			delete(s.rules, f)
+			s.retry.RulesChanged = true
+			continue
+		}
+		s.saved[f] = saved
+	}
+	return errors.Join(errs...)
+}

@@ -1,0 +1,340 @@
+package reconcile
+
+import (
+	"errors"
+	"net/netip"
+	"reflect"
+	"slices"
+
+	"go.uber.org/zap"
+
+	"github.com/ipvs-proxier/ipvs-proxier/kernel"
+	"github.com/ipvs-proxier/ipvs-proxier/proxier"
+)
+
+// syncFull dumps the kernel (virtual servers, real servers of ours, dummy addresses,
+// set members, our iptables chains) and repairs every difference. The desired state is
+// rebuilt from every Service only when the node's config (addresses, zone) changed or on
+// the first run; otherwise only the changed Services are recomputed, as in a partial
+// sync: the periodic full sync is there to repair the kernel, and re-translating 30,000
+// unchanged Services every syncPeriod was most of its cost. It adopts what exists instead of flushing, so a restart never interrupts
+// traffic, and it prunes only what we own: addresses on the dummy interface, members
+// of our sets, and virtual servers on our addresses outside --ipvs-exclude-cidrs.
+func (s *Syncer) syncFull(keys map[proxier.ServiceKey]struct{}) error {
+	start := s.opts.Now()
+	s.needFull = true
+	// changed collects the set members whose desire changed since the last sync: the
+	// ones that failed then, and those of the Services changed since. Sets whose count
+	// matches are not listed, so these must be written explicitly.
+	changed := s.retry
+	s.retry, s.pendingSets = proxier.NewDelta(), map[string]struct{}{}
+	s.named = nil // read again, if needed, before this sync's sets are repaired
+	listAll := s.refreshDesired(keys, changed)
+	if hc := s.opts.HealthChecks; hc != nil {
+		hc.SetAddresses(healthCheckAddrs(&s.cfg))
+		hc.ReplaceHealthChecks(s.desired.HealthChecks())
+	}
+	if err := s.k.Addresses.EnsureDummy(s.cfg.DummyDevice); err != nil {
+		return err
+	}
+	var errs []error
+	sets := proxier.Sets(s.cfg.Families)
+	for _, set := range sets {
+		if err := s.k.IPSets.EnsureSet(set); err != nil {
+			errs = append(errs, err)
+			s.pendingSets[set.Name] = struct{}{}
+		}
+	}
+	addrs, err := s.k.Addresses.ListAddresses(s.cfg.DummyDevice)
+	if err != nil {
+		return errors.Join(append(errs, err)...)
+	}
+	vss, err := s.k.IPVS.ListVirtualServers()
+	if err != nil {
+		return errors.Join(append(errs, err)...)
+	}
+
+	s.addrs = make(map[netip.Addr]struct{}, len(addrs))
+	for _, a := range addrs {
+		s.addrs[a] = struct{}{}
+	}
+
+	round := s.fullRound + 1
+	errs = append(errs, s.refreshCache(vss, round)...)
+
+	// The dumps that decide ownership worked: from here on, failures are retried one
+	// object at a time.
+	s.needFull, s.lastFull = false, start
+	s.fullRound = round
+
+	errs = append(errs, s.syncSets(sets, changed, listAll))
+	s.applyEverything(addrs, &errs)
+	errs = append(errs, s.syncRules(true))
+	s.reconcileUDP()
+	return errors.Join(errs...)
+}
+
+// refreshDesired brings the desired state up to date for a full sync: rebuilt from every
+// Service when the node's configuration changed (it reports true: every set must then be
+// listed), else updated for the changed keys, their set members recorded in changed.
+func (s *Syncer) refreshDesired(keys map[proxier.ServiceKey]struct{}, changed *proxier.Delta) bool {
+	cfg := s.nodeConfig()
+	if s.built && reflect.DeepEqual(cfg, s.cfg) {
+		for k := range keys {
+			s.updateService(k, changed)
+		}
+		return false
+	}
+	if cfg.LocalMode == proxier.LocalModeNodeCIDR && (!s.built || !slices.Equal(cfg.NodePodCIDRs, s.cfg.NodePodCIDRs)) {
+		s.logNodeCIDRs(cfg.NodePodCIDRs)
+	}
+	s.cfg = cfg
+	s.desired = proxier.NewDesired()
+	for _, k := range s.src.ServiceKeys() {
+		s.updateService(k, nil)
+	}
+	s.built = true
+	return true
+}
+
+// refreshCache updates the programmed cache from the virtual-server dump vss, in place,
+// not rebuilt: at 30,000 Services a new map and a delta naming every object were most of
+// a full sync's garbage. The real servers of a virtual server are re-read when it is new,
+// unwanted, or its turn in the CheckEvery rotation has come.
+func (s *Syncer) refreshCache(vss []kernel.VirtualServer, round int) []error {
+	var errs []error
+	for _, vs := range vss {
+		key := vs.VSKey
+		vs.Flags &= kernel.OwnFlags
+		_, _, wanted := s.desired.VirtualServer(key)
+		p := s.vs[key]
+		if !wanted && p == nil && !s.owns(key) {
+			continue // someone else's: never touched
+		}
+		if p != nil && wanted && !s.checkRealServersNow(key) {
+			// Known and unchanged at the virtual-server level: keep the cached real
+			// servers; this virtual server's turn to be re-read comes within
+			// CheckEvery full syncs.
+			p.vs, p.seen = vs, round
+			continue
+		}
+		rss, err := s.k.IPVS.ListRealServers(key)
+		if err != nil {
+			errs = append(errs, err)
+			if wanted {
+				delete(s.vs, key) // left out of the cache: re-added, which adopts and corrects it
+				continue
+			}
+		}
+		if p == nil {
+			p = &programmedVS{}
+			s.vs[key] = p
+		}
+		p.vs, p.rss, p.seen = vs, newRealServers(rss), round
+	}
+	for key, p := range s.vs {
+		if p.seen != round {
+			delete(s.vs, key) // gone from the kernel (or unreadable)
+		}
+	}
+	// A draining server that vanished from the kernel needs no more draining.
+	for dk := range s.drain {
+		if p := s.vs[dk.vs]; p == nil || !p.hasRS(dk.dest) {
+			delete(s.drain, dk)
+		}
+	}
+	return errs
+}
+
+// applyEverything applies every virtual server and address in the kernel (addrs, as
+// dumped) or desired, without a delta: the cache holds exactly the kernel's (ours) then.
+func (s *Syncer) applyEverything(addrs []netip.Addr, errs *[]error) {
+	for key := range s.vs {
+		s.applyVirtualServer(key, errs)
+	}
+	for key := range s.desired.VirtualServerKeySeq() {
+		if s.vs[key] == nil {
+			s.applyVirtualServer(key, errs)
+		}
+	}
+	s.flushRealServers(errs)
+	for _, a := range addrs {
+		s.applyAddress(a)
+	}
+	for a := range s.desired.AddressSeq() {
+		if _, bound := s.addrs[a]; !bound {
+			s.applyAddress(a)
+		}
+	}
+	s.flushAddresses(errs)
+}
+
+// syncSets writes the changed members, then lists and repairs every set whose member
+// count (one header-only netlink request) differs from the desired count, and every
+// set on each CheckEvery-th full sync or when listAll. Listing all sets was most of an
+// idle full sync's cost: 66,000 entries at 10,000 Services, in the VM ~half the CPU.
+func (s *Syncer) syncSets(sets []kernel.Set, changed *proxier.Delta, listAll bool) error {
+	var ops []kernel.SetOp
+	for m := range changed.Members {
+		if _, pending := s.pendingSets[m.Set]; pending {
+			continue // listed below
+		}
+		ops = append(ops, s.memberOp(m))
+	}
+	errs := []error{s.writeMembers(ops)}
+	every := max(s.opts.CheckEvery, 1)
+	listAll = listAll || s.fullRound%every == 0
+	for _, set := range sets {
+		if _, pending := s.pendingSets[set.Name]; pending || listAll {
+			s.pendingSets[set.Name] = struct{}{}
+			continue
+		}
+		if n, err := s.k.IPSets.CountEntries(set.Name); err != nil || n != s.desired.SetLen(set.Name) {
+			s.pendingSets[set.Name] = struct{}{}
+		}
+	}
+	return errors.Join(append(errs, s.reconcileSets())...)
+}
+
+// reconcileSets (re)creates and lists the pending sets and makes each hold exactly its
+// desired members, writing the differences; it keeps no copy of the members. A set
+// that fails to list stays pending for the next sync.
+func (s *Syncer) reconcileSets() error {
+	if len(s.pendingSets) == 0 {
+		return nil
+	}
+	var errs []error
+	for _, set := range proxier.Sets(s.cfg.Families) {
+		if _, ok := s.pendingSets[set.Name]; !ok {
+			continue
+		}
+		if err := s.k.IPSets.EnsureSet(set); err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		entries, err := s.k.IPSets.ListEntries(set.Name)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		delete(s.pendingSets, set.Name)
+		var ops []kernel.SetOp
+		listed := make(map[kernel.SetEntry]struct{}, len(entries))
+		for _, e := range entries {
+			listed[e] = struct{}{}
+			if !s.desired.HasMember(kernel.Member{Set: set.Name, Entry: e}) {
+				ops = append(ops, kernel.SetOp{Set: set.Name, Entry: e, Delete: true})
+			}
+		}
+		for e := range s.desired.SetEntries(set.Name) {
+			if _, ok := listed[e]; !ok {
+				ops = append(ops, kernel.SetOp{Set: set.Name, Entry: e})
+			}
+		}
+		errs = append(errs, s.writeMembers(ops))
+	}
+	return errors.Join(errs...)
+}
+
+// checkRealServersNow reports whether this full sync re-reads key's real servers. Each
+// full sync reads a rotating 1/CheckEvery of our virtual servers: moby/ipvs
+// has no dump of all destinations, so reading them all is one netlink dump per virtual
+// server, which at 30,000 Services made the periodic full sync the daemon's main idle
+// cost. Virtual servers themselves are checked every full sync (one dump).
+func (s *Syncer) checkRealServersNow(key kernel.VSKey) bool {
+	every := uint32(s.opts.CheckEvery)
+	if every <= 1 {
+		return true
+	}
+	h := uint32(key.Port)*2654435761 ^ uint32(key.Protocol)
+	for _, b := range key.Address.AsSlice() {
+		h = h*31 + uint32(b)
+	}
+	return h%every == uint32(s.fullRound)%every
+}
+
+// owns reports whether a virtual server found in the kernel is ours to prune.
+func (s *Syncer) owns(key kernel.VSKey) bool {
+	_, onDummy := s.addrs[key.Address]
+	if !onDummy && (slices.Contains(s.cfg.NodeIPs, key.Address) || key.Address.IsLinkLocalUnicast()) && s.named == nil {
+		// A virtual server on a node IP that we neither want nor know: read once per
+		// full sync whether our sets name it (a restart after its Service went).
+		s.named = ReadOwnershipSets(s.k.IPSets)
+	}
+	return Owns(key, onDummy, s.cfg.NodeIPs, s.opts.ExcludeCIDRs, s.opts.NodePortMin, s.opts.NodePortMax, s.named)
+}
+
+// OwnershipEntries are the virtual servers our ownership sets (proxier.OwnershipSets)
+// name in the kernel, indexed so that each lookup is one map read.
+type OwnershipEntries struct {
+	keys  map[kernel.VSKey]struct{} // by protocol, address and port
+	ports map[kernel.VSKey]struct{} // by protocol and port only (bitmap:port NodePorts)
+}
+
+// ReadOwnershipSets lists proxier.OwnershipSets; a set that cannot be read names
+// nothing.
+func ReadOwnershipSets(ipsets kernel.IPSets) *OwnershipEntries {
+	o := &OwnershipEntries{keys: map[kernel.VSKey]struct{}{}, ports: map[kernel.VSKey]struct{}{}}
+	for _, set := range proxier.OwnershipSets() {
+		entries, err := ipsets.ListEntries(set)
+		if err != nil {
+			continue
+		}
+		for _, e := range entries {
+			if k, anyAddress, ok := proxier.NamedKey(set, e); ok && anyAddress {
+				o.ports[k] = struct{}{}
+			} else if ok {
+				o.keys[k] = struct{}{}
+			}
+		}
+	}
+	return o
+}
+
+// names reports whether one of the sets names k.
+func (o *OwnershipEntries) names(k kernel.VSKey) bool {
+	if o == nil {
+		return false
+	}
+	if _, ok := o.keys[k]; ok {
+		return true
+	}
+	_, ok := o.ports[kernel.VSKey{Protocol: k.Protocol, Port: k.Port}]
+	return ok
+}
+
+// Owns is the one ownership rule, shared by pruning and `ipvs-proxier cleanup`: a
+// virtual server is ours when it is on an address of our dummy interface, or is on a
+// node IP and either named by one of our sets (a NodePort of any range, an external or
+// load-balancer IP equal to a node IP: the kernel's own record of what we programmed,
+// which survives a restart) or in the NodePort range, or is on a link-local address and
+// named by our sets (kube-proxy's NodePorts there); and it is not in an excluded CIDR
+// (--ipvs-exclude-cidrs, kube-proxy's rule for virtual servers made by others).
+func Owns(key kernel.VSKey, onDummy bool, nodeIPs []netip.Addr, exclude []netip.Prefix, portMin, portMax uint16, named *OwnershipEntries) bool {
+	if slices.ContainsFunc(exclude, func(p netip.Prefix) bool { return p.Contains(key.Address) }) {
+		return false
+	}
+	if onDummy {
+		return true
+	}
+	if key.Address.IsLinkLocalUnicast() {
+		// We program no NodePorts on link-local addresses, but kube-proxy's IPVS mode
+		// does (169.254.x on a pod veth gateway): after a takeover, those our sets name
+		// are kube-proxy's leftovers, ours to remove.
+		return named.names(key)
+	}
+	if !slices.Contains(nodeIPs, key.Address) {
+		return false
+	}
+	return key.Port >= portMin && key.Port <= portMax || named.names(key)
+}
+
+// logNodeCIDRs says which pod ranges detectLocalMode NodeCIDR now uses.
+func (s *Syncer) logNodeCIDRs(cidrs []netip.Prefix) {
+	if len(cidrs) == 0 {
+		s.log.Warn("detectLocalMode is NodeCIDR but the Node has no spec.podCIDRs yet: no traffic counts as pod traffic until it has",
+			zap.String("node", s.cfg.NodeName))
+		return
+	}
+	s.log.Info("detectLocalMode NodeCIDR: traffic from the Node's pod CIDRs counts as pod traffic", zap.Stringers("podCIDRs", cidrs))
+}

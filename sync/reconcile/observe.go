@@ -1,0 +1,89 @@
+package reconcile
+
+import (
+	"net/netip"
+	"slices"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	discovery "k8s.io/api/discovery/v1"
+
+	"github.com/ipvs-proxier/ipvs-proxier/kernel"
+	"github.com/ipvs-proxier/ipvs-proxier/proxier"
+)
+
+// HealthCheckSink serves the healthCheckNodePorts of ETP=Local LoadBalancers. The
+// syncer tells it what changed; Apply opens and closes listeners.
+type HealthCheckSink interface {
+	// SetHealthCheck records one Service's health check; nil removes it.
+	SetHealthCheck(k proxier.ServiceKey, hc *proxier.HealthCheck)
+	// ReplaceHealthChecks records the whole set, after a full sync.
+	ReplaceHealthChecks(all map[proxier.ServiceKey]proxier.HealthCheck)
+	// SetAddresses sets the node addresses the listeners use (nil: every address;
+	// empty: none), after each full sync: nodePortAddresses, `primary` included, over
+	// the node's addresses as they are now.
+	SetAddresses(ips []netip.Addr)
+	// Apply opens and closes listeners to match, retrying ones that failed before.
+	Apply()
+}
+
+// noteTriggers queues the network-programming latency of k's slices whose
+// last-change-trigger-time is newer than any seen before. Trigger times older than the
+// syncer are skipped: on start every slice would report its age, not a latency (as
+// kube-proxy's endpointschangetracker does).
+func (s *Syncer) noteTriggers(k proxier.ServiceKey) {
+	if s.opts.Metrics == nil {
+		return
+	}
+	newest := s.triggerSeen[k]
+	slices := s.src.Slices(k)
+	if len(slices) == 0 {
+		delete(s.triggerSeen, k)
+		return
+	}
+	for _, sl := range slices {
+		t, err := time.Parse(time.RFC3339Nano, sl.Annotations[v1.EndpointsLastChangeTriggerTime])
+		if err != nil || !t.After(s.started) || !t.After(s.triggerSeen[k]) {
+			continue
+		}
+		fam := kernel.IPv4
+		if sl.AddressType == discovery.AddressTypeIPv6 {
+			fam = kernel.IPv6
+		}
+		s.triggers = append(s.triggers, trigger{at: t, family: fam})
+		if t.After(newest) {
+			newest = t
+		}
+	}
+	s.triggerSeen[k] = newest
+}
+
+// trigger is an EndpointSlice change's last-change-trigger-time, with the slice's family.
+type trigger struct {
+	at     time.Time
+	family kernel.Family
+}
+
+// observeTriggers records the queued latencies after a successful sync.
+func (s *Syncer) observeTriggers(end time.Time) {
+	for _, t := range s.triggers {
+		s.opts.Metrics.ObserveProgramming(t.family, end.Sub(t.at))
+	}
+	s.triggers = s.triggers[:0]
+}
+
+// healthCheckAddrs returns the addresses healthCheckNodePorts listen on, as NodePorts do:
+// every address when nodePortAddresses is empty, else the node IPs inside it (none, not
+// nil, when no node IP is: "primary" before the Node has one).
+func healthCheckAddrs(cfg *proxier.Config) []netip.Addr {
+	if len(cfg.NodePortAddresses) == 0 {
+		return nil
+	}
+	out := []netip.Addr{}
+	for _, a := range cfg.NodeIPs {
+		if slices.ContainsFunc(cfg.NodePortAddresses, func(p netip.Prefix) bool { return p.Contains(a) }) {
+			out = append(out, a)
+		}
+	}
+	return out
+}

@@ -1,0 +1,81 @@
+package reconcile
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"testing"
+	"time"
+)
+
+type callLog struct {
+	mu    sync.Mutex
+	times []time.Time
+}
+
+func (c *callLog) add() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.times = append(c.times, time.Now())
+	return len(c.times)
+}
+
+func (c *callLog) snapshot() []time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return append([]time.Time(nil), c.times...)
+}
+
+// TestRunnerCoalescesAndBounds: a burst of requests gives few runs, at least
+// minInterval apart; the periodic run comes by itself. Ratios only, no tight timing.
+func TestRunnerCoalescesAndBounds(t *testing.T) {
+	var log callLog
+	const minI = 100 * time.Millisecond
+	r := NewRunner(func() error { log.add(); return nil }, minI, time.Hour)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { r.Loop(ctx); close(done) }()
+	deadline := time.Now().Add(500 * time.Millisecond)
+	requests := 0
+	for time.Now().Before(deadline) {
+		r.Run()
+		requests++
+		time.Sleep(time.Millisecond)
+	}
+	cancel()
+	<-done
+	runs := log.snapshot()
+	if len(runs) < 2 || len(runs) > 7 {
+		t.Errorf("%d runs for %d requests over 500ms with minInterval 100ms", len(runs), requests)
+	}
+	for i := 1; i < len(runs); i++ {
+		if gap := runs[i].Sub(runs[i-1]); gap < minI {
+			t.Errorf("runs %d and %d only %v apart", i-1, i, gap)
+		}
+	}
+}
+
+// TestRunnerPeriodicAndRetry: with no requests the function runs every maxInterval;
+// after an error it runs again much sooner.
+func TestRunnerPeriodicAndRetry(t *testing.T) {
+	var log callLog
+	fail := true
+	r := NewRunner(func() error {
+		if n := log.add(); n == 2 && fail {
+			return errors.New("boom")
+		}
+		return nil
+	}, 10*time.Millisecond, 300*time.Millisecond)
+	ctx, cancel := context.WithTimeout(context.Background(), 1100*time.Millisecond)
+	defer cancel()
+	r.Loop(ctx)
+	runs := log.snapshot()
+	// Runs: t=0, t=300ms (fails), retry ~100ms later, then every 300ms: about 5.
+	if len(runs) < 4 || len(runs) > 6 {
+		t.Fatalf("%d runs in 1.1s", len(runs))
+	}
+	retryGap, periodGap := runs[2].Sub(runs[1]), runs[1].Sub(runs[0])
+	if retryGap*2 > periodGap {
+		t.Errorf("retry after error took %v, the period is %v", retryGap, periodGap)
+	}
+}

@@ -1,0 +1,76 @@
+package reconcile
+
+import (
+	"github.com/ipvs-proxier/ipvs-proxier/kernel"
+	"github.com/ipvs-proxier/ipvs-proxier/proxier"
+	"github.com/ipvs-proxier/ipvs-proxier/sync/metrics"
+)
+
+// Snapshot is what the readers off the sync path (/metrics, /status, the health
+// checks) see: published at the end of each sync, never modified after. Reading it
+// never waits for a sync; a full sync at 30,000 Services holds the syncer's lock for
+// seconds, and a scrape or `ipvs-proxier status` used to wait that long.
+type Snapshot struct {
+	Status Status
+	Counts metrics.Counts
+	// Draining is how many real servers are draining at weight 0.
+	Draining int
+	// NoLocal counts the Services on the fallback of an internal ([f][0]) or external
+	// ([f][1]) Local traffic policy, per family index f (proxier.FamilyIndex).
+	NoLocal [2][2]int
+	// Owners maps each desired virtual server to its Service. It is shared between
+	// snapshots while no owner changes (endpoint changes do not copy it).
+	Owners map[kernel.VSKey]metrics.Owner
+
+	// ownersOf and ownersGen name the desired state Owners was built from.
+	ownersOf  *proxier.Desired
+	ownersGen uint64
+}
+
+// Snapshot returns the state as of the end of the last sync.
+func (s *Syncer) Snapshot() *Snapshot { return s.snap.Load() }
+
+// publish builds and publishes the snapshot; s.mu is held.
+func (s *Syncer) publish() {
+	n := &Snapshot{Status: s.status, Draining: len(s.drain), ownersOf: s.desired, ownersGen: s.desired.OwnersGeneration()}
+	for _, f := range []kernel.Family{kernel.IPv4, kernel.IPv6} {
+		in, ex := s.desired.NoLocal(f)
+		n.NoLocal[proxier.FamilyIndex(f)] = [2]int{in, ex}
+	}
+	n.Counts = metrics.Counts{Services: s.desired.Len(), VirtualServers: len(s.vs), Addresses: len(s.addrs)}
+	for _, p := range s.vs {
+		n.Counts.RealServers += len(p.rss)
+	}
+	for _, set := range proxier.Sets(s.cfg.Families) {
+		n.Counts.SetEntries += s.desired.SetLen(set.Name) // written, or queued for retry
+	}
+	if old := s.snap.Load(); old != nil && old.ownersOf == n.ownersOf && old.ownersGen == n.ownersGen {
+		n.Owners = old.Owners
+	} else {
+		owners := s.desired.Owners()
+		n.Owners = make(map[kernel.VSKey]metrics.Owner, len(owners))
+		for k, o := range owners {
+			n.Owners[k] = metrics.Owner{Namespace: o.Namespace, Name: o.Name}
+		}
+	}
+	s.snap.Store(n)
+}
+
+// Status returns the state of the last sync.
+func (s *Syncer) Status() Status { return s.Snapshot().Status }
+
+// Counts returns the number of kernel objects programmed, for metrics and /status.
+func (s *Syncer) Counts() metrics.Counts { return s.Snapshot().Counts }
+
+// Owners returns the Service that owns each desired virtual server. The map is shared:
+// the caller must not modify it.
+func (s *Syncer) Owners() map[kernel.VSKey]metrics.Owner { return s.Snapshot().Owners }
+
+// NoLocal returns the no-local-endpoint fallback counts (internal, external) of family f.
+func (s *Syncer) NoLocal(f kernel.Family) (int, int) {
+	n := s.Snapshot().NoLocal[proxier.FamilyIndex(f)]
+	return n[0], n[1]
+}
+
+// Draining returns how many real servers are draining at weight 0.
+func (s *Syncer) Draining() int { return s.Snapshot().Draining }

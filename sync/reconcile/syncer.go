@@ -1,0 +1,245 @@
+package reconcile
+
+import (
+	"errors"
+	"net/netip"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/ipvs-proxier/ipvs-proxier/kernel"
+	"github.com/ipvs-proxier/ipvs-proxier/proxier"
+	"github.com/ipvs-proxier/ipvs-proxier/sync/metrics"
+	"github.com/ipvs-proxier/ipvs-proxier/sync/source"
+)
+
+// Options configure a Syncer.
+type Options struct {
+	// Config is the translation config. NodeIPs and Zone, when empty, are filled from
+	// LocalAddresses and the Node object at each full sync.
+	Config proxier.Config
+	// SyncPeriod is the longest time between two full syncs.
+	SyncPeriod time.Duration
+	// GracefulTimeout bounds how long a removed TCP/SCTP real server drains at weight 0.
+	GracefulTimeout time.Duration
+	// ExcludeCIDRs: virtual servers there are never pruned (--ipvs-exclude-cidrs).
+	ExcludeCIDRs []netip.Prefix
+	// CheckEvery spreads the deep checks over full syncs. Each full sync re-reads the
+	// real servers of 1/CheckEvery of our virtual servers, and lists only the sets whose
+	// member count differs from the desired one, every set on each CheckEvery-th. So
+	// hand-made drift that keeps the counts is repaired within CheckEvery syncPeriods;
+	// missing or changed virtual servers, and sets that gained or lost members, every
+	// full sync. 0 or 1 checks everything every time.
+	CheckEvery int
+	// NodePortMin and NodePortMax bound the ports of NodePort virtual servers we own on
+	// node IPs; others on node IPs belong to someone else.
+	NodePortMin, NodePortMax uint16
+	// NodeOptions say how the node-derived fields of Config are found.
+	source.NodeOptions
+	Logger *zap.Logger
+	Events EventSink
+	// Metrics records sync durations and latencies; nil records nothing.
+	Metrics *metrics.Metrics
+	// HealthChecks serves healthCheckNodePorts; nil serves none.
+	HealthChecks HealthCheckSink
+	// Now is the clock; nil means time.Now.
+	Now func() time.Time
+}
+
+// programmedVS is what we believe the kernel holds for one virtual server.
+type programmedVS struct {
+	vs  kernel.VirtualServer
+	rss realServers
+	// seen is the full-sync round that last found it in the kernel.
+	seen int
+}
+
+type drainKey struct {
+	vs   kernel.VSKey
+	dest netip.AddrPort
+}
+
+// Syncer computes desired state from a Source and applies it to a Kernel. Sync is its
+// one entry point; it is safe to call from several goroutines (calls serialize), but
+// the daemon calls it only from its Runner.
+type Syncer struct {
+	opts     Options
+	k        kernel.Kernel
+	src      source.Source
+	tracker  *source.Tracker
+	log      *zap.Logger
+	problems *problemReporter
+	// conflicts reports VirtualServerConflict on the losing Services, apart from the
+	// translation's problems: a Service loses when another one is set.
+	conflicts *problemReporter
+	// named: the kernel's ownership sets as read in this full sync (nil until needed).
+	named *OwnershipEntries
+
+	mu       sync.Mutex
+	cfg      proxier.Config
+	desired  *proxier.Desired
+	vs       map[kernel.VSKey]*programmedVS
+	addrs    map[netip.Addr]struct{}
+	rules    map[kernel.Family]string
+	saved    map[kernel.Family]string
+	drain    map[drainKey]time.Time
+	needFull bool
+	lastFull time.Time
+	// fullRound counts full syncs, to rotate the real-server checks.
+	fullRound int
+	// built is set once desired holds every Service.
+	built bool
+	// retry holds the objects whose last write failed; the next sync redoes them.
+	retry *proxier.Delta
+	// rsQueue holds the real-server writes of the current apply, sent as one batch.
+	rsQueue []queuedRS
+	// addrQueue holds the address writes of the current apply, sent as one batch.
+	addrQueue []kernel.AddressOp
+	// pendingSets are sets whose creation or listing failed; the next sync lists them.
+	pendingSets map[string]struct{}
+	status      Status
+	// lastReconcile is when the UDP conntrack reconcile last ran; reconcileOff is set
+	// when the kernel cannot filter the dump (conntrack.go).
+	lastReconcile time.Time
+	reconcileOff  bool
+	// snap is the state published at the end of each sync (snapshot.go).
+	snap atomic.Pointer[Snapshot]
+	// started, triggerSeen and triggers feed the network-programming latency metric.
+	started     time.Time
+	triggerSeen map[proxier.ServiceKey]time.Time
+	triggers    []trigger
+}
+
+// Status describes the last sync, for health checks and metrics.
+type Status struct {
+	LastSync     time.Time
+	LastSuccess  time.Time
+	LastError    string
+	LastFull     bool
+	LastDuration time.Duration
+	Syncs        int
+}
+
+// NewSyncer returns a syncer. The tracker must be the one the informer handlers feed.
+func NewSyncer(opts Options, k kernel.Kernel, src source.Source, tracker *source.Tracker) *Syncer {
+	if opts.Logger == nil {
+		opts.Logger = zap.NewNop()
+	}
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	if opts.SyncPeriod == 0 {
+		opts.SyncPeriod = 30 * time.Second
+	}
+	if opts.NodePortMin == 0 && opts.NodePortMax == 0 {
+		opts.NodePortMin, opts.NodePortMax = 30000, 32767
+	}
+	opts.Config = opts.Config.WithDefaults()
+	s := &Syncer{
+		opts: opts, k: k, src: src, tracker: tracker, log: opts.Logger,
+		problems:  newProblemReporter(opts.Logger, opts.Events),
+		conflicts: newProblemReporter(opts.Logger, opts.Events),
+		cfg:       opts.Config, desired: proxier.NewDesired(),
+		vs: map[kernel.VSKey]*programmedVS{}, addrs: map[netip.Addr]struct{}{},
+		rules: map[kernel.Family]string{}, saved: map[kernel.Family]string{}, drain: map[drainKey]time.Time{},
+		needFull: true, retry: proxier.NewDelta(), pendingSets: map[string]struct{}{},
+		started: opts.Now(), triggerSeen: map[proxier.ServiceKey]time.Time{},
+	}
+	s.publish()
+	return s
+}
+
+// ErrNotSynced is returned by Sync while the informers have not synced; nothing is
+// programmed or pruned until they have.
+var ErrNotSynced = errors.New("informers not synced yet")
+
+// Sync brings the kernel in step: a partial sync of the Services the tracker recorded,
+// or a full one (kernel dump, diff, repair, prune) on the first call, after a Node
+// change, after a failed kernel dump, and once per SyncPeriod. A failed write is
+// retried by the next sync, object by object; the returned error makes the Runner
+// schedule that sync early. (Re-dumping everything after any error would never finish
+// when a few percent of netlink calls fail, so only what failed is redone.)
+func (s *Syncer) Sync() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if !s.src.HasSynced() {
+		return ErrNotSynced
+	}
+	defer s.publish() // before the unlock
+	start := s.opts.Now()
+	keys, all := s.tracker.Drain()
+	full := s.needFull || all || start.Sub(s.lastFull) >= s.opts.SyncPeriod
+	var err error
+	if full {
+		err = s.syncFull(keys)
+	} else {
+		err = s.syncPartial(keys)
+	}
+	err = errors.Join(err, s.reapDrained())
+	if hc := s.opts.HealthChecks; hc != nil {
+		hc.Apply()
+	}
+	end := s.opts.Now()
+	s.opts.Metrics.ObserveSync(full, end.Sub(start), err, end)
+	s.status.LastSync, s.status.LastFull, s.status.LastDuration = end, full, end.Sub(start)
+	s.status.Syncs++
+	if err != nil {
+		s.status.LastError = err.Error()
+		s.log.Warn("Sync failed; retrying what failed early", zap.Bool("full", full), zap.Error(err))
+		return err
+	}
+	s.status.LastSuccess, s.status.LastError = end, ""
+	s.observeTriggers(end)
+	s.log.Debug("Synced", zap.Bool("full", full), zap.Int("services", len(keys)), zap.Duration("took", end.Sub(start)))
+	return nil
+}
+
+// Desired returns the desired state. The caller must not modify it, and must not use it
+// while a sync may run.
+func (s *Syncer) Desired() *proxier.Desired {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.desired
+}
+
+// Config returns the translation config in force (with node fields filled in).
+func (s *Syncer) Config() proxier.Config {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.cfg
+}
+
+func (s *Syncer) syncPartial(keys map[proxier.ServiceKey]struct{}) error {
+	delta := s.retry
+	s.retry = proxier.NewDelta()
+	for k := range keys {
+		s.updateService(k, delta)
+	}
+	err := s.reconcileSets()
+	return errors.Join(err, s.apply(delta))
+}
+
+// updateService recomputes one Service into the desired state.
+func (s *Syncer) updateService(k proxier.ServiceKey, delta *proxier.Delta) {
+	st := proxier.Translate(&s.cfg, k, s.src.Service(k), s.src.Slices(k))
+	s.problems.report(k, st.Problems)
+	s.desired.Set(st, delta)
+	for _, c := range s.desired.TakeConflictChanges() {
+		s.conflicts.report(c, s.desired.Conflicts(c))
+	}
+	s.noteTriggers(k)
+	if hc := s.opts.HealthChecks; hc != nil && delta != nil {
+		hc.SetHealthCheck(k, st.HealthCheck)
+	}
+}
+
+// nodeConfig fills the node-derived fields of the config (source.NodeConfig).
+func (s *Syncer) nodeConfig() proxier.Config {
+	cfg, err := source.NodeConfig(s.opts.Config, s.src.Node(), s.src.ServiceCIDRs(), s.opts.NodeOptions)
+	if err != nil {
+		s.log.Warn("Cannot list node addresses; using the Node object's", zap.Error(err))
+	}
+	return cfg
+}

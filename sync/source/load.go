@@ -1,0 +1,110 @@
+package source
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+
+	v1 "k8s.io/api/core/v1"
+	discovery "k8s.io/api/discovery/v1"
+	networking "k8s.io/api/networking/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+	"k8s.io/client-go/kubernetes/scheme"
+)
+
+// LoadObjects reads Services, EndpointSlices and Nodes into src from what kubectl
+// accepts: multi-document YAML (comment-only and null documents, as `helm template`
+// prints, are skipped), JSON (one object, newline-delimited or concatenated), `kind:
+// List` and the typed lists (`ServiceList`, `EndpointSliceList`, `NodeList`). nodeName
+// picks the Node to use. What cannot be used is skipped, with a note for each: objects of
+// kinds the scheme does not know (custom resources), other kinds, and EndpointSlices
+// without the service-name label (the daemon skips those too). Only unreadable input is
+// an error.
+func LoadObjects(r io.Reader, src *StaticSource, nodeName string) (notes []string, err error) {
+	dec := utilyaml.NewYAMLOrJSONDecoder(r, 4096)
+	l := &loader{src: src, node: nodeName}
+	for i := 0; ; i++ {
+		var raw json.RawMessage
+		if err := dec.Decode(&raw); errors.Is(err, io.EOF) {
+			return l.notes, nil
+		} else if err != nil {
+			return l.notes, fmt.Errorf("document %d: %w", i, err)
+		}
+		if len(raw) == 0 || string(raw) == "null" {
+			continue
+		}
+		if err := l.decode(raw, fmt.Sprintf("document %d", i)); err != nil {
+			return l.notes, err
+		}
+	}
+}
+
+type loader struct {
+	src   *StaticSource
+	node  string
+	notes []string
+}
+
+func (l *loader) note(format string, args ...any) {
+	l.notes = append(l.notes, fmt.Sprintf(format, args...))
+}
+
+func (l *loader) decode(raw []byte, where string) error {
+	obj, gvk, err := scheme.Codecs.UniversalDeserializer().Decode(raw, nil, nil)
+	switch {
+	case runtime.IsNotRegisteredError(err):
+		kind := "unknown"
+		if gvk != nil {
+			kind = gvk.String()
+		}
+		l.note("%s: kind %s is not a Service, EndpointSlice, Node or ServiceCIDR; skipped", where, kind)
+		return nil
+	case err != nil:
+		return fmt.Errorf("%s: %w", where, err)
+	}
+	l.add(obj, where)
+	return nil
+}
+
+func (l *loader) add(obj runtime.Object, where string) {
+	switch o := obj.(type) {
+	case *v1.Service:
+		l.src.SetService(o)
+	case *discovery.EndpointSlice:
+		if _, ok := l.src.SetSlice(o); !ok {
+			l.note("%s: EndpointSlice %s/%s has no %s label; skipped", where, o.Namespace, o.Name, discovery.LabelServiceName)
+		}
+	case *v1.Node:
+		if o.Name == l.node {
+			l.src.SetNode(o)
+		}
+	case *v1.List:
+		for i, item := range o.Items {
+			if err := l.decode(item.Raw, fmt.Sprintf("%s item %d", where, i)); err != nil {
+				l.note("%v; skipped", err)
+			}
+		}
+	case *v1.ServiceList:
+		for i := range o.Items {
+			l.add(&o.Items[i], where)
+		}
+	case *discovery.EndpointSliceList:
+		for i := range o.Items {
+			l.add(&o.Items[i], where)
+		}
+	case *v1.NodeList:
+		for i := range o.Items {
+			l.add(&o.Items[i], where)
+		}
+	case *networking.ServiceCIDR:
+		l.src.AddServiceCIDRs(o)
+	case *networking.ServiceCIDRList:
+		for i := range o.Items {
+			l.add(&o.Items[i], where)
+		}
+	default:
+		l.note("%s: kind %T is not a Service, EndpointSlice, Node or ServiceCIDR; skipped", where, obj)
+	}
+}
