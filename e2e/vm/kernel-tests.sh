@@ -13,7 +13,7 @@ cat > "$payload/scenario.sh" <<'SCEN'
 export IPVS_PROXIER_TEST_NETNS=1 IPVS_PROXIER_TEST_IPVS=1
 rc=0
 /linux.test -test.v 2>&1 || rc=1
-/reconcile.test -test.v -test.run 'TestRealPackets' 2>&1 || rc=1
+/reconcile.test -test.v -test.run 'TestRealPackets|TestScenariosRealKernel' 2>&1 || rc=1
 exit $rc
 SCEN
 "$here/vm.sh" run "$payload"

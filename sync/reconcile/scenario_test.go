@@ -30,24 +30,30 @@ func TestScenarios(t *testing.T) {
 	}
 	for _, path := range paths {
 		t.Run(strings.TrimSuffix(filepath.Base(path), ".txtar"), func(t *testing.T) {
-			data, err := os.ReadFile(path)
-			if err != nil {
-				t.Fatal(err)
-			}
-			a := parseTxtar(data)
-			sc := &scenario{t: t, files: a.files, now: time.Unix(1_700_000_000, 0), fake: kernel.NewFake()}
-			for i, line := range strings.Split(a.script, "\n") {
-				if f := strings.Fields(strings.SplitN(line, "#", 2)[0]); len(f) > 0 {
-					sc.line = i + 1
-					sc.exec(f)
-				}
-			}
-			if sc.updated {
-				if err := os.WriteFile(path, a.format(), 0o644); err != nil {
-					t.Fatal(err)
-				}
-			}
+			runScenario(t, path, nil)
 		})
+	}
+}
+
+// runScenario runs one archive. With real nil it runs against a new fake kernel;
+// otherwise against real, the node's kernel (see scenario_vm_test.go).
+func runScenario(t *testing.T, path string, real *realKernel) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := parseTxtar(data)
+	sc := &scenario{t: t, files: a.files, now: time.Unix(1_700_000_000, 0), fake: kernel.NewFake(), real: real}
+	for i, line := range strings.Split(a.script, "\n") {
+		if f := strings.Fields(strings.SplitN(line, "#", 2)[0]); len(f) > 0 {
+			sc.line = i + 1
+			sc.exec(f)
+		}
+	}
+	if sc.updated && real == nil {
+		if err := os.WriteFile(path, a.format(), 0o644); err != nil {
+			t.Fatal(err)
+		}
 	}
 }
 
@@ -61,6 +67,9 @@ type scenario struct {
 	now  time.Time
 	opts []func(*Options)
 	fake *kernel.Fake
+	// real, when set, is the kernel the syncer programs instead of fake; the drift
+	// commands and the dumps go to it, and the fake stays empty.
+	real *realKernel
 	h    *harness
 }
 
@@ -78,7 +87,11 @@ func (sc *scenario) errorf(format string, args ...any) {
 func (sc *scenario) harness() *harness {
 	if sc.h == nil {
 		opts := append([]func(*Options){func(o *Options) { o.Now = func() time.Time { return sc.now } }}, sc.opts...)
-		sc.h = newHarness(sc.t, kernel.Kernel{}, sc.fake, opts...)
+		k := kernel.Kernel{}
+		if sc.real != nil {
+			k = sc.real.k
+		}
+		sc.h = newHarness(sc.t, k, sc.fake, opts...)
 	}
 	return sc.h
 }
@@ -165,6 +178,9 @@ func (sc *scenario) run(f []string) error {
 		}
 		sc.cmp(f[1], f[2])
 	case "ops", "calls":
+		if sc.real != nil {
+			return nil // operations are counted by the fake only: what the syncer asks for, not what the kernel does
+		}
 		want := map[string]int{}
 		for _, kv := range f[1:] {
 			k, v, _ := strings.Cut(kv, "=")
@@ -189,6 +205,9 @@ func (sc *scenario) run(f []string) error {
 	case "weights":
 		return sc.weights(f[1:])
 	case "flows":
+		if sc.real != nil {
+			sc.t.Skip("flows: the conntrack table is the fake's here")
+		}
 		got, want := sc.fake.Flows(), f[1:]
 		slices.Sort(got)
 		slices.Sort(want)
@@ -274,7 +293,21 @@ func (sc *scenario) apply(names []string) error {
 //	kernel flush-set NAME                  ipset flush
 //	kernel flush-rules                     our iptables rules gone (IPv4)
 //	kernel add-flow ORIGDST REPLYSRC       a UDP conntrack flow
+//	kernel load FILE                       the state FILE shows (Fake.Dump's format), as a previous run left it
 func (sc *scenario) kernelCmd(f []string) error {
+	if len(f) == 2 && f[0] == "load" {
+		text, ok := sc.files[f[1]]
+		if !ok {
+			return fmt.Errorf("no file %q in the archive", f[1])
+		}
+		if sc.real != nil {
+			return sc.real.load(sc.t, *text)
+		}
+		return sc.fake.Load(*text)
+	}
+	if sc.real != nil {
+		return sc.real.drift(sc.t, f)
+	}
 	fk := sc.fake
 	vsKey := func(proto, vip string) (kernel.VSKey, error) {
 		ap, err := netip.ParseAddrPort(vip)
@@ -367,6 +400,14 @@ func protocol(p string) kernel.Protocol {
 	return kernel.TCP
 }
 
+// ipvs is the IPVS table the syncer programs.
+func (sc *scenario) ipvs() kernel.IPVS {
+	if sc.real != nil {
+		return sc.real.k.IPVS
+	}
+	return sc.fake
+}
+
 // weights compares a virtual server's real servers and weights with want (RS=W).
 func (sc *scenario) weights(f []string) error {
 	if len(f) < 2 {
@@ -376,7 +417,7 @@ func (sc *scenario) weights(f []string) error {
 	if err != nil {
 		return err
 	}
-	rss, err := sc.fake.ListRealServers(kernel.VSKey{Protocol: protocol(f[0]), Address: ap.Addr(), Port: ap.Port()})
+	rss, err := sc.ipvs().ListRealServers(kernel.VSKey{Protocol: protocol(f[0]), Address: ap.Addr(), Port: ap.Port()})
 	if err != nil {
 		return err
 	}
@@ -399,7 +440,12 @@ func (sc *scenario) weights(f []string) error {
 // -update.
 func (sc *scenario) cmp(part, name string) {
 	sc.t.Helper()
-	got := dumpPart(sc.fake.Dump(), part)
+	var got string
+	if sc.real != nil {
+		got = sc.real.dump(sc.t, part)
+	} else {
+		got = dumpPart(sc.fake.Dump(), part)
+	}
 	want, ok := sc.files[name]
 	if *update {
 		if !ok {
