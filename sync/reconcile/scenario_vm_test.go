@@ -8,7 +8,6 @@ import (
 	"slices"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/ipvs-proxier/ipvs-proxier/kernel"
 	"github.com/ipvs-proxier/ipvs-proxier/kernel/linux"
@@ -29,15 +28,7 @@ func TestScenariosRealKernel(t *testing.T) {
 	if err != nil || len(paths) == 0 {
 		t.Fatalf("no scenarios: %v", err)
 	}
-	chains := []string{}
-	for _, cs := range proxier.RuleChains {
-		chains = append(chains, cs...)
-	}
-	k, x, err := linux.New(5*time.Second, chains)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer x.Close()
+	k := linuxKernel(t)
 	for _, path := range paths {
 		t.Run(strings.TrimSuffix(filepath.Base(path), ".txtar"), func(t *testing.T) {
 			rk := &realKernel{k: k}

@@ -23,6 +23,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 
+	"github.com/ipvs-proxier/ipvs-proxier/kernel"
 	"github.com/ipvs-proxier/ipvs-proxier/kernel/linux"
 	"github.com/ipvs-proxier/ipvs-proxier/proxier"
 	"github.com/ipvs-proxier/ipvs-proxier/sync/source"
@@ -67,6 +68,21 @@ ip netns exec %[1]s ip route add 169.254.1.1 dev eth0 && ip netns exec %[1]s ip 
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+}
+
+// linuxKernel is the VM's kernel behind the seam, with our chains, closed when t ends.
+func linuxKernel(t *testing.T) kernel.Kernel {
+	t.Helper()
+	chains := []string{}
+	for _, cs := range proxier.RuleChains {
+		chains = append(chains, cs...)
+	}
+	k, x, err := linux.New(5*time.Second, chains)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { x.Close() })
+	return k
 }
 
 // inNetns runs fn on a thread inside the named network namespace.
@@ -207,15 +223,7 @@ ip netns exec client ip addr add 10.0.5.4/24 dev eth0 && ip netns exec client ip
 	makePod(t, "pod1", "10.244.0.11")
 	makePod(t, "pod2", "10.244.0.12")
 
-	chains := []string{}
-	for _, cs := range proxier.RuleChains {
-		chains = append(chains, cs...)
-	}
-	k, x, err := linux.New(5*time.Second, chains)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer x.Close()
+	k := linuxKernel(t)
 	src := source.NewStaticSource()
 	tracker := source.NewTracker(nil)
 	opts := Options{Config: proxier.Config{NodeName: "vm", NodeIPs: []netip.Addr{netip.MustParseAddr("10.0.5.1")},
