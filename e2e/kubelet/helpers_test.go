@@ -1,6 +1,7 @@
 package kubelet
 
 import (
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -9,6 +10,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	v1 "k8s.io/api/core/v1"
 
 	"github.com/ipvs-proxier/ipvs-proxier/e2e/harness"
 )
@@ -97,4 +100,21 @@ func stepTimer(t *testing.T) func(step string) {
 		t.Logf("step %q took %v", step, time.Since(last).Round(100*time.Millisecond))
 		last = time.Now()
 	}
+}
+
+// podTimeline says when a pod was created, scheduled, its container started and it
+// became Ready, relative to its creation: where a slow "Ready" spent its time.
+func podTimeline(p *v1.Pod) string {
+	c0 := p.CreationTimestamp.Time
+	var b strings.Builder
+	fmt.Fprintf(&b, "pod %s created %s", p.Name, c0.Format(time.TimeOnly))
+	for _, c := range p.Status.Conditions {
+		fmt.Fprintf(&b, "; %s +%v", c.Type, c.LastTransitionTime.Sub(c0).Round(time.Second))
+	}
+	for _, s := range p.Status.ContainerStatuses {
+		if s.State.Running != nil {
+			fmt.Fprintf(&b, "; container %s started +%v", s.Name, s.State.Running.StartedAt.Sub(c0).Round(time.Second))
+		}
+	}
+	return b.String()
 }

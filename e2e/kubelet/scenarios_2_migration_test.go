@@ -90,6 +90,7 @@ func migrate(t *testing.T, mode string) {
 	waitNoPod(t, "k8s-app=kube-proxy")
 	step("install, patch, canary, label: kube-proxy gone")
 	p := waitPodReady(t, 5*time.Minute, nil)
+	t.Log(podTimeline(p))
 	step("ipvs-proxier Ready")
 	if mode == "iptables" {
 		execIn(t, p, "ipvs-proxier", "cleanup", "--leftovers-only")
@@ -105,9 +106,10 @@ func migrate(t *testing.T, mode string) {
 			t.Errorf("verify %q: want %q in\n%s %v", c.cmd, c.want, out, err)
 		}
 	}
-	// /status waits on the lock a full sync holds (the structure issue's reader snapshot
-	// will end that); under TCG right after a cleanup it outlasted the client's timeout
-	// for over a minute in a cold CI-like run, so the command is tried for 4 minutes.
+	// /status once waited on the lock a full sync holds and, under TCG right after a
+	// cleanup, outlasted the client's timeout for over a minute in a cold run; it now
+	// reads the snapshot the last sync published, and the command is still tried for a
+	// while because the pod's exec itself is slow under TCG.
 	var status string
 	if err := waitFor(4*time.Minute, func() bool {
 		status, _ = tryExecIn(p, "ipvs-proxier", "status")
