@@ -47,7 +47,7 @@ func (s *Syncer) applyVirtualServer(key kernel.VSKey, errs *[]error) {
 		if _, _, wanted := s.desired.VirtualServer(key); wanted {
 			// Forget what we believed: the retry re-adds it, and "exists" makes it
 			// re-read the kernel's real servers.
-			delete(s.vs, key)
+			s.dropVS(key)
 		}
 	}
 }
@@ -107,7 +107,7 @@ func (s *Syncer) syncVirtualServer(key kernel.VSKey) error {
 		if err := ignore(s.k.IPVS.DeleteVirtualServer(key), kernel.ErrNotFound); err != nil {
 			return err
 		}
-		delete(s.vs, key)
+		s.dropVS(key)
 		for dk := range s.drain {
 			if dk.vs == key {
 				delete(s.drain, dk)
@@ -133,7 +133,7 @@ func (s *Syncer) syncVirtualServer(key kernel.VSKey) error {
 		default:
 			return err
 		}
-		s.vs[key] = have
+		s.setVS(key, have)
 	}
 	if !have.vs.Equal(want.VirtualServer) {
 		if err := s.k.IPVS.UpdateVirtualServer(want.VirtualServer); err != nil {
@@ -163,7 +163,7 @@ func (s *Syncer) syncRealServers(key kernel.VSKey, have *programmedVS, want []ke
 			continue
 		}
 		delete(s.drain, drainKey{key, ap})
-		have.rss.put(rs)
+		s.putRS(have, rs)
 	}
 	var gone []kernel.RealServer
 	for _, cur := range have.rss {
@@ -206,7 +206,7 @@ func (s *Syncer) flushRealServers(errs *[]error) {
 			*errs = append(*errs, err)
 			s.retry.VirtualServers[ops[i].VS] = struct{}{}
 			if _, _, wanted := s.desired.VirtualServer(ops[i].VS); wanted {
-				delete(s.vs, ops[i].VS)
+				s.dropVS(ops[i].VS)
 			}
 		case s.rsQueue[i].done != nil:
 			s.rsQueue[i].done()
@@ -230,7 +230,7 @@ func (s *Syncer) removeRealServers(key kernel.VSKey, have *programmedVS, gone []
 		for _, rs := range gone {
 			ap := rs.AddrPort()
 			s.queueRS(kernel.RealServerOp{VS: key, RS: rs, Kind: kernel.DeleteRS}, func() { s.clearUDP(vip, ap) })
-			have.rss.del(ap)
+			s.delRS(have, ap)
 		}
 		return nil
 	}
@@ -252,12 +252,12 @@ func (s *Syncer) removeRealServers(key kernel.VSKey, have *programmedVS, gone []
 		ap := rs.AddrPort()
 		if conns[ap] == 0 {
 			s.queueRS(kernel.RealServerOp{VS: key, RS: rs, Kind: kernel.DeleteRS}, nil)
-			have.rss.del(ap)
+			s.delRS(have, ap)
 			continue
 		}
 		rs.Weight = 0
 		s.queueRS(kernel.RealServerOp{VS: key, RS: rs, Kind: kernel.UpdateRS}, nil)
-		have.rss.put(rs)
+		s.putRS(have, rs)
 		s.drain[drainKey{key, ap}] = now.Add(s.opts.GracefulTimeout)
 	}
 	return nil
@@ -325,7 +325,7 @@ func (s *Syncer) reapDrained() error {
 			errs = append(errs, err)
 			continue
 		}
-		s.vs[op.VS].rss.del(op.RS.AddrPort())
+		s.delRS(s.vs[op.VS], op.RS.AddrPort())
 		delete(s.drain, drainKey{op.VS, op.RS.AddrPort()})
 	}
 	return errors.Join(errs...)

@@ -122,19 +122,20 @@ func (s *Syncer) refreshCache(vss []kernel.VirtualServer, round int) []error {
 		if err != nil {
 			errs = append(errs, err)
 			if wanted {
-				delete(s.vs, key) // left out of the cache: re-added, which adopts and corrects it
+				s.dropVS(key) // left out of the cache: re-added, which adopts and corrects it
 				continue
 			}
 		}
 		if p == nil {
 			p = &programmedVS{}
-			s.vs[key] = p
+			s.setVS(key, p)
 		}
+		s.rsTotal += len(rss) - len(p.rss)
 		p.vs, p.rss, p.seen = vs, newRealServers(rss), round
 	}
 	for key, p := range s.vs {
 		if p.seen != round {
-			delete(s.vs, key) // gone from the kernel (or unreadable)
+			s.dropVS(key) // gone from the kernel (or unreadable)
 		}
 	}
 	// A draining server that vanished from the kernel needs no more draining.

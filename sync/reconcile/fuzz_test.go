@@ -127,6 +127,7 @@ func planOf(t *testing.T, objs []any) (*Syncer, *kernel.Fake, string) {
 	if err := s.Sync(); err != nil {
 		t.Fatalf("sync: %v", err)
 	}
+	checkRealServerCount(t, s)
 	c := s.Config()
 	return s, fake, s.Desired().Plan(&c)
 }

@@ -56,6 +56,16 @@ func (h *harness) mustSync(t testing.TB) {
 	if err := h.syncer.Sync(); err != nil {
 		t.Fatalf("sync: %v", err)
 	}
+	checkRealServerCount(t, h.syncer)
+}
+
+// checkRealServerCount fails t when the syncer's running count of real servers is not
+// the number it has cached.
+func checkRealServerCount(t testing.TB, s *Syncer) {
+	t.Helper()
+	if got, want := s.Counts().RealServers, s.countRealServers(); got != want {
+		t.Errorf("the running real-server count is %d, the cache holds %d", got, want)
+	}
 }
 
 // golden compares got with testdata/name, or rewrites it with -update.

@@ -57,3 +57,53 @@ func (p *programmedVS) hasRS(ap netip.AddrPort) bool {
 	_, ok := p.rss.get(ap)
 	return ok
 }
+
+// The syncer keeps the number of programmed real servers (rsTotal) as it changes them,
+// through the four methods below, so that the snapshot published after every sync costs
+// nothing per virtual server: summing them took ~0.5 ms at 30,000 Services, 50 times
+// the rest of a one-endpoint change (BenchmarkEndpointChange30k). The tests check it
+// against countRealServers after every sync.
+
+// setVS caches p as the virtual server at key.
+func (s *Syncer) setVS(key kernel.VSKey, p *programmedVS) {
+	if old := s.vs[key]; old != nil {
+		s.rsTotal -= len(old.rss)
+	}
+	s.vs[key] = p
+	s.rsTotal += len(p.rss)
+}
+
+// dropVS forgets the virtual server at key.
+func (s *Syncer) dropVS(key kernel.VSKey) {
+	if p := s.vs[key]; p != nil {
+		s.rsTotal -= len(p.rss)
+		delete(s.vs, key)
+	}
+}
+
+// putRS adds or replaces a real server of p, a cached virtual server.
+func (s *Syncer) putRS(p *programmedVS, rs kernel.RealServer) {
+	n := len(p.rss)
+	p.rss.put(rs)
+	s.rsTotal += len(p.rss) - n
+}
+
+// delRS removes the real server at ap from p, a cached virtual server (nil: none).
+func (s *Syncer) delRS(p *programmedVS, ap netip.AddrPort) {
+	if p == nil {
+		return
+	}
+	n := len(p.rss)
+	p.rss.del(ap)
+	s.rsTotal += len(p.rss) - n
+}
+
+// countRealServers counts the cached real servers, one virtual server at a time: what
+// rsTotal must equal.
+func (s *Syncer) countRealServers() int {
+	n := 0
+	for _, p := range s.vs {
+		n += len(p.rss)
+	}
+	return n
+}

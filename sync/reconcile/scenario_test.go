@@ -158,7 +158,9 @@ func (sc *scenario) run(f []string) error {
 			h.tracker.AllChanged()
 		}
 		sc.fake.ResetOps()
-		return h.syncer.Sync()
+		err := h.syncer.Sync()
+		checkRealServerCount(sc.t, h.syncer)
+		return err
 	case "clock":
 		d, err := time.ParseDuration(strings.TrimPrefix(f[1], "+"))
 		if err != nil {

@@ -1,6 +1,8 @@
 package reconcile
 
 import (
+	"slices"
+
 	"github.com/ipvs-proxier/ipvs-proxier/kernel"
 	"github.com/ipvs-proxier/ipvs-proxier/proxier"
 	"github.com/ipvs-proxier/ipvs-proxier/sync/metrics"
@@ -37,11 +39,12 @@ func (s *Syncer) publish() {
 		in, ex := s.desired.NoLocal(f)
 		n.NoLocal[proxier.FamilyIndex(f)] = [2]int{in, ex}
 	}
-	n.Counts = metrics.Counts{Services: s.desired.Len(), VirtualServers: len(s.vs), Addresses: len(s.addrs)}
-	for _, p := range s.vs {
-		n.Counts.RealServers += len(p.rss)
+	n.Counts = metrics.Counts{Services: s.desired.Len(), VirtualServers: len(s.vs), RealServers: s.rsTotal, Addresses: len(s.addrs)}
+	if s.setsOf == nil || !slices.Equal(s.setsOf, s.cfg.Families) {
+		// proxier.Sets builds ~30 values: once per family list, not once per sync.
+		s.sets, s.setsOf = proxier.Sets(s.cfg.Families), slices.Clone(s.cfg.Families)
 	}
-	for _, set := range proxier.Sets(s.cfg.Families) {
+	for _, set := range s.sets {
 		n.Counts.SetEntries += s.desired.SetLen(set.Name) // written, or queued for retry
 	}
 	if old := s.snap.Load(); old != nil && old.ownersOf == n.ownersOf && old.ownersGen == n.ownersGen {

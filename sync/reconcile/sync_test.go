@@ -124,6 +124,7 @@ func TestFaultInjection(t *testing.T) {
 		converged := false
 		for try := 0; try < 30 && !converged; try++ {
 			converged = h.syncer.Sync() == nil
+			checkRealServerCount(t, h.syncer) // failures forget virtual servers: the count follows
 		}
 		if !converged {
 			t.Fatalf("seed %d: no clean sync in 30 tries", seed)
@@ -148,6 +149,7 @@ func TestFaultInjection(t *testing.T) {
 			h.tracker.ServiceChanged(k)
 		}
 		for try := 0; try < 30 && h.syncer.Sync() != nil; try++ {
+			checkRealServerCount(t, h.syncer)
 		}
 		faulty.SetRate(0)
 		h.mustSync(t)

@@ -77,10 +77,15 @@ type Syncer struct {
 	// named: the kernel's ownership sets as read in this full sync (nil until needed).
 	named *OwnershipEntries
 
-	mu       sync.Mutex
-	cfg      proxier.Config
-	desired  *proxier.Desired
-	vs       map[kernel.VSKey]*programmedVS
+	mu      sync.Mutex
+	cfg     proxier.Config
+	desired *proxier.Desired
+	vs      map[kernel.VSKey]*programmedVS
+	// rsTotal is the number of real servers in vs (see setVS).
+	rsTotal int
+	// sets are proxier.Sets(setsOf), for publish.
+	sets     []kernel.Set
+	setsOf   []kernel.Family
 	addrs    map[netip.Addr]struct{}
 	rules    map[kernel.Family]string
 	saved    map[kernel.Family]string
