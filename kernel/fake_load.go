@@ -146,7 +146,7 @@ func (f *Fake) loadAddress(dev, line string) error {
 func (f *Fake) loadSetLine(line string) error {
 	w := strings.Fields(line)
 	if len(w) < 3 {
-		return fmt.Errorf("want create or add NAME ...")
+		return fmt.Errorf("want a create or add line")
 	}
 	switch w[0] {
 	case "create":
