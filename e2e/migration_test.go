@@ -114,7 +114,7 @@ func TestMigrateFromIptablesMode(t *testing.T) {
 		t.Fatalf("IPVS state under iptables mode:\n%s", out)
 	}
 
-	stop := requestLoopLog(t, vip)
+	stop := node.RequestLoop(t.Logf, "client", vip)
 	time.Sleep(2 * time.Second)
 	stopKubeProxy(t)
 	startDaemon(t)
@@ -149,7 +149,7 @@ func TestMigrateFromIptablesMode(t *testing.T) {
 
 	// Rollback: kube-proxy's iptables mode starts again, then our state goes, keeping the
 	// chains both use (kube-proxy rewrote them already).
-	stop = requestLoopLog(t, vip)
+	stop = node.RequestLoop(t.Logf, "client", vip)
 	time.Sleep(2 * time.Second)
 	stopDaemon(t)
 	startKubeProxy(t, "iptables")

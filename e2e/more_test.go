@@ -4,8 +4,6 @@ import (
 	"context"
 	"strconv"
 	"strings"
-	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -93,7 +91,7 @@ func TestDaemonRestartNoFailures(t *testing.T) {
 	vip := svc.Spec.ClusterIP + ":80"
 	waitIPVS(t, "created", func(s string) bool { return strings.Contains(vsBlock(s, vip), "10.244.0.12") })
 	waitServing(t, "client", "tcp", vip)
-	stop := requestLoopLog(t, vip)
+	stop := node.RequestLoop(t.Logf, "client", vip)
 	time.Sleep(2 * time.Second)
 	t.Logf("%s restarting", time.Now().Format("15:04:05.000"))
 	if _, err := node.MustExec("kill $(cat /tmp/daemon.pid); sleep 1; sh /start-daemon.sh"); err != nil {
@@ -138,34 +136,3 @@ func TestDriftRepairedWithinSyncPeriod(t *testing.T) {
 	}
 }
 
-// requestLoopLog asks target from the client netns in a loop until the returned stop is
-// called, which reports how many requests succeeded and failed. The time and error of
-// the first few failures go to t's log, so a failure says what the client saw.
-func requestLoopLog(t *testing.T, target string) (stop func() (ok, failed int64)) {
-	var okN, failedN atomic.Int64
-	var wg sync.WaitGroup
-	done := make(chan struct{})
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		for {
-			select {
-			case <-done:
-				return
-			default:
-			}
-			if _, err := node.Ask("client", "tcp", target); err != nil {
-				if n := failedN.Add(1); t != nil && n <= 5 {
-					t.Logf("%s request failed: %v", time.Now().Format("15:04:05.000"), err)
-				}
-			} else {
-				okN.Add(1)
-			}
-		}
-	}()
-	return func() (int64, int64) {
-		close(done)
-		wg.Wait()
-		return okN.Load(), failedN.Load()
-	}
-}

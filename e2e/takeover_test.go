@@ -63,11 +63,11 @@ func TestTakeoverFromKubeProxy(t *testing.T) {
 
 	// Warm up under kube-proxy alone, not counted: its first connections once met a
 	// reset (1 of 1,089, CI cold run, before ipvs-proxier ran), which is not the takeover.
-	warm := requestLoopLog(nil, vip)
+	warm := node.RequestLoop(nil, "client", vip)
 	time.Sleep(2 * time.Second)
 	wOK, wFailed := warm()
 	t.Logf("requests under kube-proxy alone, before the takeover (not counted): %d ok, %d failed", wOK, wFailed)
-	stop := requestLoopLog(t, vip)
+	stop := node.RequestLoop(t.Logf, "client", vip)
 	time.Sleep(time.Second)
 	stopKubeProxy(t)
 	startDaemon(t)
@@ -83,7 +83,7 @@ func TestTakeoverFromKubeProxy(t *testing.T) {
 	}
 
 	// Rollback (docs/migration.md): kube-proxy's IPVS mode adopts our state in turn.
-	stop = requestLoopLog(t, vip)
+	stop = node.RequestLoop(t.Logf, "client", vip)
 	time.Sleep(2 * time.Second)
 	stopDaemon(t)
 	startKubeProxy(t, "ipvs")

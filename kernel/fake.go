@@ -280,46 +280,47 @@ func (f *Fake) AddRealLink(dev string) {
 
 // ListAddresses implements Addresses.
 func (f *Fake) ListAddresses(dev string) ([]netip.Addr, error) {
+	var addrs []netip.Addr
+	err := f.onLink("ListAddresses", dev, func(l map[netip.Addr]struct{}) error {
+		addrs = slices.Collect(maps.Keys(l))
+		return nil
+	})
+	return addrs, err
+}
+
+// onLink counts op and, under the lock, runs fn on dev's addresses; a missing
+// link is ErrNotFound, as netlink answers.
+func (f *Fake) onLink(op, dev string, fn func(l map[netip.Addr]struct{}) error) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	f.count("ListAddresses")
+	f.count(op)
 	l, ok := f.links[dev]
 	if !ok {
-		return nil, fmt.Errorf("link %s: %w", dev, ErrNotFound)
+		return fmt.Errorf("link %s: %w", dev, ErrNotFound)
 	}
-	return slices.Collect(maps.Keys(l)), nil
+	return fn(l)
 }
 
 // BindAddress implements Addresses.
 func (f *Fake) BindAddress(dev string, addr netip.Addr) error {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	f.count("BindAddress")
-	l, ok := f.links[dev]
-	if !ok {
-		return fmt.Errorf("link %s: %w", dev, ErrNotFound)
-	}
-	if _, ok := l[addr]; ok {
-		return fmt.Errorf("address %s on %s: %w", addr, dev, ErrExist)
-	}
-	l[addr] = struct{}{}
-	return nil
+	return f.onLink("BindAddress", dev, func(l map[netip.Addr]struct{}) error {
+		if _, ok := l[addr]; ok {
+			return fmt.Errorf("address %s on %s: %w", addr, dev, ErrExist)
+		}
+		l[addr] = struct{}{}
+		return nil
+	})
 }
 
 // UnbindAddress implements Addresses.
 func (f *Fake) UnbindAddress(dev string, addr netip.Addr) error {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	f.count("UnbindAddress")
-	l, ok := f.links[dev]
-	if !ok {
-		return fmt.Errorf("link %s: %w", dev, ErrNotFound)
-	}
-	if _, ok := l[addr]; !ok {
-		return fmt.Errorf("address %s on %s: %w", addr, dev, ErrNotFound)
-	}
-	delete(l, addr)
-	return nil
+	return f.onLink("UnbindAddress", dev, func(l map[netip.Addr]struct{}) error {
+		if _, ok := l[addr]; !ok {
+			return fmt.Errorf("address %s on %s: %w", addr, dev, ErrNotFound)
+		}
+		delete(l, addr)
+		return nil
+	})
 }
 
 // EnsureSet implements IPSets.
@@ -340,14 +341,25 @@ func (f *Fake) EnsureSet(s Set) error {
 
 // CountEntries implements IPSets.
 func (f *Fake) CountEntries(name string) (int, error) {
+	n := 0
+	err := f.onSet("CountEntries", name, func(s *fakeSet) error {
+		n = len(s.entries)
+		return nil
+	})
+	return n, err
+}
+
+// onSet counts op and, under the lock, runs fn on the named set; a missing set
+// is ErrNotFound, as ipset answers.
+func (f *Fake) onSet(op, name string, fn func(s *fakeSet) error) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	f.count("CountEntries")
+	f.count(op)
 	s, ok := f.sets[name]
 	if !ok {
-		return 0, fmt.Errorf("set %s: %w", name, ErrNotFound)
+		return fmt.Errorf("set %s: %w", name, ErrNotFound)
 	}
-	return len(s.entries), nil
+	return fn(s)
 }
 
 // FlushSet removes every member of a set, as `ipset flush` would.
@@ -361,14 +373,12 @@ func (f *Fake) FlushSet(name string) {
 
 // ListEntries implements IPSets.
 func (f *Fake) ListEntries(name string) ([]SetEntry, error) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	f.count("ListEntries")
-	s, ok := f.sets[name]
-	if !ok {
-		return nil, fmt.Errorf("set %s: %w", name, ErrNotFound)
-	}
-	return slices.Collect(maps.Keys(s.entries)), nil
+	var es []SetEntry
+	err := f.onSet("ListEntries", name, func(s *fakeSet) error {
+		es = slices.Collect(maps.Keys(s.entries))
+		return nil
+	})
+	return es, err
 }
 
 func checkEntry(s Set, e SetEntry) error {
@@ -394,40 +404,30 @@ func checkEntry(s Set, e SetEntry) error {
 
 // AddEntry implements IPSets.
 func (f *Fake) AddEntry(name string, e SetEntry) error {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	f.count("AddEntry")
-	s, ok := f.sets[name]
-	if !ok {
-		return fmt.Errorf("set %s: %w", name, ErrNotFound)
-	}
-	if err := checkEntry(s.set, e); err != nil {
-		return err
-	}
-	if _, ok := s.entries[e]; ok {
-		return fmt.Errorf("set %s: entry %s: %w", name, e, ErrExist)
-	}
-	if s.set.MaxElem > 0 && uint32(len(s.entries)) >= s.set.MaxElem {
-		return fmt.Errorf("set %s: hash is full", name)
-	}
-	s.entries[e] = struct{}{}
-	return nil
+	return f.onSet("AddEntry", name, func(s *fakeSet) error {
+		if err := checkEntry(s.set, e); err != nil {
+			return err
+		}
+		if _, ok := s.entries[e]; ok {
+			return fmt.Errorf("set %s: entry %s: %w", name, e, ErrExist)
+		}
+		if s.set.MaxElem > 0 && uint32(len(s.entries)) >= s.set.MaxElem {
+			return fmt.Errorf("set %s: hash is full", name)
+		}
+		s.entries[e] = struct{}{}
+		return nil
+	})
 }
 
 // DelEntry implements IPSets.
 func (f *Fake) DelEntry(name string, e SetEntry) error {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	f.count("DelEntry")
-	s, ok := f.sets[name]
-	if !ok {
-		return fmt.Errorf("set %s: %w", name, ErrNotFound)
-	}
-	if _, ok := s.entries[e]; !ok {
-		return fmt.Errorf("set %s: entry %s: %w", name, e, ErrNotFound)
-	}
-	delete(s.entries, e)
-	return nil
+	return f.onSet("DelEntry", name, func(s *fakeSet) error {
+		if _, ok := s.entries[e]; !ok {
+			return fmt.Errorf("set %s: entry %s: %w", name, e, ErrNotFound)
+		}
+		delete(s.entries, e)
+		return nil
+	})
 }
 
 // WriteAddresses implements Addresses, one op at a time (counted as the single ops).

@@ -6,6 +6,7 @@ package kernel
 import (
 	"fmt"
 	"net/netip"
+	"strings"
 )
 
 // Protocol is an IPVS / ipset transport protocol.
@@ -32,17 +33,7 @@ func (p Protocol) String() string {
 }
 
 // Lower returns the protocol as ipset and iptables spell it (tcp, udp, sctp).
-func (p Protocol) Lower() string {
-	switch p {
-	case TCP:
-		return "tcp"
-	case UDP:
-		return "udp"
-	case SCTP:
-		return "sctp"
-	}
-	return fmt.Sprintf("proto-%d", uint8(p))
-}
+func (p Protocol) Lower() string { return strings.ToLower(p.String()) }
 
 // Family is an IP address family.
 type Family uint8

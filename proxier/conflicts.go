@@ -143,6 +143,28 @@ func (d *Desired) tiedWanted(st *ServiceState) tiedWanted {
 	return w
 }
 
+// rivalsBefore returns the Services that share a virtual server with st and what each
+// of them contributes before st's claims change, for settleRivals to compare against.
+func (d *Desired) rivalsBefore(st *ServiceState) ([]*ServiceState, []tiedWanted) {
+	rivals := d.rivals(st)
+	before := make([]tiedWanted, len(rivals))
+	for i, o := range rivals {
+		before[i] = d.tiedWanted(o)
+	}
+	return rivals, before
+}
+
+// settleRivals applies what st's change did to its rivals' contributions; a rival may
+// win or lose a virtual server, so the owners change too.
+func (d *Desired) settleRivals(st *ServiceState, rivals []*ServiceState, before []tiedWanted, delta *Delta) {
+	if len(rivals) == 0 {
+		return
+	}
+	d.reconcileRivals(rivals, before, delta)
+	d.touched[st.Key] = struct{}{}
+	d.ownersGen++
+}
+
 // reconcileRivals applies the change of the rivals' tied objects between before (their
 // wanted objects before a claim changed) and now, and marks them for conflict reports.
 func (d *Desired) reconcileRivals(rivals []*ServiceState, before []tiedWanted, delta *Delta) {

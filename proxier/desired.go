@@ -118,11 +118,7 @@ func (d *Desired) Set(st *ServiceState, delta *Delta) bool {
 }
 
 func (d *Desired) add(st *ServiceState, delta *Delta) {
-	rivals := d.rivals(st)
-	before := make([]tiedWanted, len(rivals))
-	for i, o := range rivals {
-		before[i] = d.tiedWanted(o)
-	}
+	rivals, before := d.rivalsBefore(st)
 	for i := range st.VirtualServers {
 		vs := &st.VirtualServers[i]
 		c := d.vs[vs.VSKey]
@@ -133,11 +129,7 @@ func (d *Desired) add(st *ServiceState, delta *Delta) {
 		c.set(st.Key, vs)
 		delta.VirtualServers[vs.VSKey] = struct{}{}
 	}
-	if len(rivals) > 0 {
-		d.reconcileRivals(rivals, before, delta)
-		d.touched[st.Key] = struct{}{}
-		d.ownersGen++ // a rival may win or lose a virtual server
-	}
+	d.settleRivals(st, rivals, before, delta)
 	for _, a := range st.Bind {
 		if d.addrs[a]++; d.addrs[a] == 1 {
 			delta.Addresses[a] = struct{}{}
@@ -156,11 +148,7 @@ func (d *Desired) add(st *ServiceState, delta *Delta) {
 }
 
 func (d *Desired) remove(st *ServiceState, delta *Delta) {
-	rivals := d.rivals(st)
-	before := make([]tiedWanted, len(rivals))
-	for i, o := range rivals {
-		before[i] = d.tiedWanted(o)
-	}
+	rivals, before := d.rivalsBefore(st)
 	// What st contributes is decided by the claims as they are, before it leaves them.
 	for _, m := range st.Members {
 		if d.countsMember(st, m) {
@@ -180,11 +168,7 @@ func (d *Desired) remove(st *ServiceState, delta *Delta) {
 		}
 		delta.VirtualServers[vs.VSKey] = struct{}{}
 	}
-	if len(rivals) > 0 {
-		d.reconcileRivals(rivals, before, delta)
-		d.touched[st.Key] = struct{}{}
-		d.ownersGen++ // a rival may win or lose a virtual server
-	}
+	d.settleRivals(st, rivals, before, delta)
 	for _, a := range st.Bind {
 		if d.addrs[a]--; d.addrs[a] <= 0 {
 			delete(d.addrs, a)

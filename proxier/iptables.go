@@ -56,6 +56,14 @@ func (r *ruleWriter) w(format string, args ...any) { fmt.Fprintf(&r.b, format+"\
 // set names the family's set whose IPv4 name is base.
 func (r *ruleWriter) set(base string) string { return SetName(base, r.f) }
 
+// table starts the table's section: its header and our chains' declarations.
+func (r *ruleWriter) table(name string) {
+	r.w("*%s", name)
+	for _, c := range RuleChains[name] {
+		r.w(":%s - [0:0]", c)
+	}
+}
+
 // nat writes the nat table: the service portals, masquerade marking and SNAT.
 func (r *ruleWriter) nat(cfg *Config) {
 	w, set, mark, f := r.w, r.set, r.mark, r.f
@@ -63,10 +71,7 @@ func (r *ruleWriter) nat(cfg *Config) {
 	if f == kernel.IPv6 {
 		lo = "::1/128"
 	}
-	w("*nat")
-	for _, c := range RuleChains["nat"] {
-		w(":%s - [0:0]", c)
-	}
+	r.table("nat")
 	w(`-A PREROUTING -m comment --comment "kubernetes service portals" -j %s`, chainServices)
 	w(`-A OUTPUT -m comment --comment "kubernetes service portals" -j %s`, chainServices)
 	w(`-A POSTROUTING -m comment --comment "kubernetes postrouting rules" -j %s`, chainPostrouting)
@@ -118,10 +123,7 @@ func (r *ruleWriter) nat(cfg *Config) {
 // drop and the unallocated-ClusterIP check.
 func (r *ruleWriter) filter(cfg *Config, outFilters []OutFilter) {
 	w, set, mark, f := r.w, r.set, r.mark, r.f
-	w("*filter")
-	for _, c := range RuleChains["filter"] {
-		w(":%s - [0:0]", c)
-	}
+	r.table("filter")
 	w(`-A INPUT -m comment --comment "kubernetes health check rules" -j %s`, chainNodePort)
 	w(`-A INPUT -m comment --comment "kube-proxy firewall rules" -j %s`, chainProxyFirewall)
 	w(`-A INPUT -m comment --comment "kubernetes ipvs access filter" -j %s`, chainIPVSFilter)

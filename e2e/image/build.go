@@ -240,7 +240,18 @@ func (b *build) onBase(path, bin, version string) (v1.Image, error) {
 	if err != nil {
 		return nil, err
 	}
-	img, err := mutate.AppendLayers(empty.Image, base, top)
+	return b.assemble(func(c *v1.Config) {
+		c.Entrypoint = []string{path}
+		c.Env = []string{"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"}
+		c.Labels = map[string]string{"org.opencontainers.image.version": version,
+			"org.opencontainers.image.source": "https://github.com/ipvs-proxier/ipvs-proxier"}
+	}, base, top)
+}
+
+// assemble is an amd64 Linux image of layers, in order, whose config configure sets,
+// created at b.epoch so that two builds have one digest.
+func (b *build) assemble(configure func(*v1.Config), layers ...v1.Layer) (v1.Image, error) {
+	img, err := mutate.AppendLayers(empty.Image, layers...)
 	if err != nil {
 		return nil, err
 	}
@@ -250,12 +261,8 @@ func (b *build) onBase(path, bin, version string) (v1.Image, error) {
 	}
 	cf = cf.DeepCopy()
 	cf.Architecture, cf.OS = "amd64", "linux"
-	cf.Config.Entrypoint = []string{path}
-	cf.Config.Env = []string{"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"}
-	cf.Config.Labels = map[string]string{"org.opencontainers.image.version": version,
-		"org.opencontainers.image.source": "https://github.com/ipvs-proxier/ipvs-proxier"}
-	img, err = mutate.ConfigFile(img, cf)
-	if err != nil {
+	configure(&cf.Config)
+	if img, err = mutate.ConfigFile(img, cf); err != nil {
 		return nil, err
 	}
 	return mutate.CreatedAt(img, v1.Time{Time: b.epoch})

@@ -7,8 +7,6 @@ import (
 	"path/filepath"
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
-	"github.com/google/go-containerregistry/pkg/v1/empty"
-	"github.com/google/go-containerregistry/pkg/v1/mutate"
 )
 
 // The e2e kubelet tier's other images, made the same way: the pod sandbox (containerd's
@@ -37,21 +35,7 @@ func (b *build) pauseImage() (v1.Image, error) {
 	if err != nil {
 		return nil, err
 	}
-	img, err := mutate.AppendLayers(empty.Image, l)
-	if err != nil {
-		return nil, err
-	}
-	cf, err := img.ConfigFile()
-	if err != nil {
-		return nil, err
-	}
-	cf = cf.DeepCopy()
-	cf.Architecture, cf.OS = "amd64", "linux"
-	cf.Config.Entrypoint = []string{"/pause"}
-	if img, err = mutate.ConfigFile(img, cf); err != nil {
-		return nil, err
-	}
-	return mutate.CreatedAt(img, v1.Time{Time: b.epoch})
+	return b.assemble(func(c *v1.Config) { c.Entrypoint = []string{"/pause"} }, l)
 }
 
 // kubeProxyImage is kube-proxy (a binary built from the pinned module) at

@@ -6,8 +6,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -49,39 +47,6 @@ func deployCopy(t *testing.T) string {
 		t.Fatal(err)
 	}
 	return dir
-}
-
-// requestLoop asks target (TCP) from netns ns on the node until stop is called, which
-// reports how many requests were answered and how many failed; the first failures go
-// to the log with their time.
-func requestLoop(t *testing.T, ns, target string) (stop func() (ok, failed int64)) {
-	var okN, failedN atomic.Int64
-	var wg sync.WaitGroup
-	done := make(chan struct{})
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		for {
-			select {
-			case <-done:
-				return
-			default:
-			}
-			if _, err := node.Ask(ns, "tcp", target); err != nil {
-				if n := failedN.Add(1); n <= 5 {
-					t.Logf("%s request to %s failed: %v", time.Now().Format("15:04:05.000"), target, err)
-				}
-				time.Sleep(100 * time.Millisecond)
-			} else {
-				okN.Add(1)
-			}
-		}
-	}()
-	return func() (int64, int64) {
-		close(done)
-		wg.Wait()
-		return okN.Load(), failedN.Load()
-	}
 }
 
 // daemonLog is the daemon container's log as the kubelet keeps it on the node.

@@ -58,7 +58,7 @@ func TestApplyOnEmptyNode(t *testing.T) {
 	if json.Unmarshal([]byte(r.Body), &v); v.GitVersion != harness.KubeVersion {
 		t.Errorf("/version through the ClusterIP: %s", r.Body)
 	}
-	stop := requestLoop(t, "pod1", webTarget(t))
+	stop := node.RequestLoop(t.Logf, "pod1", webTarget(t))
 	time.Sleep(5 * time.Second)
 	if ok, failed := stop(); ok == 0 || failed != 0 {
 		t.Errorf("through the web Service: %d answered, %d failed", ok, failed)
@@ -80,7 +80,7 @@ func TestRollingUpdate(t *testing.T) {
 	if _, err := node.MustExec("ctr -n k8s.io images tag ghcr.io/ipvs-proxier/ipvs-proxier:v0.1.0 " + rolledTag); err != nil {
 		t.Fatal(err)
 	}
-	stop := requestLoop(t, "pod1", webTarget(t))
+	stop := node.RequestLoop(t.Logf, "pod1", webTarget(t))
 	start := time.Now()
 	kubectl(t, "-n", "kube-system", "set", "image", "ds/ipvs-proxier", "ipvs-proxier="+rolledTag)
 	kubectl(t, "-n", "kube-system", "rollout", "status", "ds/ipvs-proxier", "--timeout=8m")
@@ -103,7 +103,7 @@ func TestAPIServerUnreachable(t *testing.T) {
 		t.Skip("e2e environment not started")
 	}
 	before := waitPodReady(t, 2*time.Minute, nil)
-	stop := requestLoop(t, "pod1", webTarget(t))
+	stop := node.RequestLoop(t.Logf, "pod1", webTarget(t))
 	// The pods' logs (this one's and those of earlier pods still on the node) may hold the
 	// line already, from a probe that failed at a start: only a new one counts.
 	const said = "Cannot reach the API server; the programmed state is kept"
@@ -206,7 +206,7 @@ func TestReboot(t *testing.T) {
 	p := waitPodReady(t, 5*time.Minute, func(p *v1.Pod) bool { return restarts(p) > restarts(before) || p.UID != before.UID })
 	t.Logf("reboot: agent up %v after power-on, web Service answering %v after power-on, pod %s Ready %v after (restarts %d)",
 		booted.Round(time.Second), answered.Round(time.Second), p.Name, time.Since(on).Round(time.Second), restarts(p))
-	stop := requestLoop(t, "pod1", target)
+	stop := node.RequestLoop(t.Logf, "pod1", target)
 	time.Sleep(5 * time.Second)
 	if ok, failed := stop(); ok == 0 || failed != 0 {
 		t.Errorf("after the reboot: %d answered, %d failed", ok, failed)

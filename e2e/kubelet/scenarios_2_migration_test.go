@@ -60,7 +60,7 @@ func migrate(t *testing.T, mode string) {
 		t.Fatalf("kube-proxy (%s mode) does not serve the web Service: %v\n%s", mode, err, out)
 	}
 	step("kube-proxy serves")
-	stop := requestLoop(t, "pod1", target)
+	stop := node.RequestLoop(t.Logf, "pod1", target)
 	defer func() {
 		ok, failed := stop()
 		t.Logf("%s mode: migration and rollback with %d requests answered, %d failed", mode, ok, failed)

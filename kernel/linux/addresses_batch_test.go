@@ -9,12 +9,13 @@ import (
 	"github.com/vishvananda/netlink"
 
 	"github.com/ipvs-proxier/ipvs-proxier/kernel"
+	"github.com/ipvs-proxier/ipvs-proxier/kernel/kerneltest"
 )
 
 // TestWriteAddressesReal: two thousand addresses of both families bound in batches,
 // binding again and unbinding absent ones succeed, a missing device fails every op.
 func TestWriteAddressesReal(t *testing.T) {
-	requireNetns(t)
+	kerneltest.RequireNetns(t)
 	if err := netlink.LinkAdd(&netlink.Veth{LinkAttrs: netlink.LinkAttrs{Name: "batch0"}, PeerName: "batch1"}); err != nil {
 		t.Fatal(err)
 	}

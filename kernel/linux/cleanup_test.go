@@ -6,13 +6,14 @@ import (
 	"testing"
 
 	"github.com/ipvs-proxier/ipvs-proxier/kernel"
+	"github.com/ipvs-proxier/ipvs-proxier/kernel/kerneltest"
 	"github.com/ipvs-proxier/ipvs-proxier/proxier"
 )
 
 // TestCleanupReal: our chains, the jumps to them, the iptables-mode leftovers when asked,
 // and our sets go; another program's chain and rule stay; a second run is a no-op.
 func TestCleanupReal(t *testing.T) {
-	requireNetns(t)
+	kerneltest.RequireNetns(t)
 	var all []string
 	for _, cs := range proxier.RuleChains {
 		all = append(all, cs...)

@@ -10,13 +10,14 @@ import (
 	"github.com/ti-mo/netfilter"
 
 	"github.com/ipvs-proxier/ipvs-proxier/kernel"
+	"github.com/ipvs-proxier/ipvs-proxier/kernel/kerneltest"
 )
 
 // TestConntrackReconcileReal: ReconcileUDP sees only the family's UDP flows (the kernel
 // filters TCP out: 300 TCP flows never reach stale) and deletes exactly those stale
 // names.
 func TestConntrackReconcileReal(t *testing.T) {
-	requireNetns(t)
+	kerneltest.RequireNetns(t)
 	conn, err := ct.Dial(nil)
 	if err != nil {
 		t.Fatal(err)

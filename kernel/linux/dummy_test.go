@@ -7,12 +7,13 @@ import (
 	"testing"
 
 	"github.com/ipvs-proxier/ipvs-proxier/kernel"
+	"github.com/ipvs-proxier/ipvs-proxier/kernel/kerneltest"
 )
 
 // TestEnsureDummyRefusesARealInterfaceReal: an existing veth (as eth0 would be) named as
 // the dummy device is refused, and its address stays.
 func TestEnsureDummyRefusesARealInterfaceReal(t *testing.T) {
-	requireNetns(t)
+	kerneltest.RequireNetns(t)
 	for _, args := range [][]string{{"link", "add", "ed0", "type", "veth", "peer", "name", "ed1"}, {"addr", "add", "10.98.0.1/24", "dev", "ed0"}} {
 		if out, err := execOut("ip", args...); err != nil {
 			t.Fatal(out, err)

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/ipvs-proxier/ipvs-proxier/kernel"
+	"github.com/ipvs-proxier/ipvs-proxier/kernel/kerneltest"
 	"github.com/ipvs-proxier/ipvs-proxier/proxier"
 )
 
@@ -14,7 +15,7 @@ import (
 // a present member and a delete of an absent one succeed; a bad op (missing set, wrong
 // family) fails alone, in the middle of a batch, and the ops after it still land.
 func TestIPSetBatchReal(t *testing.T) {
-	requireNetns(t)
+	kerneltest.RequireNetns(t)
 	s := &IPSets{}
 	var names []string
 	for _, set := range proxier.Sets([]kernel.Family{kernel.IPv4, kernel.IPv6}) {

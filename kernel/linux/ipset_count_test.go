@@ -6,12 +6,13 @@ import (
 	"testing"
 
 	"github.com/ipvs-proxier/ipvs-proxier/kernel"
+	"github.com/ipvs-proxier/ipvs-proxier/kernel/kerneltest"
 )
 
 // TestIPSetCountReal: the header-only count matches the members, for a hash and a
 // bitmap set, and a missing set is ErrNotFound.
 func TestIPSetCountReal(t *testing.T) {
-	requireNetns(t)
+	kerneltest.RequireNetns(t)
 	s := &IPSets{}
 	sets := []kernel.Set{
 		{Name: "COUNT-HASH", Type: kernel.HashIPPort, Family: kernel.IPv4, MaxElem: 1024, HashSize: 64},

@@ -9,13 +9,14 @@ import (
 	"time"
 
 	"github.com/ipvs-proxier/ipvs-proxier/kernel"
+	"github.com/ipvs-proxier/ipvs-proxier/kernel/kerneltest"
 )
 
 // TestIPVSBatchReal: hundreds of real servers over IPv4 and IPv6 virtual servers in
 // batches; an add of a present one updates it, a delete of an absent one succeeds, an
 // op on a missing virtual server fails alone and the ops after it land.
 func TestIPVSBatchReal(t *testing.T) {
-	requireIPVS(t)
+	kerneltest.RequireIPVS(t)
 	x, err := NewIPVS(5 * time.Second)
 	if err != nil {
 		t.Fatal(err)

@@ -3,7 +3,6 @@ package linux
 import (
 	"errors"
 	"net/netip"
-	"os"
 	"os/exec"
 	"strings"
 	"testing"
@@ -12,15 +11,8 @@ import (
 	"github.com/moby/ipvs"
 
 	"github.com/ipvs-proxier/ipvs-proxier/kernel"
+	"github.com/ipvs-proxier/ipvs-proxier/kernel/kerneltest"
 )
-
-// requireIPVS skips unless the kernel has IPVS and the test owns the machine (the VM).
-func requireIPVS(t *testing.T) {
-	t.Helper()
-	if os.Getenv("IPVS_PROXIER_TEST_IPVS") != "1" {
-		t.Skip("needs a kernel with IPVS: run through `make test-vm`")
-	}
-}
 
 func ipvsadm(t *testing.T) string {
 	t.Helper()
@@ -33,7 +25,7 @@ func ipvsadm(t *testing.T) string {
 
 // TestIPVSReal: every operation against the kernel, checked with ipvsadm.
 func TestIPVSReal(t *testing.T) {
-	requireIPVS(t)
+	kerneltest.RequireIPVS(t)
 	x, err := NewIPVS(5 * time.Second)
 	if err != nil {
 		t.Fatal(err)
@@ -119,7 +111,7 @@ func TestIPVSReal(t *testing.T) {
 
 // TestDummyReal: kube-ipvs0 is created down, and holds /32 and /128 VIPs.
 func TestDummyReal(t *testing.T) {
-	requireIPVS(t)
+	kerneltest.RequireIPVS(t)
 	x := &Addresses{}
 	must(t, x.EnsureDummy("kube-ipvs0"))
 	must(t, x.EnsureDummy("kube-ipvs0"))
@@ -144,7 +136,7 @@ func must(t *testing.T, err error) {
 // TestSysctlsAndPreflightReal: on the VM kernel every module is found, the sysctls take,
 // and conn_reuse_mode is left alone on 6.x (kubernetes#93297).
 func TestSysctlsAndPreflightReal(t *testing.T) {
-	requireIPVS(t)
+	kerneltest.RequireIPVS(t)
 	r := Preflight{}.Check([]string{"rr", "lc", "sh", "sed", "mh"})
 	if len(r.MissingModules) != 0 {
 		t.Errorf("preflight: %s", r)
@@ -168,7 +160,7 @@ func TestSysctlsAndPreflightReal(t *testing.T) {
 // TestIPVSDeadline: a call that never returns (moby/ipvs spins on EAGAIN when a reply is
 // lost) times out, and the next call works on a new handle.
 func TestIPVSDeadline(t *testing.T) {
-	requireIPVS(t)
+	kerneltest.RequireIPVS(t)
 	x, err := NewIPVS(200 * time.Millisecond)
 	must(t, err)
 	defer x.Close()

@@ -3,7 +3,6 @@ package linux
 import (
 	"errors"
 	"net/netip"
-	"os"
 	"os/exec"
 	"slices"
 	"strings"
@@ -14,24 +13,16 @@ import (
 	"github.com/vishvananda/netlink"
 
 	"github.com/ipvs-proxier/ipvs-proxier/kernel"
+	"github.com/ipvs-proxier/ipvs-proxier/kernel/kerneltest"
 	"github.com/ipvs-proxier/ipvs-proxier/proxier"
 )
-
-// These tests touch the real kernel. They run only inside a network namespace made for
-// them (hosttest.sh, or the VM), never in the machine's own.
-func requireNetns(t *testing.T) {
-	t.Helper()
-	if os.Getenv("IPVS_PROXIER_TEST_NETNS") != "1" {
-		t.Skip("real-kernel test: run through kernel/linux/hosttest.sh (fresh netns) or the VM")
-	}
-}
 
 var ap = netip.MustParseAddrPort
 
 // TestIPSetsReal: every set type kube-proxy uses is created with our revision, and
 // members are added, listed, deleted, with the kernel's errors mapped to the seam's.
 func TestIPSetsReal(t *testing.T) {
-	requireNetns(t)
+	kerneltest.RequireNetns(t)
 	s := &IPSets{}
 	for _, set := range proxier.Sets([]kernel.Family{kernel.IPv4, kernel.IPv6}) {
 		if err := s.EnsureSet(set); err != nil {
@@ -129,7 +120,7 @@ func TestIPSetsReal(t *testing.T) {
 // TestLocalAddressesReal: every interface's addresses but the skipped one's, without
 // loopback and link-local ones.
 func TestLocalAddressesReal(t *testing.T) {
-	requireNetns(t)
+	kerneltest.RequireNetns(t)
 	veth := &netlink.Veth{LinkAttrs: netlink.LinkAttrs{Name: "node0"}, PeerName: "skip0"}
 	if err := netlink.LinkAdd(veth); err != nil {
 		t.Fatal(err)
@@ -152,7 +143,7 @@ func TestLocalAddressesReal(t *testing.T) {
 }
 
 func TestAddressesReal(t *testing.T) {
-	requireNetns(t)
+	kerneltest.RequireNetns(t)
 	veth := &netlink.Veth{LinkAttrs: netlink.LinkAttrs{Name: "vip0"}, PeerName: "vip1"}
 	if err := netlink.LinkAdd(veth); err != nil {
 		t.Fatal(err)
@@ -188,7 +179,7 @@ func TestAddressesReal(t *testing.T) {
 // TestConntrackReal: stats come from one query; ClearUDP deletes only the flows of the
 // given frontend (and endpoint).
 func TestConntrackReal(t *testing.T) {
-	requireNetns(t)
+	kerneltest.RequireNetns(t)
 	var c Conntrack
 	if _, err := c.Stats(); err != nil {
 		t.Fatal(err)
@@ -257,7 +248,7 @@ func TestConntrackReal(t *testing.T) {
 // TestIptablesReal: our rules restore, jumps are not duplicated, other chains survive,
 // and Save reads back a stable text.
 func TestIptablesReal(t *testing.T) {
-	requireNetns(t)
+	kerneltest.RequireNetns(t)
 	var chains []string
 	for _, cs := range proxier.RuleChains {
 		chains = append(chains, cs...)
@@ -266,7 +257,7 @@ func TestIptablesReal(t *testing.T) {
 	cfg := proxier.Config{ClusterCIDRs: []netip.Prefix{netip.MustParsePrefix("10.244.0.0/16")}}.WithDefaults()
 	// The host kernel lacks xt_ipvs: the KUBE-IPVS-OUT-FILTER rule is checked in the VM.
 	var outFilters []proxier.OutFilter
-	inVM := os.Getenv("IPVS_PROXIER_TEST_IPVS") == "1"
+	inVM := kerneltest.InVM()
 	if inVM {
 		outFilters = []proxier.OutFilter{{VSKey: kernel.VSKey{Protocol: kernel.TCP, Address: netip.MustParseAddr("1.2.3.4"), Port: 80}}}
 	}
@@ -317,7 +308,7 @@ func TestIptablesReal(t *testing.T) {
 
 // TestIptablesLegacyReal: a node whose kubelet uses iptables-legacy gets our rules there too.
 func TestIptablesLegacyReal(t *testing.T) {
-	requireNetns(t)
+	kerneltest.RequireNetns(t)
 	// kubelet marks the flavour it uses with this chain (our earlier tests left more
 	// rules in nft, so only the hint can pick legacy here).
 	if out, err := execOut("iptables-legacy", "-w", "-t", "mangle", "-N", "KUBE-IPTABLES-HINT"); err != nil {

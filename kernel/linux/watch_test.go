@@ -8,12 +8,14 @@ import (
 	"time"
 
 	"github.com/vishvananda/netlink"
+
+	"github.com/ipvs-proxier/ipvs-proxier/kernel/kerneltest"
 )
 
 // TestWatchAddressesReal: an address added on an interface is reported; one added on the
 // skipped interface is not.
 func TestWatchAddressesReal(t *testing.T) {
-	requireNetns(t)
+	kerneltest.RequireNetns(t)
 	for _, args := range [][]string{{"link", "add", "wa0", "type", "veth", "peer", "name", "skipme"}, {"link", "set", "wa0", "up"}, {"link", "set", "skipme", "up"}} {
 		if out, err := execOut("ip", args...); err != nil {
 			t.Fatal(out, err)

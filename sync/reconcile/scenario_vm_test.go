@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/ipvs-proxier/ipvs-proxier/kernel"
+	"github.com/ipvs-proxier/ipvs-proxier/kernel/kerneltest"
 	"github.com/ipvs-proxier/ipvs-proxier/kernel/linux"
 	"github.com/ipvs-proxier/ipvs-proxier/proxier"
 )
@@ -23,7 +24,7 @@ import (
 // asked for and are not checked here; `cmp` compares the same ipvsadm -Ln, address and
 // ipset-add text, formatted from the real kernel's dumps.
 func TestScenariosRealKernel(t *testing.T) {
-	requireVM(t)
+	kerneltest.RequireIPVS(t)
 	paths, err := filepath.Glob("testdata/scenarios/*.txtar")
 	if err != nil || len(paths) == 0 {
 		t.Fatalf("no scenarios: %v", err)

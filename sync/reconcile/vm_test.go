@@ -24,6 +24,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/ipvs-proxier/ipvs-proxier/kernel"
+	"github.com/ipvs-proxier/ipvs-proxier/kernel/kerneltest"
 	"github.com/ipvs-proxier/ipvs-proxier/kernel/linux"
 	"github.com/ipvs-proxier/ipvs-proxier/proxier"
 	"github.com/ipvs-proxier/ipvs-proxier/sync/source"
@@ -31,13 +32,6 @@ import (
 
 // The tests in this file program a real kernel and send real packets. They run in the
 // VM (`make test-vm`), which the test owns entirely.
-
-func requireVM(t *testing.T) {
-	t.Helper()
-	if os.Getenv("IPVS_PROXIER_TEST_IPVS") != "1" {
-		t.Skip("needs a kernel with IPVS: run through `make test-vm`")
-	}
-}
 
 func sh(t *testing.T, cmd string) string {
 	t.Helper()
@@ -213,7 +207,7 @@ func normIPVS(s string) string {
 // TestRealPackets: the syncer programs a real kernel and traffic from a client netns
 // reaches the pods through a ClusterIP.
 func TestRealPackets(t *testing.T) {
-	requireVM(t)
+	kerneltest.RequireIPVS(t)
 	sh(t, `for k in ipv4/ip_forward ipv4/vs/conntrack ipv4/vs/expire_nodest_conn; do echo 1 > /proc/sys/net/$k; done &&
 ip netns add client && ip link add h-client type veth peer name eth0 netns client &&
 ip link set h-client up && ip addr add 10.0.5.1/24 dev h-client &&
