@@ -78,6 +78,33 @@ func run() error {
 	if err := cp.ApplyFile(ctx, example); err != nil {
 		return err
 	}
+	if err := show(node); err != nil {
+		return err
+	}
+	st, err := writeState(cp, node, bins)
+	defer os.Remove(filepath.Join(stateDir(), "state.json"))
+	if err != nil {
+		return err
+	}
+	step("up: the apiserver is at %s; Ctrl-C or `make demo-down` stops it. Try:", cp.RESTCfg.Host)
+	fmt.Printf(`    export KUBECONFIG=%s
+    kubectl get svc,endpointslices -A                # kubectl %s: %s
+    kubectl -n default patch endpointslice web-1 --type=json -p '[{"op":"remove","path":"/endpoints/1"}]'
+    make demo-exec CMD='ipvsadm -Ln'                 # the node follows: one real server left
+    # (no controllers run: pods are network namespaces in the VM, so edit EndpointSlices)
+    make build && bin/ipvs-proxier status --address %s
+    curl -s http://%s/metrics | grep ^kubeproxy_sync
+`, st.Kubeconfig, harness.KubeVersion, bins.Kubectl, st.Health, st.Metrics)
+	sig := make(chan os.Signal, 1)
+	signal.Notify(sig, syscall.SIGINT, syscall.SIGTERM)
+	<-sig
+	step("stopping")
+	return nil
+}
+
+// show prints the node's ipvsadm table once the demo's Service is programmed, then
+// requests through its ClusterIP and its NodePort and who answered them.
+func show(node *harness.Node) error {
 	deadline := time.Now().Add(60 * time.Second)
 	var table string
 	for time.Now().Before(deadline) {
@@ -100,23 +127,5 @@ func run() error {
 			fmt.Printf("    answered by %s\n", a)
 		}
 	}
-	st, err := writeState(cp, node, bins)
-	defer os.Remove(filepath.Join(stateDir(), "state.json"))
-	if err != nil {
-		return err
-	}
-	step("up: the apiserver is at %s; Ctrl-C or `make demo-down` stops it. Try:", cp.RESTCfg.Host)
-	fmt.Printf(`    export KUBECONFIG=%s
-    kubectl get svc,endpointslices -A                # kubectl %s: %s
-    kubectl -n default patch endpointslice web-1 --type=json -p '[{"op":"remove","path":"/endpoints/1"}]'
-    make demo-exec CMD='ipvsadm -Ln'                 # the node follows: one real server left
-    # (no controllers run: pods are network namespaces in the VM, so edit EndpointSlices)
-    make build && bin/ipvs-proxier status --address %s
-    curl -s http://%s/metrics | grep ^kubeproxy_sync
-`, st.Kubeconfig, harness.KubeVersion, bins.Kubectl, st.Health, st.Metrics)
-	sig := make(chan os.Signal, 1)
-	signal.Notify(sig, syscall.SIGINT, syscall.SIGTERM)
-	<-sig
-	step("stopping")
 	return nil
 }

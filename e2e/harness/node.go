@@ -77,48 +77,79 @@ const forwardOffset = 10000
 
 // StartNodeWith is StartNode with options.
 func (cp *ControlPlane) StartNodeWith(ctx context.Context, name string, dep *Deployment, opts NodeOptions) (*Node, error) {
-	link := opts.Link
 	n := &Node{Name: name, IP: NodeIP, dir: filepath.Join(cp.Dir, "node-"+name), Forwarded: map[int]int{}}
-	relays, hostfwd := "", ""
-	for guest, preferred := range opts.Forward {
-		host := preferred
-		if ln, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", host)); err == nil {
-			_ = ln.Close()
-		} else if host, err = FreePort(); err != nil {
-			return nil, err
-		}
-		n.Forwarded[guest] = host
-		relays += fmt.Sprintf("/agent forward :%d 127.0.0.1:%d > /dev/null 2>&1 &\n", guest+forwardOffset, guest)
-		hostfwd += fmt.Sprintf(",hostfwd=tcp:127.0.0.1:%d-:%d", host, guest+forwardOffset)
+	if opts.Link != nil {
+		n.IP = opts.Link.IP
 	}
-	autostart := "sh /start-daemon.sh\n"
-	if opts.NoDaemon {
-		autostart = ""
-	}
-	mem := "1536"
-	if opts.MemoryMB > 0 {
-		mem = fmt.Sprint(opts.MemoryMB)
-	}
-	linkSetup := ""
-	if link != nil {
-		n.IP = link.IP
-		linkSetup = "/usr/sbin/ip link set eth1 up\n/usr/sbin/ip addr add " + link.IP + "/24 dev eth1\n"
-		for cidr, gw := range link.Routes {
-			linkSetup += "/usr/sbin/ip route add " + cidr + " via " + gw + "\n"
-		}
-	}
-	node, err := cp.Admin.CoreV1().Nodes().Create(ctx, &v1.Node{ObjectMeta: metav1.ObjectMeta{Name: name,
-		Labels: map[string]string{v1.LabelTopologyZone: "zone-a", v1.LabelHostname: name}}}, metav1.CreateOptions{})
+	relays, hostfwd, err := n.forwards(opts.Forward)
 	if err != nil {
 		return nil, err
 	}
-	node.Status.Addresses = []v1.NodeAddress{{Type: v1.NodeInternalIP, Address: n.IP}, {Type: v1.NodeHostName, Address: name}}
-	if _, err := cp.Admin.CoreV1().Nodes().UpdateStatus(ctx, node, metav1.UpdateOptions{}); err != nil {
+	if err := cp.registerNode(ctx, name, n.IP); err != nil {
 		return nil, err
 	}
 	payload := filepath.Join(n.dir, "payload")
 	if err := BuildNodeBinaries(payload); err != nil {
 		return nil, err
+	}
+	files, err := cp.nodeFiles(name, dep, opts, relays)
+	if err != nil {
+		return nil, err
+	}
+	if err := writeFiles(payload, files); err != nil {
+		return nil, err
+	}
+	if err := n.boot(cp, payload, opts, hostfwd); err != nil {
+		return nil, err
+	}
+	Logf("node %s up", name)
+	return n, nil
+}
+
+// forwards picks the host port of each forwarded guest port: the relays the guest runs
+// and the qemu hostfwd options that reach them.
+func (n *Node) forwards(forward map[int]int) (relays, hostfwd string, err error) {
+	for guest, preferred := range forward {
+		host := preferred
+		if ln, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", host)); err == nil {
+			_ = ln.Close()
+		} else if host, err = FreePort(); err != nil {
+			return "", "", err
+		}
+		n.Forwarded[guest] = host
+		relays += fmt.Sprintf("/agent forward :%d 127.0.0.1:%d > /dev/null 2>&1 &\n", guest+forwardOffset, guest)
+		hostfwd += fmt.Sprintf(",hostfwd=tcp:127.0.0.1:%d-:%d", host, guest+forwardOffset)
+	}
+	return relays, hostfwd, nil
+}
+
+// registerNode creates the Node object with its zone, hostname label and InternalIP, as a
+// kubelet would.
+func (cp *ControlPlane) registerNode(ctx context.Context, name, ip string) error {
+	node, err := cp.Admin.CoreV1().Nodes().Create(ctx, &v1.Node{ObjectMeta: metav1.ObjectMeta{Name: name,
+		Labels: map[string]string{v1.LabelTopologyZone: "zone-a", v1.LabelHostname: name}}}, metav1.CreateOptions{})
+	if err != nil {
+		return err
+	}
+	node.Status.Addresses = []v1.NodeAddress{{Type: v1.NodeInternalIP, Address: ip}, {Type: v1.NodeHostName, Address: name}}
+	_, err = cp.Admin.CoreV1().Nodes().UpdateStatus(ctx, node, metav1.UpdateOptions{})
+	return err
+}
+
+// nodeFiles is what the node's initrd holds beside its binaries: the pod's service
+// account, the daemon's start script as the DaemonSet runs it, the boot script, the
+// Deployment's files, and stock kube-proxy with its own config.
+func (cp *ControlPlane) nodeFiles(name string, dep *Deployment, opts NodeOptions, relays string) (map[string]string, error) {
+	autostart := "sh /start-daemon.sh\n"
+	if opts.NoDaemon {
+		autostart = ""
+	}
+	linkSetup := ""
+	if link := opts.Link; link != nil {
+		linkSetup = "/usr/sbin/ip link set eth1 up\n/usr/sbin/ip addr add " + link.IP + "/24 dev eth1\n"
+		for cidr, gw := range link.Routes {
+			linkSetup += "/usr/sbin/ip route add " + cidr + " via " + gw + "\n"
+		}
 	}
 	ca, err := os.ReadFile(cp.CACert)
 	if err != nil {
@@ -153,26 +184,41 @@ func (cp *ControlPlane) StartNodeWith(ctx context.Context, name string, dep *Dep
 	if kp, err := os.ReadFile(cp.Bins.KubeProxy); err == nil {
 		files["usr/local/bin/kube-proxy"] = string(kp)
 	}
+	return files, nil
+}
+
+// writeFiles writes files (path → content) below dir, every one executable.
+func writeFiles(dir string, files map[string]string) error {
 	for p, c := range files {
-		full := filepath.Join(payload, p)
+		full := filepath.Join(dir, p)
 		if err := os.MkdirAll(filepath.Dir(full), 0o755); err != nil {
-			return nil, err
+			return err
 		}
 		if err := os.WriteFile(full, []byte(c), 0o755); err != nil {
-			return nil, err
+			return err
 		}
+	}
+	return nil
+}
+
+// boot packs payload into the node's initrd, starts qemu (TCG) with the agent's port,
+// the apiserver's guestfwd, hostfwd and the pod-network link, and waits for the agent.
+func (n *Node) boot(cp *ControlPlane, payload string, opts NodeOptions, hostfwd string) error {
+	mem := "1536"
+	if opts.MemoryMB > 0 {
+		mem = fmt.Sprint(opts.MemoryMB)
 	}
 	vm := filepath.Join(RepoRoot(), "e2e/vm/vm.sh")
 	initrd := filepath.Join(n.dir, "initrd.gz")
 	if out, err := exec.Command(vm, "initrd", initrd, payload).CombinedOutput(); err != nil {
-		return nil, fmt.Errorf("initrd: %w\n%s", err, out)
+		return fmt.Errorf("initrd: %w\n%s", err, out)
 	}
 	kernelOut, err := exec.Command(vm, "kernel").Output()
 	if err != nil {
-		return nil, fmt.Errorf("kernel: %w", err)
+		return fmt.Errorf("kernel: %w", err)
 	}
 	if n.agentPort, err = FreePort(); err != nil {
-		return nil, err
+		return err
 	}
 	n.Console = filepath.Join(n.dir, "console.log")
 	netdev := fmt.Sprintf("user,id=n0,restrict=on,net=10.0.2.0/24,guestfwd=tcp:%s:6443-cmd:socat - TCP:127.0.0.1:%d,hostfwd=tcp:127.0.0.1:%d-:7000%s",
@@ -180,7 +226,7 @@ func (cp *ControlPlane) StartNodeWith(ctx context.Context, name string, dep *Dep
 	args := []string{"-accel", "tcg", "-m", mem, "-smp", "2",
 		"-kernel", strings.TrimSpace(string(kernelOut)), "-initrd", initrd, "-append", "console=ttyS0 quiet panic=-1",
 		"-netdev", netdev, "-device", "e1000,netdev=n0", "-display", "none", "-serial", "file:" + n.Console, "-monitor", "none", "-no-reboot"}
-	if link != nil {
+	if link := opts.Link; link != nil {
 		mode := "connect"
 		if link.Listen {
 			mode = "listen"
@@ -188,9 +234,9 @@ func (cp *ControlPlane) StartNodeWith(ctx context.Context, name string, dep *Dep
 		args = append(args, "-netdev", fmt.Sprintf("socket,id=n1,%s=127.0.0.1:%d", mode, link.Port), "-device", "e1000,netdev=n1,mac="+link.MAC)
 	}
 	n.cmd = tiedToUs(exec.Command("qemu-system-x86_64", args...))
-	Logf("booting node %s (qemu TCG)", name)
+	Logf("booting node %s (qemu TCG)", n.Name)
 	if err := n.cmd.Start(); err != nil {
-		return nil, err
+		return err
 	}
 	deadline := time.Now().Add(5 * time.Minute) // a hang guard: a TCG boot takes ~40 s alone, minutes beside a second VM on two busy cores
 	for {
@@ -199,12 +245,11 @@ func (cp *ControlPlane) StartNodeWith(ctx context.Context, name string, dep *Dep
 		}
 		if time.Now().After(deadline) {
 			n.Stop()
-			return nil, fmt.Errorf("node %s: agent not up; console %s, its end:\n%s", name, n.Console, tail(n.Console, 30))
+			return fmt.Errorf("node %s: agent not up; console %s, its end:\n%s", n.Name, n.Console, tail(n.Console, 30))
 		}
 		time.Sleep(time.Second)
 	}
-	Logf("node %s up", name)
-	return n, nil
+	return nil
 }
 
 func shellJoin(args []string) string {

@@ -100,103 +100,133 @@ func (b *bench) proc(p proxy) (rss, peak float64, cpu time.Duration, err error) 
 
 // run measures one proxy at the current scale.
 func (b *bench) run(ctx context.Context, p proxy, n int) result {
-	r := result{Services: n, Endpoints: b.w.endpoints, Proxy: p.name}
-	note := func(format string, args ...any) {
-		r.Notes = append(r.Notes, fmt.Sprintf(format, args...))
-		logf("%s @ %d: "+format, append([]any{p.name, n}, args...)...)
-	}
+	m := &measurement{b: b, p: p, n: n, r: &result{Services: n, Endpoints: b.w.endpoints, Proxy: p.name}}
 	if err := b.wipe(); err != nil {
-		note("wipe: %v", err)
-		return r
+		m.note("wipe: %v", err)
+		return *m.r
 	}
-	deadline := time.Now().Add(b.budget)
+	m.deadline = time.Now().Add(b.budget)
+	if !m.coldStart() {
+		return b.finish(p, *m.r)
+	}
+	time.Sleep(10 * time.Second) // let the first full sync and its follow-ups settle
+	m.idle()
+	m.changeLatency(ctx)
+	m.churnCPU(ctx)
+	return b.finish(p, *m.r)
+}
 
-	// 1. Cold start: process start to every ClusterIP virtual server with all its real
-	// servers (n+1 with the apiserver's own Service, which has no endpoints here).
+// measurement is one proxy's run at one size: what it has measured so far and the
+// budget's deadline.
+type measurement struct {
+	b        *bench
+	p        proxy
+	n        int
+	r        *result
+	deadline time.Time
+}
+
+// note records a note on the result and logs it.
+func (m *measurement) note(format string, args ...any) {
+	m.r.Notes = append(m.r.Notes, fmt.Sprintf(format, args...))
+	logf("%s @ %d: "+format, append([]any{m.p.name, m.n}, args...)...)
+}
+
+// coldStart starts the proxy and measures the time from process start to every ClusterIP
+// virtual server with all its real servers (n+1 with the apiserver's own Service, which
+// has no endpoints here), then to a complete KUBE-CLUSTER-IP set. False: it did not
+// finish within the budget (or did not start), and the run ends.
+func (m *measurement) coldStart() bool {
 	start := time.Now()
-	cmd := p.start
-	if b.profiles != "" && p.name == "ipvs-proxier" {
+	cmd := m.p.start
+	if m.b.profiles != "" && m.p.name == "ipvs-proxier" {
 		cmd += " --profiling"
 	}
-	if _, err := b.node.MustExec(cmd); err != nil {
-		note("start: %v", err)
-		return r
+	if _, err := m.b.node.MustExec(cmd); err != nil {
+		m.note("start: %v", err)
+		return false
 	}
 	coldProfile := make(chan error, 1)
-	if b.profiles != "" && p.name == "ipvs-proxier" {
+	if m.b.profiles != "" && m.p.name == "ipvs-proxier" {
 		go func() { // the first 60 s of the cold start
 			time.Sleep(2 * time.Second) // the metrics port opens after the preflight
-			coldProfile <- b.profile(b.profiles, fmt.Sprintf("cpu-cold-%d.pprof", n), "profile?seconds=60")
+			coldProfile <- m.b.profile(m.b.profiles, fmt.Sprintf("cpu-cold-%d.pprof", m.n), "profile?seconds=60")
 		}()
 	} else {
 		coldProfile <- nil
 	}
 	for {
-		_, _, cvs, crs, err := b.counts()
-		if err == nil && cvs >= n+1 && crs >= n*b.w.endpoints {
-			r.ColdStart = time.Since(start)
+		_, _, cvs, crs, err := m.b.counts()
+		if err == nil && cvs >= m.n+1 && crs >= m.n*m.b.w.endpoints {
+			m.r.ColdStart = time.Since(start)
 			break
 		}
-		if time.Now().After(deadline) {
-			note("cold start unfinished after %v (ClusterIP VS %d of %d, RS %d of %d)", b.budget.Round(time.Second), cvs, n+1, crs, n*b.w.endpoints)
-			return b.finish(p, r)
+		if time.Now().After(m.deadline) {
+			m.note("cold start unfinished after %v (ClusterIP VS %d of %d, RS %d of %d)", m.b.budget.Round(time.Second), cvs, m.n+1, crs, m.n*m.b.w.endpoints)
+			return false
 		}
 		time.Sleep(time.Second)
 	}
 	// The sets decide what the rules let through: a proxy is ready when KUBE-CLUSTER-IP
 	// has every ClusterIP too (kube-proxy execs ipset once per entry on its first sync).
 	for {
-		out, _ := b.node.MustExec("ipset list KUBE-CLUSTER-IP 2>/dev/null | grep -c ',tcp:' || true")
-		if m, _ := strconv.Atoi(strings.TrimSpace(out)); m >= n+1 {
-			r.SetsDone = time.Since(start)
+		out, _ := m.b.node.MustExec("ipset list KUBE-CLUSTER-IP 2>/dev/null | grep -c ',tcp:' || true")
+		if k, _ := strconv.Atoi(strings.TrimSpace(out)); k >= m.n+1 {
+			m.r.SetsDone = time.Since(start)
 			break
 		}
-		if time.Now().After(deadline) {
-			note("KUBE-CLUSTER-IP incomplete after %v (%s of %d entries)", b.budget.Round(time.Second), strings.TrimSpace(out), n+1)
-			return b.finish(p, r)
+		if time.Now().After(m.deadline) {
+			m.note("KUBE-CLUSTER-IP incomplete after %v (%s of %d entries)", m.b.budget.Round(time.Second), strings.TrimSpace(out), m.n+1)
+			return false
 		}
 		time.Sleep(2 * time.Second)
 	}
-	logf("%s @ %d: cold start %v", p.name, n, r.ColdStart.Round(100*time.Millisecond))
+	logf("%s @ %d: cold start %v", m.p.name, m.n, m.r.ColdStart.Round(100*time.Millisecond))
 	if err := <-coldProfile; err != nil {
-		note("cold-start profile: %v", err)
+		m.note("cold-start profile: %v", err)
 	}
-	time.Sleep(10 * time.Second) // let the first full sync and its follow-ups settle
+	return true
+}
 
-	// 2. Idle CPU, over 30 s (the periodic full sync included at syncPeriod 30 s); then
-	// the steady memory and the kernel objects as programmed.
-	_, _, c0, err := b.proc(p)
+// idle measures the idle CPU over 30 s (the periodic full sync included at syncPeriod
+// 30 s), then the steady memory and the kernel objects as programmed, and takes the
+// profiles when asked.
+func (m *measurement) idle() {
+	_, _, c0, err := m.b.proc(m.p)
 	if err == nil {
 		time.Sleep(30 * time.Second)
 		var c1 time.Duration
-		r.SteadyRSS, _, c1, _ = b.proc(p)
-		r.CPUIdle = (c1 - c0).Seconds() * 2
+		m.r.SteadyRSS, _, c1, _ = m.b.proc(m.p)
+		m.r.CPUIdle = (c1 - c0).Seconds() * 2
 	}
-	r.VS, r.RS, _, _, _ = b.counts()
-	r.SetEntries = b.setEntries()
-	if b.profiles != "" && p.name == "ipvs-proxier" {
+	m.r.VS, m.r.RS, _, _, _ = m.b.counts()
+	m.r.SetEntries = m.b.setEntries()
+	if m.b.profiles != "" && m.p.name == "ipvs-proxier" {
 		// 40 s covers one periodic full sync (syncPeriod 30 s).
 		for _, pr := range [][2]string{{"cpu", "profile?seconds=40"}, {"heap", "heap"}, {"allocs", "allocs"}} {
-			if err := b.profile(b.profiles, fmt.Sprintf("%s-%d.pprof", pr[0], n), pr[1]); err != nil {
-				note("profile %s: %v", pr[0], err)
+			if err := m.b.profile(m.b.profiles, fmt.Sprintf("%s-%d.pprof", pr[0], m.n), pr[1]); err != nil {
+				m.note("profile %s: %v", pr[0], err)
 			}
 		}
 	}
+}
 
-	// 3. Change latency: endpoint added, endpoint removed, Service added, Service deleted.
+// changeLatency measures the change latency (endpoint added, endpoint removed, Service
+// added, Service deleted) and reads the mean full sync ours reports.
+func (m *measurement) changeLatency(ctx context.Context) {
 	var lat []time.Duration
-	for k := 0; k < b.changes && time.Now().Before(deadline); k++ {
-		d, err := b.change(ctx, k, deadline)
+	for k := 0; k < m.b.changes && time.Now().Before(m.deadline); k++ {
+		d, err := m.b.change(ctx, k, m.deadline)
 		if err != nil {
-			note("change %d: %v", k, err)
+			m.note("change %d: %v", k, err)
 			break
 		}
 		lat = append(lat, d)
 	}
 	// Full-sync time as the proxy reports it (ours: the full-sync histogram).
-	if p.name == "ipvs-proxier" {
+	if m.p.name == "ipvs-proxier" {
 		// One family's series: each sync is recorded under both (ip_family).
-		if out, err := b.node.MustExec("wget -qO- http://127.0.0.1:10249/metrics | grep '^kubeproxy_sync_full_proxy_rules_duration_seconds_[sc]' | grep 'ip_family=\"IPv4\"'"); err == nil {
+		if out, err := m.b.node.MustExec("wget -qO- http://127.0.0.1:10249/metrics | grep '^kubeproxy_sync_full_proxy_rules_duration_seconds_[sc]' | grep 'ip_family=\"IPv4\"'"); err == nil {
 			var sum, count float64
 			for _, l := range strings.Split(out, "\n") {
 				f := strings.Fields(l)
@@ -210,43 +240,44 @@ func (b *bench) run(ctx context.Context, p proxy, n int) result {
 				}
 			}
 			if count > 0 {
-				note("mean full sync %.2f s over %.0f full syncs (in the VM)", sum/count, count)
+				m.note("mean full sync %.2f s over %.0f full syncs (in the VM)", sum/count, count)
 			}
 		}
 	}
-	r.Changes = len(lat)
+	m.r.Changes = len(lat)
 	if len(lat) > 0 {
 		slices.Sort(lat)
-		r.P50, r.P99 = lat[len(lat)/2], lat[min(len(lat)-1, len(lat)*99/100)]
+		m.r.P50, m.r.P99 = lat[len(lat)/2], lat[min(len(lat)-1, len(lat)*99/100)]
 	}
-	if r.Changes < b.changes {
-		note("%d of %d changes measured within the budget", r.Changes, b.changes)
+	if m.r.Changes < m.b.changes {
+		m.note("%d of %d changes measured within the budget", m.r.Changes, m.b.changes)
 	}
+}
 
-	// 4. CPU under churn: 10 endpoint changes per second for 30 s.
-	if time.Now().Before(deadline) {
-		_, _, c0, err := b.proc(p)
+// churnCPU measures the CPU under churn: 10 endpoint changes per second for 30 s.
+func (m *measurement) churnCPU(ctx context.Context) {
+	if time.Now().Before(m.deadline) {
+		_, _, c0, err := m.b.proc(m.p)
 		if err == nil {
 			churnCtx, cancel := context.WithTimeout(ctx, 30*time.Second)
 			tick := time.NewTicker(100 * time.Millisecond)
 			for i := 0; churnCtx.Err() == nil; i++ {
 				<-tick.C
-				svc := (i * 2) % n // ClusterIP ones
-				_ = b.w.setEndpoints(churnCtx, svcName(svc), svc, b.w.endpoints+1-(i/(n/2+1))%2)
+				svc := (i * 2) % m.n // ClusterIP ones
+				_ = m.b.w.setEndpoints(churnCtx, svcName(svc), svc, m.b.w.endpoints+1-(i/(m.n/2+1))%2)
 			}
 			tick.Stop()
 			cancel()
-			_, _, c1, _ := b.proc(p)
-			r.CPUChurn = (c1 - c0).Seconds() * 2
+			_, _, c1, _ := m.b.proc(m.p)
+			m.r.CPUChurn = (c1 - c0).Seconds() * 2
 		}
 		// put every churned slice back to its normal size
-		for i := 0; i < min(600, n); i += 2 {
-			_ = b.w.setEndpoints(ctx, svcName(i), i, b.w.endpoints)
+		for i := 0; i < min(600, m.n); i += 2 {
+			_ = m.b.w.setEndpoints(ctx, svcName(i), i, m.b.w.endpoints)
 		}
 	} else {
-		note("no churn CPU: budget spent")
+		m.note("no churn CPU: budget spent")
 	}
-	return b.finish(p, r)
 }
 
 // finish reads the peak memory (and, for a proxy that never finished starting, what it
