@@ -135,4 +135,3 @@ func TestDriftRepairedWithinSyncPeriod(t *testing.T) {
 		t.Errorf("traffic after repair: %q %v", a, err)
 	}
 }
-

@@ -93,7 +93,8 @@ func (f *Fake) ListVirtualServers() ([]VirtualServer, error) {
 	return out, nil
 }
 
-// AddVirtualServer implements IPVS.
+// AddVirtualServer adds a virtual server, as a writer behind the syncer's back would (and
+// WriteVirtualServers does, op by op).
 func (f *Fake) AddVirtualServer(vs VirtualServer) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -124,7 +125,7 @@ func (f *Fake) checkVS(vs VirtualServer) error {
 	return nil
 }
 
-// UpdateVirtualServer implements IPVS.
+// UpdateVirtualServer changes a virtual server in place.
 func (f *Fake) UpdateVirtualServer(vs VirtualServer) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -141,7 +142,7 @@ func (f *Fake) UpdateVirtualServer(vs VirtualServer) error {
 	return nil
 }
 
-// DeleteVirtualServer implements IPVS.
+// DeleteVirtualServer deletes a virtual server and its real servers.
 func (f *Fake) DeleteVirtualServer(key VSKey) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -440,6 +441,24 @@ func (f *Fake) WriteAddresses(dev string, ops []AddressOp) []error {
 			}
 		} else if err := f.BindAddress(dev, op.Addr); !errors.Is(err, ErrExist) {
 			errs[i] = err
+		}
+	}
+	return errs
+}
+
+// WriteVirtualServers implements IPVS, one op at a time (counted as the single ops).
+func (f *Fake) WriteVirtualServers(ops []VirtualServerOp) []error {
+	errs := make([]error, len(ops))
+	for i, op := range ops {
+		switch op.Kind {
+		case AddVS:
+			errs[i] = f.AddVirtualServer(op.VS)
+		case UpdateVS:
+			errs[i] = f.UpdateVirtualServer(op.VS)
+		case DeleteVS:
+			if err := f.DeleteVirtualServer(op.VS.VSKey); !errors.Is(err, ErrNotFound) {
+				errs[i] = err
+			}
 		}
 	}
 	return errs

@@ -48,20 +48,16 @@ type wrappedIPVS struct{ w *wrapped }
 func (x wrappedIPVS) ListVirtualServers() ([]VirtualServer, error) {
 	return call1(x.w, "ListVirtualServers", x.w.inner.IPVS.ListVirtualServers)
 }
-func (x wrappedIPVS) AddVirtualServer(vs VirtualServer) error {
-	return x.w.call("AddVirtualServer", func() error { return x.w.inner.IPVS.AddVirtualServer(vs) })
-}
-func (x wrappedIPVS) UpdateVirtualServer(vs VirtualServer) error {
-	return x.w.call("UpdateVirtualServer", func() error { return x.w.inner.IPVS.UpdateVirtualServer(vs) })
-}
-func (x wrappedIPVS) DeleteVirtualServer(k VSKey) error {
-	return x.w.call("DeleteVirtualServer", func() error { return x.w.inner.IPVS.DeleteVirtualServer(k) })
-}
 func (x wrappedIPVS) ListRealServers(k VSKey) ([]RealServer, error) {
 	return call1(x.w, "ListRealServers", func() ([]RealServer, error) { return x.w.inner.IPVS.ListRealServers(k) })
 }
 func (x wrappedIPVS) ListStats() (map[VSKey]VSStats, error) {
 	return call1(x.w, "ListStats", x.w.inner.IPVS.ListStats)
+}
+
+// WriteVirtualServers passes each op through the hooks as the operation it stands for.
+func (x wrappedIPVS) WriteVirtualServers(ops []VirtualServerOp) []error {
+	return hookBatch(x.w, ops, VirtualServerOp.Name, x.w.inner.IPVS.WriteVirtualServers)
 }
 
 // WriteRealServers passes each op through the hooks as the operation it stands for, as

@@ -23,9 +23,12 @@ var (
 type IPVS interface {
 	// ListVirtualServers dumps every virtual server on the host (one netlink dump).
 	ListVirtualServers() ([]VirtualServer, error)
-	AddVirtualServer(vs VirtualServer) error
-	UpdateVirtualServer(vs VirtualServer) error
-	DeleteVirtualServer(key VSKey) error
+	// WriteVirtualServers applies ops in order, batched into as few kernel round trips
+	// as the implementation can. Adding a present virtual server fails with ErrExist
+	// (the caller adopts it: its real servers are someone's, unknown to it); updating an
+	// absent one fails with ErrNotFound; deleting an absent one succeeds. It returns one
+	// error (nil for success) per op.
+	WriteVirtualServers(ops []VirtualServerOp) []error
 	// ListRealServers dumps the destinations of one virtual server, with connection counts.
 	ListRealServers(key VSKey) ([]RealServer, error)
 	// WriteRealServers applies ops in order, batched into as few kernel round trips as
@@ -76,6 +79,34 @@ type IPSets interface {
 	// implementation can. Adding a present member or deleting an absent one succeeds.
 	// It returns one error (nil for success) per op.
 	WriteEntries(ops []SetOp) []error
+}
+
+// VirtualServerOp is one virtual server added, updated or deleted (a delete needs only
+// VS.VSKey).
+type VirtualServerOp struct {
+	VS   VirtualServer
+	Kind VirtualServerOpKind
+}
+
+// VirtualServerOpKind says what a VirtualServerOp does.
+type VirtualServerOpKind uint8
+
+// The kinds of VirtualServerOp.
+const (
+	AddVS VirtualServerOpKind = iota
+	UpdateVS
+	DeleteVS
+)
+
+// Name is the single operation it stands for, as hooks and operation counts see it.
+func (o VirtualServerOp) Name() string {
+	switch o.Kind {
+	case UpdateVS:
+		return "UpdateVirtualServer"
+	case DeleteVS:
+		return "DeleteVirtualServer"
+	}
+	return "AddVirtualServer"
 }
 
 // RealServerOp is one real server added, re-weighted or deleted.

@@ -140,13 +140,16 @@ func cleanupVirtualServers(dummy string, exclude []netip.Prefix) (int, error) {
 	sets := &linux.IPSets{}
 	defer sets.Close()
 	named := reconcile.ReadOwnershipSets(sets)
+	var ops []kernel.VirtualServerOp
+	for _, vs := range vss {
+		if reconcile.Owns(vs.VSKey, onDummy[vs.Address], nodeIPs, exclude, 30000, 32767, named) {
+			ops = append(ops, kernel.VirtualServerOp{VS: vs, Kind: kernel.DeleteVS})
+		}
+	}
 	n := 0
 	var errs []error
-	for _, vs := range vss {
-		if !reconcile.Owns(vs.VSKey, onDummy[vs.Address], nodeIPs, exclude, 30000, 32767, named) {
-			continue
-		}
-		if err := x.DeleteVirtualServer(vs.VSKey); err != nil && !errors.Is(err, kernel.ErrNotFound) {
+	for _, err := range x.WriteVirtualServers(ops) { // one batch; an absent one is no error
+		if err != nil {
 			errs = append(errs, err)
 			continue
 		}

@@ -139,21 +139,6 @@ func (x *IPVS) ListStats() (map[kernel.VSKey]kernel.VSStats, error) {
 	return out, err
 }
 
-// AddVirtualServer implements kernel.IPVS.
-func (x *IPVS) AddVirtualServer(vs kernel.VirtualServer) error {
-	return x.do("add virtual server "+vs.VSKey.String(), func(h *ipvs.Handle) error { return h.NewService(toService(vs)) })
-}
-
-// UpdateVirtualServer implements kernel.IPVS.
-func (x *IPVS) UpdateVirtualServer(vs kernel.VirtualServer) error {
-	return x.do("update virtual server "+vs.VSKey.String(), func(h *ipvs.Handle) error { return h.UpdateService(toService(vs)) })
-}
-
-// DeleteVirtualServer implements kernel.IPVS.
-func (x *IPVS) DeleteVirtualServer(k kernel.VSKey) error {
-	return x.do("delete virtual server "+k.String(), func(h *ipvs.Handle) error { return h.DelService(keyService(k)) })
-}
-
 // ListRealServers implements kernel.IPVS.
 func (x *IPVS) ListRealServers(k kernel.VSKey) ([]kernel.RealServer, error) {
 	var out []kernel.RealServer

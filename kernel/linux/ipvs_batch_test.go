@@ -1,6 +1,7 @@
 package linux
 
 import (
+	"errors"
 	"fmt"
 	"net/netip"
 	"slices"
@@ -12,9 +13,10 @@ import (
 	"github.com/ipvs-proxier/ipvs-proxier/kernel/kerneltest"
 )
 
-// TestIPVSBatchReal: hundreds of real servers over IPv4 and IPv6 virtual servers in
-// batches; an add of a present one updates it, a delete of an absent one succeeds, an
-// op on a missing virtual server fails alone and the ops after it land.
+// TestIPVSBatchReal: virtual servers created in one batch, one with an unknown scheduler
+// failing alone; hundreds of real servers over IPv4 and IPv6 virtual servers in batches;
+// an add of a present one updates it, a delete of an absent one succeeds, an op on a
+// missing virtual server fails alone and the ops after it land.
 func TestIPVSBatchReal(t *testing.T) {
 	kerneltest.RequireIPVS(t)
 	x, err := NewIPVS(5 * time.Second)
@@ -28,14 +30,30 @@ func TestIPVSBatchReal(t *testing.T) {
 		{Protocol: kernel.UDP, Address: a("10.96.5.2"), Port: 53},
 		{Protocol: kernel.TCP, Address: a("fd00:96::5"), Port: 443},
 	}
-	for _, k := range keys {
-		must(t, x.AddVirtualServer(kernel.VirtualServer{VSKey: k, Scheduler: "rr"}))
-	}
-	t.Cleanup(func() {
-		for _, k := range keys {
-			_ = x.DeleteVirtualServer(k)
+	var vsOps, dels []kernel.VirtualServerOp
+	for i, k := range keys {
+		vsOps = append(vsOps, kernel.VirtualServerOp{VS: kernel.VirtualServer{VSKey: k, Scheduler: "rr"}})
+		dels = append(dels, kernel.VirtualServerOp{VS: kernel.VirtualServer{VSKey: k}, Kind: kernel.DeleteVS})
+		if i == 0 { // an unknown scheduler fails alone; the ops after it land
+			bogus := kernel.VirtualServer{VSKey: kernel.VSKey{Protocol: kernel.TCP, Address: a("10.96.5.3"), Port: 80}, Scheduler: "bogus"}
+			vsOps = append(vsOps, kernel.VirtualServerOp{VS: bogus})
 		}
-	})
+	}
+	vsOps = append(vsOps, vsOps[0]) // a second add of a present one: ErrExist
+	t.Cleanup(func() { x.WriteVirtualServers(dels) })
+	for i, err := range x.WriteVirtualServers(vsOps) {
+		switch {
+		case i == 1 && !errors.Is(err, kernel.ErrNotFound):
+			t.Errorf("unknown scheduler: %v, want ErrNotFound (the module does not load)", err)
+		case i == len(vsOps)-1 && !errors.Is(err, kernel.ErrExist):
+			t.Errorf("second add: %v, want ErrExist", err)
+		case i != 1 && i != len(vsOps)-1 && err != nil:
+			t.Errorf("virtual server op %d: %v", i, err)
+		}
+	}
+	if vss, _ := x.ListVirtualServers(); len(vss) != len(keys) {
+		t.Errorf("%d virtual servers after the batch, want %d: %+v", len(vss), len(keys), vss)
+	}
 	want := map[kernel.VSKey][]kernel.RealServer{}
 	var ops []kernel.RealServerOp
 	for i := range 300 {

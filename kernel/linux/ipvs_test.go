@@ -34,8 +34,8 @@ func TestIPVSReal(t *testing.T) {
 	a := netip.MustParseAddr
 	key := kernel.VSKey{Protocol: kernel.TCP, Address: a("10.96.0.1"), Port: 80}
 	vs := kernel.VirtualServer{VSKey: key, Scheduler: "rr"}
-	must(t, x.AddVirtualServer(vs))
-	if err := x.AddVirtualServer(vs); !errors.Is(err, kernel.ErrExist) {
+	must(t, writeVS(x, kernel.AddVS, vs))
+	if err := writeVS(x, kernel.AddVS, vs); !errors.Is(err, kernel.ErrExist) {
 		t.Errorf("second add: %v, want ErrExist", err)
 	}
 	vss, err := x.ListVirtualServers()
@@ -57,7 +57,7 @@ func TestIPVSReal(t *testing.T) {
 	}
 	// In-place settings change: scheduler, persistence, sh flags.
 	vs.Scheduler, vs.Flags, vs.Timeout = "sh", kernel.FlagPersistent|kernel.FlagSched1|kernel.FlagSched2, 600
-	must(t, x.UpdateVirtualServer(vs))
+	must(t, writeVS(x, kernel.UpdateVS, vs))
 	out = ipvsadm(t)
 	if !strings.Contains(out, "TCP  10.96.0.1:80 sh (sh-fallback,sh-port) persistent 600") {
 		t.Errorf("update not shown as expected:\n%s", out)
@@ -82,16 +82,16 @@ func TestIPVSReal(t *testing.T) {
 	// Every scheduler module of the kernel loads; an unknown one is refused.
 	for i, s := range []string{"rr", "wrr", "lc", "wlc", "lblc", "lblcr", "dh", "sh", "sed", "nq", "mh"} {
 		k := kernel.VSKey{Protocol: kernel.UDP, Address: a("10.96.1.1"), Port: uint16(1000 + i)}
-		if err := x.AddVirtualServer(kernel.VirtualServer{VSKey: k, Scheduler: s}); err != nil {
+		if err := writeVS(x, kernel.AddVS, kernel.VirtualServer{VSKey: k, Scheduler: s}); err != nil {
 			t.Errorf("scheduler %s: %v", s, err)
 		}
 	}
-	if err := x.AddVirtualServer(kernel.VirtualServer{VSKey: kernel.VSKey{Protocol: kernel.TCP, Address: a("10.96.1.2"), Port: 1}, Scheduler: "bogus"}); err == nil {
+	if err := writeVS(x, kernel.AddVS, kernel.VirtualServer{VSKey: kernel.VSKey{Protocol: kernel.TCP, Address: a("10.96.1.2"), Port: 1}, Scheduler: "bogus"}); err == nil {
 		t.Error("unknown scheduler accepted")
 	}
 	// IPv6 and SCTP.
 	k6 := kernel.VSKey{Protocol: kernel.SCTP, Address: a("fd00::1"), Port: 9}
-	must(t, x.AddVirtualServer(kernel.VirtualServer{VSKey: k6, Scheduler: "rr"}))
+	must(t, writeVS(x, kernel.AddVS, kernel.VirtualServer{VSKey: k6, Scheduler: "rr"}))
 	must(t, writeRS(x, kernel.AddRS, k6, kernel.RealServer{Address: a("fd00:244::5"), Port: 9, Weight: 1}))
 	if out := ipvsadm(t); !strings.Contains(out, "SCTP [fd00::1]:9 rr") || !strings.Contains(out, "-> [fd00:244::5]:9") {
 		t.Errorf("IPv6 SCTP not shown:\n%s", out)
@@ -102,10 +102,11 @@ func TestIPVSReal(t *testing.T) {
 	}
 	vss, _ = x.ListVirtualServers()
 	for _, v := range vss {
-		must(t, x.DeleteVirtualServer(v.VSKey))
+		must(t, writeVS(x, kernel.DeleteVS, v))
 	}
-	if err := x.DeleteVirtualServer(key); !errors.Is(err, kernel.ErrNotFound) {
-		t.Errorf("delete missing VS: %v, want ErrNotFound", err)
+	// The batch contract: deleting an absent virtual server succeeds.
+	if err := writeVS(x, kernel.DeleteVS, kernel.VirtualServer{VSKey: key}); err != nil {
+		t.Errorf("delete missing VS: %v, want nil", err)
 	}
 }
 

@@ -13,6 +13,10 @@ var (
 	testSets  = &IPSets{}
 )
 
+func writeVS(x *IPVS, kind kernel.VirtualServerOpKind, vs kernel.VirtualServer) error {
+	return x.WriteVirtualServers([]kernel.VirtualServerOp{{VS: vs, Kind: kind}})[0]
+}
+
 func writeRS(x *IPVS, kind kernel.RealServerOpKind, k kernel.VSKey, rs kernel.RealServer) error {
 	return x.WriteRealServers([]kernel.RealServerOp{{VS: k, RS: rs, Kind: kind}})[0]
 }

@@ -2,6 +2,8 @@ package reconcile
 
 import (
 	"errors"
+	"iter"
+	"maps"
 	"net/netip"
 
 	"go.uber.org/zap"
@@ -16,9 +18,7 @@ import (
 // sync to retry (Syncer.retry), which the Runner schedules early; it is not a full sync.
 func (s *Syncer) apply(delta *proxier.Delta) error {
 	var errs []error
-	for key := range delta.VirtualServers {
-		s.applyVirtualServer(key, &errs)
-	}
+	s.applyVirtualServers(maps.Keys(delta.VirtualServers), &errs)
 	s.flushRealServers(&errs)
 	for a := range delta.Addresses {
 		s.applyAddress(a)
@@ -38,17 +38,93 @@ func (s *Syncer) apply(delta *proxier.Delta) error {
 	return errors.Join(errs...)
 }
 
-// applyVirtualServer syncs one virtual server; a failure is added to errs and queued
-// for retry.
-func (s *Syncer) applyVirtualServer(key kernel.VSKey, errs *[]error) {
-	if err := s.syncVirtualServer(key); err != nil {
-		*errs = append(*errs, err)
-		s.retry.VirtualServers[key] = struct{}{}
-		if _, _, wanted := s.desired.VirtualServer(key); wanted {
-			// Forget what we believed: the retry re-adds it, and "exists" makes it
-			// re-read the kernel's real servers.
-			s.dropVS(key)
+// applyVirtualServers syncs the virtual servers keys yields (each once) in two steps:
+// every virtual-server write they need as one batch, then the real servers of each,
+// queued for flushRealServers. A failure is added to errs and its key queued for retry.
+func (s *Syncer) applyVirtualServers(keys iter.Seq[kernel.VSKey], errs *[]error) {
+	var ops []kernel.VirtualServerOp
+	for key := range keys {
+		want, _, ok := s.desired.VirtualServer(key)
+		have := s.vs[key]
+		switch {
+		case !ok && have == nil:
+		case !ok:
+			ops = append(ops, kernel.VirtualServerOp{VS: kernel.VirtualServer{VSKey: key}, Kind: kernel.DeleteVS})
+		case have == nil:
+			ops = append(ops, kernel.VirtualServerOp{VS: want.VirtualServer})
+		case !have.vs.Equal(want.VirtualServer):
+			ops = append(ops, kernel.VirtualServerOp{VS: want.VirtualServer, Kind: kernel.UpdateVS})
 		}
+	}
+	if adopted := s.writeVirtualServers(ops, errs); len(adopted) > 0 {
+		s.writeVirtualServers(adopted, errs)
+	}
+	for key := range keys {
+		want, _, ok := s.desired.VirtualServer(key)
+		if have := s.vs[key]; ok && have != nil {
+			if err := s.syncRealServers(key, have, want.RealServers); err != nil {
+				s.failVS(key, err, errs)
+			}
+		}
+	}
+}
+
+// writeVirtualServers sends ops as one batch and updates the cache from the outcomes.
+// It returns the updates that correct virtual servers someone made behind our back,
+// which it adopted (their real servers read from the kernel) when their add failed as
+// existing.
+func (s *Syncer) writeVirtualServers(ops []kernel.VirtualServerOp, errs *[]error) (adopted []kernel.VirtualServerOp) {
+	if len(ops) == 0 {
+		return nil
+	}
+	for i, err := range s.k.IPVS.WriteVirtualServers(ops) {
+		op := ops[i]
+		key := op.VS.VSKey
+		switch {
+		case op.Kind == kernel.AddVS && errors.Is(err, kernel.ErrExist):
+			rss, lerr := s.k.IPVS.ListRealServers(key)
+			if lerr != nil {
+				s.failVS(key, lerr, errs)
+				continue
+			}
+			s.setVS(key, &programmedVS{rss: newRealServers(rss)})
+			adopted = append(adopted, kernel.VirtualServerOp{VS: op.VS, Kind: kernel.UpdateVS})
+		case err != nil:
+			s.failVS(key, err, errs)
+		case op.Kind == kernel.AddVS:
+			want, _, _ := s.desired.VirtualServer(key)
+			s.setVS(key, &programmedVS{vs: op.VS, rss: make(realServers, 0, len(want.RealServers))})
+		case op.Kind == kernel.UpdateVS:
+			s.vs[key].vs = op.VS
+		case op.Kind == kernel.DeleteVS:
+			s.deletedVS(key)
+		}
+	}
+	return adopted
+}
+
+// failVS records the failure of a virtual server's sync in errs and queues it for retry.
+// A wanted one is forgotten: the retry re-adds it, and "exists" makes it re-read the
+// kernel's real servers.
+func (s *Syncer) failVS(key kernel.VSKey, err error, errs *[]error) {
+	*errs = append(*errs, err)
+	s.retry.VirtualServers[key] = struct{}{}
+	if _, _, wanted := s.desired.VirtualServer(key); wanted {
+		s.dropVS(key)
+	}
+}
+
+// deletedVS forgets a virtual server we deleted: its cache entry, its draining real
+// servers, and for UDP its conntrack flows.
+func (s *Syncer) deletedVS(key kernel.VSKey) {
+	s.dropVS(key)
+	for dk := range s.drain {
+		if dk.vs == key {
+			delete(s.drain, dk)
+		}
+	}
+	if key.Protocol == kernel.UDP {
+		s.clearUDP(netip.AddrPortFrom(key.Address, key.Port), netip.AddrPort{})
 	}
 }
 
@@ -94,54 +170,6 @@ func ignore(err, sentinel error) error {
 		return nil
 	}
 	return err
-}
-
-// syncVirtualServer creates, updates or deletes one virtual server and its real servers.
-func (s *Syncer) syncVirtualServer(key kernel.VSKey) error {
-	want, _, ok := s.desired.VirtualServer(key)
-	have := s.vs[key]
-	if !ok {
-		if have == nil {
-			return nil
-		}
-		if err := ignore(s.k.IPVS.DeleteVirtualServer(key), kernel.ErrNotFound); err != nil {
-			return err
-		}
-		s.dropVS(key)
-		for dk := range s.drain {
-			if dk.vs == key {
-				delete(s.drain, dk)
-			}
-		}
-		if key.Protocol == kernel.UDP {
-			s.clearUDP(netip.AddrPortFrom(key.Address, key.Port), netip.AddrPort{})
-		}
-		return nil
-	}
-	if have == nil {
-		err := s.k.IPVS.AddVirtualServer(want.VirtualServer)
-		switch {
-		case err == nil:
-			have = &programmedVS{vs: want.VirtualServer, rss: make(realServers, 0, len(want.RealServers))}
-		case errors.Is(err, kernel.ErrExist):
-			// Someone made it behind our back: adopt it, then correct it.
-			rss, lerr := s.k.IPVS.ListRealServers(key)
-			if lerr != nil {
-				return lerr
-			}
-			have = &programmedVS{rss: newRealServers(rss)}
-		default:
-			return err
-		}
-		s.setVS(key, have)
-	}
-	if !have.vs.Equal(want.VirtualServer) {
-		if err := s.k.IPVS.UpdateVirtualServer(want.VirtualServer); err != nil {
-			return err
-		}
-		have.vs = want.VirtualServer
-	}
-	return s.syncRealServers(key, have, want.RealServers)
 }
 
 // syncRealServers adds, re-weights and removes the real servers of one virtual server.

@@ -150,14 +150,21 @@ func (s *Syncer) refreshCache(vss []kernel.VirtualServer, round int) []error {
 // applyEverything applies every virtual server and address in the kernel (addrs, as
 // dumped) or desired, without a delta: the cache holds exactly the kernel's (ours) then.
 func (s *Syncer) applyEverything(addrs []netip.Addr, errs *[]error) {
-	for key := range s.vs {
-		s.applyVirtualServer(key, errs)
-	}
-	for key := range s.desired.VirtualServerKeySeq() {
-		if s.vs[key] == nil {
-			s.applyVirtualServer(key, errs)
+	// Each key once, read as the cache is at each of applyVirtualServers' passes: the
+	// cached ones (ours in the kernel), then the desired ones not cached.
+	every := func(yield func(kernel.VSKey) bool) {
+		for key := range s.vs {
+			if !yield(key) {
+				return
+			}
+		}
+		for key := range s.desired.VirtualServerKeySeq() {
+			if s.vs[key] == nil && !yield(key) {
+				return
+			}
 		}
 	}
+	s.applyVirtualServers(every, errs)
 	s.flushRealServers(errs)
 	for _, a := range addrs {
 		s.applyAddress(a)

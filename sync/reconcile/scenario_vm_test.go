@@ -2,7 +2,6 @@ package reconcile
 
 import (
 	"errors"
-	"fmt"
 	"net/netip"
 	"path/filepath"
 	"slices"
@@ -115,10 +114,15 @@ func (r *realKernel) load(t *testing.T, text string) error {
 	}
 	vss, _ := f.ListVirtualServers()
 	var rsOps []kernel.RealServerOp
+	vsOps := make([]kernel.VirtualServerOp, len(vss))
+	for i, vs := range vss {
+		vs.Flags &= kernel.OwnFlags
+		vsOps[i] = kernel.VirtualServerOp{VS: vs}
+	}
+	if err := errors.Join(r.k.IPVS.WriteVirtualServers(vsOps)...); err != nil {
+		return err
+	}
 	for _, vs := range vss {
-		if err := r.k.IPVS.AddVirtualServer(vs); err != nil {
-			return fmt.Errorf("%s: %w", vs.VSKey, err)
-		}
 		rss, _ := f.ListRealServers(vs.VSKey)
 		for _, rs := range rss {
 			rsOps = append(rsOps, kernel.RealServerOp{VS: vs.VSKey, RS: rs})
