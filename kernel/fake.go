@@ -24,6 +24,7 @@ type Fake struct {
 	flows     map[fakeFlow]struct{}
 	stats     ConntrackStats
 	ops       map[string]int
+	dumped    int // objects the List* dumps returned
 	// KnownSchedulers lists the scheduler modules the fake kernel can load; nil means the
 	// full in-tree list.
 	KnownSchedulers []string
@@ -72,11 +73,21 @@ func (f *Fake) Ops() map[string]int {
 	return maps.Clone(f.ops)
 }
 
-// ResetOps zeroes the operation counters.
+// ResetOps zeroes the operation counters and the dumped-object count.
 func (f *Fake) ResetOps() {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	clear(f.ops)
+	f.dumped = 0
+}
+
+// Dumped returns how many objects (virtual servers, real servers, addresses, set members)
+// the List* dumps have returned since the last ResetOps: the denominator of a full sync's
+// allocations per dumped object.
+func (f *Fake) Dumped() int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.dumped
 }
 
 // ListVirtualServers implements IPVS. Like the kernel, it reports the HASHED flag.
@@ -90,6 +101,7 @@ func (f *Fake) ListVirtualServers() ([]VirtualServer, error) {
 		vs.Flags |= FlagHashed
 		out = append(out, vs)
 	}
+	f.dumped += len(out)
 	return out, nil
 }
 
@@ -163,6 +175,7 @@ func (f *Fake) ListRealServers(key VSKey) ([]RealServer, error) {
 	if !ok {
 		return nil, fmt.Errorf("virtual server %s: %w", key, ErrNotFound)
 	}
+	f.dumped += len(v.rss)
 	return slices.Collect(maps.Values(v.rss)), nil
 }
 
@@ -284,6 +297,7 @@ func (f *Fake) ListAddresses(dev string) ([]netip.Addr, error) {
 	var addrs []netip.Addr
 	err := f.onLink("ListAddresses", dev, func(l map[netip.Addr]struct{}) error {
 		addrs = slices.Collect(maps.Keys(l))
+		f.dumped += len(addrs)
 		return nil
 	})
 	return addrs, err
@@ -377,6 +391,7 @@ func (f *Fake) ListEntries(name string) ([]SetEntry, error) {
 	var es []SetEntry
 	err := f.onSet("ListEntries", name, func(s *fakeSet) error {
 		es = slices.Collect(maps.Keys(s.entries))
+		f.dumped += len(es)
 		return nil
 	})
 	return es, err
