@@ -12,6 +12,7 @@ import (
 	"github.com/ipvs-proxier/ipvs-proxier/kernel"
 	"github.com/ipvs-proxier/ipvs-proxier/kernel/linux"
 	"github.com/ipvs-proxier/ipvs-proxier/proxier"
+	"github.com/ipvs-proxier/ipvs-proxier/sync/metrics"
 	"github.com/ipvs-proxier/ipvs-proxier/sync/reconcile"
 	"github.com/ipvs-proxier/ipvs-proxier/sync/source"
 )
@@ -43,12 +44,14 @@ type options struct {
 	udpTimeout        time.Duration
 	serviceProxyName  string
 	metricsAddr       string
-	healthzAddr       string
-	logLevel          string
-	logFormat         string
-	gracefulTimeout   time.Duration
-	conntrackPerCore  int32
-	conntrackMin      int32
+	// vsSeriesLimit caps the virtual servers with their own ipvs_* series; 0: all.
+	vsSeriesLimit    int
+	healthzAddr      string
+	logLevel         string
+	logFormat        string
+	gracefulTimeout  time.Duration
+	conntrackPerCore int32
+	conntrackMin     int32
 	// conntrack are kube-proxy's conntrack.* timeouts, applied at every start.
 	conntrack   linux.ConntrackTimeouts
 	dummyDevice string
@@ -105,6 +108,8 @@ func newOptions(name string) *options {
 	fs.DurationVar(&o.udpTimeout, "ipvs-udp-timeout", 0, "IPVS UDP timeout; 0 leaves it alone")
 	fs.StringVar(&o.serviceProxyName, "service-proxy-name", "", "serve Services labelled service.kubernetes.io/service-proxy-name with this value")
 	fs.StringVar(&o.metricsAddr, "metrics-bind-address", "127.0.0.1:10249", "metrics server address")
+	fs.IntVar(&o.vsSeriesLimit, "metrics-per-vs-limit", metrics.DefaultVSSeriesLimit,
+		"most virtual servers with their own ipvs_* series (the busiest by connections); 0 exports all; the sums over all are exported always")
 	fs.StringVar(&o.healthzAddr, "healthz-bind-address", "0.0.0.0:10256", "health server address")
 	fs.StringVar(&o.logLevel, "log-level", "info", "debug, info, warn or error")
 	fs.StringVar(&o.logFormat, "log-format", "json", "json or console")

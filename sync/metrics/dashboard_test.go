@@ -40,7 +40,7 @@ func TestDashboardUsesRealMetrics(t *testing.T) {
 		NoLocal: func(kernel.Family) (int, int) { return 0, 0 },
 	})
 	key := kernel.VSKey{Protocol: kernel.TCP, Address: netip.MustParseAddr("10.96.0.1"), Port: 443}
-	m.Register(metrics.VSCollector{
+	m.Register(&metrics.VSCollector{
 		Stats: func() (map[kernel.VSKey]kernel.VSStats, error) { return map[kernel.VSKey]kernel.VSStats{key: {}}, nil },
 		Owners: func() map[kernel.VSKey]metrics.Owner {
 			return map[kernel.VSKey]metrics.Owner{key: {Namespace: "default", Name: "kubernetes"}}

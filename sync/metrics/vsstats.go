@@ -1,7 +1,10 @@
 package metrics
 
 import (
+	"cmp"
+	"slices"
 	"strconv"
+	"sync"
 
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -21,24 +24,58 @@ var (
 	vsBytesIn     = prometheus.NewDesc("ipvs_incoming_bytes_total", "Bytes from clients to the virtual server.", vsLabels, nil)
 	vsBytesOut    = prometheus.NewDesc("ipvs_outgoing_bytes_total", "Bytes from the real servers back to clients.", vsLabels, nil)
 	vsScrapeError = prometheus.NewDesc("ipvs_proxier_ipvs_stats_scrape_error", "1 when the last IPVS stats dump failed.", nil, nil)
+	vsOmitted     = prometheus.NewDesc("ipvs_proxier_ipvs_stats_series_omitted",
+		"Owned virtual servers left out of the per-virtual-server ipvs_* series by --metrics-per-vs-limit (their traffic is in the ipvs_proxier_ipvs_*_total sums).", nil, nil)
 )
 
+// The sums over every owned virtual server, exported whatever the per-VS limit.
+var vsTotals = [5]*prometheus.Desc{
+	prometheus.NewDesc("ipvs_proxier_ipvs_connections_total", "Connections scheduled by all our virtual servers.", nil, nil),
+	prometheus.NewDesc("ipvs_proxier_ipvs_incoming_packets_total", "Packets from clients to all our virtual servers.", nil, nil),
+	prometheus.NewDesc("ipvs_proxier_ipvs_outgoing_packets_total", "Packets from the real servers of all our virtual servers back to clients.", nil, nil),
+	prometheus.NewDesc("ipvs_proxier_ipvs_incoming_bytes_total", "Bytes from clients to all our virtual servers.", nil, nil),
+	prometheus.NewDesc("ipvs_proxier_ipvs_outgoing_bytes_total", "Bytes from the real servers of all our virtual servers back to clients.", nil, nil),
+}
+
+// DefaultVSSeriesLimit is how many virtual servers get their own ipvs_* series by
+// default: five series each, so 2,500 per scrape, where all of them at 30,000 Services
+// (45,000 virtual servers) were 225,000.
+const DefaultVSSeriesLimit = 500
+
 // VSCollector exports the IPVS counters of the virtual servers we own, labelled with
-// their Service. Virtual servers of other owners are left out.
+// their Service. Virtual servers of other owners are left out. With Limit > 0 only the
+// Limit virtual servers with the most connections get their own series; the sums over
+// all of them are exported always, kept monotonic across scrapes (a deleted virtual
+// server's traffic stays counted), so rate() over them never sees a reset.
 type VSCollector struct {
 	Stats  func() (map[kernel.VSKey]kernel.VSStats, error)
 	Owners func() map[kernel.VSKey]Owner
+	// Limit caps the virtual servers with their own series; 0 exports every one.
+	Limit int
+
+	mu     sync.Mutex
+	last   map[kernel.VSKey]kernel.VSStats // the counters at the previous scrape
+	totals [5]uint64
 }
 
 // Describe implements prometheus.Collector.
-func (c VSCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{vsConnections, vsPacketsIn, vsPacketsOut, vsBytesIn, vsBytesOut, vsScrapeError} {
+func (c *VSCollector) Describe(ch chan<- *prometheus.Desc) {
+	for _, d := range []*prometheus.Desc{vsConnections, vsPacketsIn, vsPacketsOut, vsBytesIn, vsBytesOut, vsScrapeError, vsOmitted} {
+		ch <- d
+	}
+	for _, d := range vsTotals {
 		ch <- d
 	}
 }
 
+type ownedStats struct {
+	key   kernel.VSKey
+	owner Owner
+	stats kernel.VSStats
+}
+
 // Collect implements prometheus.Collector.
-func (c VSCollector) Collect(ch chan<- prometheus.Metric) {
+func (c *VSCollector) Collect(ch chan<- prometheus.Metric) {
 	stats, err := c.Stats()
 	failed := 0.0
 	if err != nil {
@@ -49,16 +86,59 @@ func (c VSCollector) Collect(ch chan<- prometheus.Metric) {
 		return
 	}
 	owners := c.Owners()
+	owned := make([]ownedStats, 0, len(owners))
 	for k, s := range stats {
-		o, ok := owners[k]
-		if !ok {
-			continue
+		if o, ok := owners[k]; ok {
+			owned = append(owned, ownedStats{k, o, s})
 		}
-		lv := []string{o.Namespace, o.Name, k.Address.String(), strconv.Itoa(int(k.Port)), k.Protocol.String()}
+	}
+	for i, t := range c.addToTotals(owned) {
+		ch <- prometheus.MustNewConstMetric(vsTotals[i], prometheus.CounterValue, float64(t))
+	}
+	omitted := 0
+	if c.Limit > 0 && len(owned) > c.Limit {
+		// The busiest first; ties by key, so the set is stable between scrapes.
+		slices.SortFunc(owned, func(a, b ownedStats) int {
+			if c := cmp.Compare(b.stats.Connections, a.stats.Connections); c != 0 {
+				return c
+			}
+			return kernel.CompareVSKeys(a.key, b.key)
+		})
+		omitted = len(owned) - c.Limit
+		owned = owned[:c.Limit]
+	}
+	ch <- prometheus.MustNewConstMetric(vsOmitted, prometheus.GaugeValue, float64(omitted))
+	for _, o := range owned {
+		k, s := o.key, o.stats
+		lv := []string{o.owner.Namespace, o.owner.Name, k.Address.String(), strconv.Itoa(int(k.Port)), k.Protocol.String()}
 		ch <- prometheus.MustNewConstMetric(vsConnections, prometheus.CounterValue, float64(s.Connections), lv...)
 		ch <- prometheus.MustNewConstMetric(vsPacketsIn, prometheus.CounterValue, float64(s.PacketsIn), lv...)
 		ch <- prometheus.MustNewConstMetric(vsPacketsOut, prometheus.CounterValue, float64(s.PacketsOut), lv...)
 		ch <- prometheus.MustNewConstMetric(vsBytesIn, prometheus.CounterValue, float64(s.BytesIn), lv...)
 		ch <- prometheus.MustNewConstMetric(vsBytesOut, prometheus.CounterValue, float64(s.BytesOut), lv...)
 	}
+}
+
+// addToTotals adds what each owned virtual server counted since the previous scrape (a
+// new one: all it counted; a counter that went back, as after a re-create: its value) to
+// the running sums, and returns them.
+func (c *VSCollector) addToTotals(owned []ownedStats) [5]uint64 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	next := make(map[kernel.VSKey]kernel.VSStats, len(owned))
+	for _, o := range owned {
+		prev := c.last[o.key]
+		cur := [5]uint64{o.stats.Connections, o.stats.PacketsIn, o.stats.PacketsOut, o.stats.BytesIn, o.stats.BytesOut}
+		was := [5]uint64{prev.Connections, prev.PacketsIn, prev.PacketsOut, prev.BytesIn, prev.BytesOut}
+		for i := range cur {
+			if cur[i] >= was[i] {
+				c.totals[i] += cur[i] - was[i]
+			} else {
+				c.totals[i] += cur[i]
+			}
+		}
+		next[o.key] = o.stats
+	}
+	c.last = next
+	return c.totals
 }
