@@ -172,15 +172,7 @@ func rsOpString(op kernel.RealServerOp) string {
 // a full mask, the persistence timeout and the netmask. A delete carries the key only:
 // the kernel reads the rest only for NEW and SET (ip_vs_genl_parse_service, need_full_svc).
 func ipvsServiceMessage(family uint16, op kernel.VirtualServerOp, seq uint32) []byte {
-	cmd := uint8(ipvsCmdNewSvc)
-	switch op.Kind {
-	case kernel.UpdateVS:
-		cmd = ipvsCmdSetSvc
-	case kernel.DeleteVS:
-		cmd = ipvsCmdDelSvc
-	}
-	req := &nl.NetlinkRequest{NlMsghdr: unix.NlMsghdr{Len: unix.SizeofNlMsghdr, Type: family, Flags: unix.NLM_F_REQUEST, Seq: seq}}
-	req.AddData(&nl.Genlmsg{Command: cmd, Version: ipvsGenlVersion})
+	req := ipvsRequest(family, seq, [3]uint8{ipvsCmdNewSvc, ipvsCmdSetSvc, ipvsCmdDelSvc}, op.Kind == kernel.UpdateVS, op.Kind == kernel.DeleteVS)
 	vs := op.VS
 	svc := serviceKeyAttr(vs.VSKey)
 	if op.Kind != kernel.DeleteVS {
@@ -198,6 +190,21 @@ func ipvsServiceMessage(family uint16, op kernel.VirtualServerOp, seq uint32) []
 	}
 	req.AddData(svc)
 	return req.Serialize()
+}
+
+// ipvsRequest starts an IPVS generic netlink request: cmds are the NEW, SET and DEL
+// commands of one object kind, and set or del picks the second or third.
+func ipvsRequest(family uint16, seq uint32, cmds [3]uint8, set, del bool) *nl.NetlinkRequest {
+	cmd := cmds[0]
+	switch {
+	case set:
+		cmd = cmds[1]
+	case del:
+		cmd = cmds[2]
+	}
+	req := &nl.NetlinkRequest{NlMsghdr: unix.NlMsghdr{Len: unix.SizeofNlMsghdr, Type: family, Flags: unix.NLM_F_REQUEST, Seq: seq}}
+	req.AddData(&nl.Genlmsg{Command: cmd, Version: ipvsGenlVersion})
+	return req
 }
 
 // serviceKeyAttr is the IPVS_CMD_ATTR_SERVICE attribute naming a virtual server: its
@@ -219,15 +226,7 @@ func serviceKeyAttr(k kernel.VSKey) *nl.RtAttr {
 // server by family, protocol, address and port, the destination with NAT forwarding,
 // its weight and no thresholds (what moby/ipvs sends for our destinations).
 func ipvsDestMessage(family uint16, op kernel.RealServerOp, seq uint32) []byte {
-	cmd := uint8(ipvsCmdNewDest)
-	switch op.Kind {
-	case kernel.UpdateRS:
-		cmd = ipvsCmdSetDest
-	case kernel.DeleteRS:
-		cmd = ipvsCmdDelDest
-	}
-	req := &nl.NetlinkRequest{NlMsghdr: unix.NlMsghdr{Len: unix.SizeofNlMsghdr, Type: family, Flags: unix.NLM_F_REQUEST, Seq: seq}}
-	req.AddData(&nl.Genlmsg{Command: cmd, Version: ipvsGenlVersion})
+	req := ipvsRequest(family, seq, [3]uint8{ipvsCmdNewDest, ipvsCmdSetDest, ipvsCmdDelDest}, op.Kind == kernel.UpdateRS, op.Kind == kernel.DeleteRS)
 	port := func(p uint16) []byte { return binary.BigEndian.AppendUint16(nil, p) }
 	req.AddData(serviceKeyAttr(op.VS))
 	dest := nl.NewRtAttr(ipvsCmdAttrDest, nil)
