@@ -60,3 +60,21 @@ func (r *Runner) Loop(ctx context.Context) {
 		}
 	}
 }
+
+// RunWhen asks for a run as soon as ready reports true (checked every 100 ms), once, or
+// returns when ctx is done. The daemon passes the informers' HasSynced: every run before
+// they sync fails with ErrNotSynced and doubles the retry delay, and the initial list's
+// events stop before HasSynced turns true, so without this request the first sync waited
+// for a retry up to maxInterval (syncPeriod, 30 s) after the informers had synced.
+func (r *Runner) RunWhen(ctx context.Context, ready func() bool) {
+	t := time.NewTicker(100 * time.Millisecond)
+	defer t.Stop()
+	for !ready() {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+	r.Run()
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -77,5 +78,40 @@ func TestRunnerPeriodicAndRetry(t *testing.T) {
 	retryGap, periodGap := runs[2].Sub(runs[1]), runs[1].Sub(runs[0])
 	if retryGap*2 > periodGap {
 		t.Errorf("retry after error took %v, the period is %v", retryGap, periodGap)
+	}
+}
+
+// TestRunnerRunsWhenReady: runs before the informers sync fail and push the retry back
+// to maxInterval (an hour here); RunWhen makes the first sync follow the informers'
+// sync instead of that retry.
+func TestRunnerRunsWhenReady(t *testing.T) {
+	var synced atomic.Bool
+	var early atomic.Int32
+	ran := make(chan struct{}, 1)
+	r := NewRunner(func() error {
+		if !synced.Load() {
+			early.Add(1)
+			return ErrNotSynced
+		}
+		select {
+		case ran <- struct{}{}:
+		default:
+		}
+		return nil
+	}, 0, time.Hour)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go r.Loop(ctx)
+	go r.RunWhen(ctx, synced.Load)
+	// The initial list's events, each a run that fails: the backoff reaches maxInterval.
+	for early.Load() < 30 {
+		r.Run()
+		time.Sleep(time.Millisecond)
+	}
+	synced.Store(true)
+	select {
+	case <-ran:
+	case <-time.After(30 * time.Second):
+		t.Fatal("no run within 30 s of the informers' sync: the first sync waits for the hour-long retry")
 	}
 }
