@@ -56,6 +56,12 @@ func daemonLog(t *testing.T) string {
 	return out
 }
 
+// firstLines is s's first n lines.
+func firstLines(s string, n int) string {
+	lines := strings.SplitN(s, "\n", n+1)
+	return strings.Join(lines[:min(n, len(lines))], "\n")
+}
+
 // stepTimer logs how long each named step of a long scenario took, so that a slow run
 // says where its minutes went.
 func stepTimer(t *testing.T) func(step string) {

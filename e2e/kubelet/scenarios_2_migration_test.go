@@ -91,6 +91,9 @@ func migrate(t *testing.T, mode string) {
 	step("install, patch, canary, label: kube-proxy gone")
 	p := waitPodReady(t, 5*time.Minute, nil)
 	t.Log(podTimeline(p))
+	// The daemon's own account of its start (log lines carry their time): where the
+	// time from the container's start to Ready went.
+	t.Log("daemon log, first lines:\n" + firstLines(daemonLog(t), 12))
 	step("ipvs-proxier Ready")
 	if mode == "iptables" {
 		execIn(t, p, "ipvs-proxier", "cleanup", "--leftovers-only")
