@@ -172,8 +172,6 @@ type resolved struct {
 	nodeName string
 	// primaryNodePorts: --nodeport-addresses=primary, to be expanded from the Node.
 	primaryNodePorts bool
-	// started is when the daemon started, for the first sync's log line.
-	started time.Time
 }
 
 // validRanges checks the scalar options kube-proxy's validation checks, and ours.

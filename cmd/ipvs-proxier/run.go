@@ -36,7 +36,6 @@ import (
 // runDaemon runs the proxy until SIGTERM or SIGINT. On exit the kernel state is left in
 // place, so a restart (or an upgrade) never interrupts traffic.
 func runDaemon(args []string) error {
-	started := time.Now()
 	o, warnings, done, err := daemonOptions(args)
 	if err != nil || done {
 		return err
@@ -62,7 +61,6 @@ func runDaemon(args []string) error {
 	if err != nil {
 		return err
 	}
-	r.started = started
 	log = log.With(zap.String("node", r.nodeName))
 
 	restCfg, inCluster, err := restConfig(o)
@@ -216,7 +214,7 @@ func runProxy(o *options, r *resolved, log *zap.Logger, client kubernetes.Interf
 	r.sync.Logger, r.sync.Events, r.sync.Metrics, r.sync.HealthChecks = log, events, m, hc
 	r.sync.LocalAddresses = func() ([]netip.Addr, error) { return linux.LocalAddresses(dummy) }
 	syncer = reconcile.NewSyncer(r.sync, k, src, tracker)
-	runner = reconcile.NewRunner(syncOnce(syncer, proxyHealth, log, r.started), o.minSyncPeriod, o.syncPeriod)
+	runner = reconcile.NewRunner(syncOnce(syncer, proxyHealth), o.minSyncPeriod, o.syncPeriod)
 
 	monitor := pressure.New(k.Conntrack.Stats, o.conntrackPressure, log, nodeEvents{recorder: recorder, node: r.nodeName}, nil)
 	m.Register(monitor)
@@ -244,18 +242,13 @@ func runProxy(o *options, r *resolved, log *zap.Logger, client kubernetes.Interf
 }
 
 // syncOnce is the runner's sync: it marks the proxy healthy after each success.
-func syncOnce(syncer *reconcile.Syncer, proxyHealth *health.Proxy, log *zap.Logger, started time.Time) func() error {
+func syncOnce(syncer *reconcile.Syncer, proxyHealth *health.Proxy) func() error {
 	firstSync := true
 	return func() error {
 		err := syncer.Sync()
 		if err == nil {
 			proxyHealth.Updated()
 			if firstSync {
-				// The moment the node is programmed, for a runbook and for a slow start's
-				// post-mortem: the log's other start lines say what came before.
-				c := syncer.Counts()
-				log.Info("Node programmed (first sync)", zap.Duration("sinceStart", time.Since(started).Round(time.Millisecond)),
-					zap.Int("services", c.Services), zap.Int("virtualServers", c.VirtualServers), zap.Int("realServers", c.RealServers))
 				// The cold start's garbage (every object decoded, the first listing of
 				// every set) is most of the peak heap; give it back now rather than over
 				// the scavenger's next minutes, so the steady RSS is the live state.

@@ -22,6 +22,8 @@ import (
 // of our sets, and virtual servers on our addresses outside --ipvs-exclude-cidrs.
 func (s *Syncer) syncFull(keys map[proxier.ServiceKey]struct{}) error {
 	start := s.opts.Now()
+	ph := newPhases(s.opts.Now)
+	s.lastPhases = ph
 	s.needFull = true
 	// changed collects the set members whose desire changed since the last sync: the
 	// ones that failed then, and those of the Services changed since. Sets whose count
@@ -30,6 +32,7 @@ func (s *Syncer) syncFull(keys map[proxier.ServiceKey]struct{}) error {
 	s.retry, s.pendingSets = proxier.NewDelta(), map[string]struct{}{}
 	s.named = nil // read again, if needed, before this sync's sets are repaired
 	listAll := s.refreshDesired(keys, changed)
+	ph.mark("translate")
 	if hc := s.opts.HealthChecks; hc != nil {
 		hc.SetAddresses(healthCheckAddrs(&s.cfg))
 		hc.ReplaceHealthChecks(s.desired.HealthChecks())
@@ -53,6 +56,7 @@ func (s *Syncer) syncFull(keys map[proxier.ServiceKey]struct{}) error {
 	if err != nil {
 		return errors.Join(append(errs, err)...)
 	}
+	ph.mark("dump")
 
 	s.addrs = make(map[netip.Addr]struct{}, len(addrs))
 	for _, a := range addrs {
@@ -61,6 +65,7 @@ func (s *Syncer) syncFull(keys map[proxier.ServiceKey]struct{}) error {
 
 	round := s.fullRound + 1
 	errs = append(errs, s.refreshCache(vss, round)...)
+	ph.mark("readRealServers")
 
 	// The dumps that decide ownership worked: from here on, failures are retried one
 	// object at a time.
@@ -68,9 +73,13 @@ func (s *Syncer) syncFull(keys map[proxier.ServiceKey]struct{}) error {
 	s.fullRound = round
 
 	errs = append(errs, s.syncSets(sets, changed, listAll))
+	ph.mark("sets")
 	s.applyEverything(addrs, &errs)
+	ph.mark("ipvsAndAddresses")
 	errs = append(errs, s.syncRules(true))
+	ph.mark("iptables")
 	s.reconcileUDP()
+	ph.mark("conntrack")
 	return errors.Join(errs...)
 }
 

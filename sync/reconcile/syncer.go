@@ -112,7 +112,9 @@ type Syncer struct {
 	// snap is the state published at the end of each sync (snapshot.go).
 	snap atomic.Pointer[Snapshot]
 	// started, triggerSeen and triggers feed the network-programming latency metric.
-	started     time.Time
+	started time.Time
+	// lastPhases times the steps of the last full sync, for its log line.
+	lastPhases  *phases
 	triggerSeen map[proxier.ServiceKey]time.Time
 	triggers    []trigger
 }
@@ -195,10 +197,36 @@ func (s *Syncer) Sync() error {
 		s.log.Warn("Sync failed; retrying what failed early", zap.Bool("full", full), zap.Error(err))
 		return err
 	}
+	first := s.status.LastSuccess.IsZero()
 	s.status.LastSuccess, s.status.LastError = end, ""
 	s.observeTriggers(end)
+	if full {
+		s.logFullSync(first, end.Sub(start))
+	}
 	s.log.Debug("Synced", zap.Bool("full", full), zap.Int("services", len(keys)), zap.Duration("took", end.Sub(start)))
 	return nil
+}
+
+// logFullSync says how long a full sync took and where the time went: at Info for the
+// first success (the node is programmed) or a slow one, else at Debug.
+func (s *Syncer) logFullSync(first bool, took time.Duration) {
+	msg, level := "Full sync", zap.DebugLevel
+	switch {
+	case first:
+		msg, level = "Node programmed (first sync)", zap.InfoLevel
+	case took >= slowFullSync:
+		msg, level = "Slow full sync", zap.InfoLevel
+	}
+	ce := s.log.Check(level, msg)
+	if ce == nil {
+		return
+	}
+	fields := []zap.Field{zap.Duration("took", took), zap.Duration("sinceStart", s.opts.Now().Sub(s.started)),
+		zap.Int("services", s.desired.Len()), zap.Int("virtualServers", len(s.vs)), zap.Int("realServers", s.rsTotal)}
+	if s.lastPhases != nil {
+		fields = append(fields, s.lastPhases.fields...)
+	}
+	ce.Write(fields...)
 }
 
 // Desired returns the desired state. The caller must not modify it, and must not use it
