@@ -36,15 +36,17 @@ func (t *Iptables) RemoveChains(f kernel.Family, chains map[string][]string, pre
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	var errs []error
+	// One save of every table that exists: `-t TABLE` would instantiate a missing
+	// legacy table just to find nothing in it.
+	all, err := t.saveAll(f)
+	if err != nil {
+		return 0, err
+	}
 	for _, table := range []string{"nat", "filter", "mangle"} {
 		doomed := func(c string) bool {
 			return slices.Contains(chains[table], c) || slices.ContainsFunc(prefixes, func(p string) bool { return strings.HasPrefix(c, p) })
 		}
-		lines, err := t.saveTable(f, table)
-		if err != nil {
-			errs = append(errs, err)
-			continue
-		}
+		lines := all[table]
 		var present, deletes []string
 		for _, line := range lines {
 			switch {
@@ -135,12 +137,12 @@ func (t *Iptables) ChainsMatchingSets(f kernel.Family, prefix string) (map[strin
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	out := map[string][]string{}
+	all, err := t.saveAll(f)
+	if err != nil {
+		return nil, err
+	}
 	for _, table := range []string{"nat", "filter", "mangle"} {
-		lines, err := t.saveTable(f, table)
-		if err != nil {
-			return nil, err
-		}
-		for _, line := range lines {
+		for _, line := range all[table] {
 			fields := strings.Fields(line)
 			if len(fields) < 2 || fields[0] != "-A" || slices.Contains(out[table], fields[1]) {
 				continue

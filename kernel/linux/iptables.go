@@ -12,8 +12,14 @@ import (
 )
 
 // Iptables applies our chains with iptables-restore --noflush, so chains of other
-// software are never touched, and ensures the jump rules from built-in chains with
-// `iptables -C` / `-I`. It runs the iptables flavour (nft or legacy) the node uses.
+// software are never touched, and adds the jump rules from built-in chains that are
+// missing in the same transaction. It runs the iptables flavour (nft or legacy) the node
+// uses.
+//
+// Every iptables command is a process, and under load (a node kube-proxy just left, an
+// emulated VM) one takes a second or more: a restore costs two (one save, one restore),
+// a save one, where checking each of the 11 jumps with its own `iptables -C` made the
+// first sync of a takeover spend 71 s in iptables.
 type Iptables struct {
 	mu     sync.Mutex
 	mode   string // "nft" or "legacy"
@@ -34,28 +40,34 @@ func NewIptables(chains []string) *Iptables {
 func (t *Iptables) Mode() string { return t.mode }
 
 // DetectIptablesMode picks the flavour the node uses, as kube-proxy's iptables-wrapper
-// does: the one where kubelet made its KUBE-IPTABLES-HINT (or KUBE-KUBELET-CANARY) chain
-// in the mangle table; failing that, the one with more rules. With neither, nft.
+// does (kubernetes-sigs/iptables-wrappers): the one where kubelet made its
+// KUBE-IPTABLES-HINT (or KUBE-KUBELET-CANARY) chain in the mangle table; failing that,
+// the one with more rules. With neither, nft. It creates no table: nft is read with
+// `-t mangle`, which reads the ruleset only, but legacy only with a whole save, since
+// `iptables-legacy-save -t mangle` makes the kernel instantiate the legacy mangle table
+// (and nft's tools then warn on every run that legacy tables are present).
 func DetectIptablesMode() string {
-	for _, mode := range []string{"nft", "legacy"} {
-		out, err := command("iptables-"+mode+"-save", "-t", "mangle").Output()
-		if err == nil && (bytes.Contains(out, []byte(":KUBE-IPTABLES-HINT")) || bytes.Contains(out, []byte(":KUBE-KUBELET-CANARY"))) {
-			return mode
-		}
+	if out, err := command("iptables-nft-save", "-t", "mangle").Output(); err == nil && hasKubeletHint(out) {
+		return "nft"
 	}
-	count := func(mode string) int {
-		out, err := command("iptables-" + mode + "-save").Output()
-		if err != nil {
-			return -1
-		}
-		return bytes.Count(out, []byte("\n-A "))
+	legacy, lerr := command("iptables-legacy-save").Output()
+	if lerr == nil && hasKubeletHint(legacy) {
+		return "legacy"
 	}
-	legacy, nft := count("legacy"), count("nft")
-	if legacy > nft {
+	nft, nerr := command("iptables-nft-save").Output()
+	if lerr == nil && (nerr != nil || countRules(legacy) > countRules(nft)) {
 		return "legacy"
 	}
 	return "nft"
 }
+
+// hasKubeletHint reports whether a save holds the chain kubelet makes in the mangle
+// table of the flavour it uses.
+func hasKubeletHint(save []byte) bool {
+	return bytes.Contains(save, []byte("\n:KUBE-IPTABLES-HINT ")) || bytes.Contains(save, []byte("\n:KUBE-KUBELET-CANARY "))
+}
+
+func countRules(save []byte) int { return bytes.Count(save, []byte("\n-A ")) }
 
 func (t *Iptables) bin(f kernel.Family, tool string) string {
 	base := "iptables"
@@ -65,12 +77,16 @@ func (t *Iptables) bin(f kernel.Family, tool string) string {
 	return base + "-" + t.mode + tool
 }
 
-// Restore implements kernel.Iptables.
+// A jump is a rule of ours in a chain that is not ours (a built-in chain).
+type jump struct{ table, chain, rule string }
+
+// Restore implements kernel.Iptables: one iptables-save to see which jumps exist, then
+// one iptables-restore --noflush with our chains and an `-I CHAIN 1` line for each
+// missing jump, so the chains and the jumps into them appear together.
 func (t *Iptables) Restore(f kernel.Family, rules string) error {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	var body strings.Builder
-	type jump struct{ table, chain, rule string }
+	var chainLines []string
 	var jumps []jump
 	table := ""
 	for _, line := range strings.Split(rules, "\n") {
@@ -81,6 +97,29 @@ func (t *Iptables) Restore(f kernel.Family, rules string) error {
 			jumps = append(jumps, jump{table, chain, rule})
 			continue
 		}
+		chainLines = append(chainLines, line)
+	}
+	cur, err := t.saveAll(f)
+	if err != nil {
+		return err
+	}
+	inserts := map[string][]string{}
+	for _, j := range jumps {
+		if !t.jumpPresent(f, j, cur[j.table]) {
+			inserts[j.table] = append(inserts[j.table], "-I "+j.chain+" 1 "+j.rule)
+		}
+	}
+	var body strings.Builder
+	table = ""
+	for _, line := range chainLines {
+		if strings.HasPrefix(line, "*") {
+			table = line[1:]
+		}
+		if line == "COMMIT" {
+			for _, ins := range inserts[table] {
+				body.WriteString(ins + "\n")
+			}
+		}
 		body.WriteString(line + "\n")
 	}
 	cmd := command(t.bin(f, "-restore"), "-w", "5", "--noflush")
@@ -88,18 +127,27 @@ func (t *Iptables) Restore(f kernel.Family, rules string) error {
 	if out, err := cmd.CombinedOutput(); err != nil {
 		return fmt.Errorf("%s: %w: %s", cmd.Path, err, out)
 	}
-	for _, j := range jumps {
-		args := append([]string{"-w", "5", "-t", j.table}, splitRule(j.rule)...)
-		check := command(t.bin(f, ""), append([]string{"-C", j.chain}, args...)...)
-		if check.Run() == nil {
-			continue
-		}
-		ins := command(t.bin(f, ""), append([]string{"-I", j.chain, "1"}, args...)...)
-		if out, err := ins.CombinedOutput(); err != nil {
-			return fmt.Errorf("insert jump in %s/%s: %w: %s", j.table, j.chain, err, out)
-		}
-	}
 	return nil
+}
+
+// jumpPresent reports whether the jump is in the table, whose saved lines are saved: a
+// line equal to it is (our rendered jumps are in iptables-save's canonical form, which
+// TestIptablesReal checks on the real tools); no rule of its chain jumping to its target
+// means it is not; anything else (a rule of another form to the same target) is asked
+// of iptables -C.
+func (t *Iptables) jumpPresent(f kernel.Family, j jump, saved []string) bool {
+	if slices.Contains(saved, "-A "+j.chain+" "+j.rule) {
+		return true
+	}
+	target := j.rule[strings.LastIndex(j.rule, "-j ")+len("-j "):]
+	target, _, _ = strings.Cut(target, " ")
+	if !slices.ContainsFunc(saved, func(l string) bool {
+		return strings.HasPrefix(l, "-A "+j.chain+" ") && strings.Contains(l, " -j "+target)
+	}) {
+		return false
+	}
+	args := append([]string{"-w", "5", "-t", j.table, "-C", j.chain}, splitRule(j.rule)...)
+	return command(t.bin(f, ""), args...).Run() == nil
 }
 
 // splitRule splits a rule at spaces, keeping double-quoted words whole.
@@ -131,14 +179,14 @@ func splitRule(rule string) []string {
 func (t *Iptables) Save(f kernel.Family) (string, error) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
+	tables, err := t.saveAll(f)
+	if err != nil {
+		return "", err
+	}
 	var b strings.Builder
 	for _, table := range []string{"nat", "filter"} {
-		lines, err := t.saveTable(f, table)
-		if err != nil {
-			return "", err
-		}
 		b.WriteString("*" + table + "\n")
-		for _, line := range lines {
+		for _, line := range tables[table] {
 			switch {
 			case strings.HasPrefix(line, ":"):
 				name, _, _ := strings.Cut(line[1:], " ")
@@ -157,19 +205,29 @@ func (t *Iptables) Save(f kernel.Family) (string, error) {
 	return b.String(), nil
 }
 
-// saveTable returns the lines of iptables-save for one table of the family.
-func (t *Iptables) saveTable(f kernel.Family, table string) ([]string, error) {
-	out, err := command(t.bin(f, "-save"), "-t", table).Output()
+// saveAll runs iptables-save for the family once, without -t (which would instantiate
+// a legacy table that does not exist), and returns each table's lines.
+func (t *Iptables) saveAll(f kernel.Family) (map[string][]string, error) {
+	out, err := command(t.bin(f, "-save")).Output()
 	if err != nil {
-		return nil, fmt.Errorf("%s -t %s: %w", t.bin(f, "-save"), table, err)
+		return nil, fmt.Errorf("%s: %w", t.bin(f, "-save"), err)
 	}
-	var lines []string
+	tables := map[string][]string{}
+	table := ""
 	sc := bufio.NewScanner(bytes.NewReader(out))
 	sc.Buffer(make([]byte, 1<<20), 1<<20)
 	for sc.Scan() {
-		lines = append(lines, sc.Text())
+		line := sc.Text()
+		switch {
+		case strings.HasPrefix(line, "*"):
+			table = line[1:]
+		case line == "COMMIT":
+			table = ""
+		case table != "" && line != "" && !strings.HasPrefix(line, "#"):
+			tables[table] = append(tables[table], line)
+		}
 	}
-	return lines, sc.Err()
+	return tables, sc.Err()
 }
 
 func hasJumpTo(fields []string, chains map[string]bool) bool {

@@ -275,6 +275,22 @@ func TestIptablesReal(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// Every jump we render reads back verbatim: Restore finds them in one save, with no
+	// `iptables -C` per jump.
+	tables, err := ipt.saveAll(kernel.IPv4)
+	if err != nil {
+		t.Fatal(err)
+	}
+	table := ""
+	for _, line := range strings.Split(rules, "\n") {
+		if strings.HasPrefix(line, "*") {
+			table = line[1:]
+		}
+		if chain, _, ok := strings.Cut(strings.TrimPrefix(line, "-A "), " "); ok && strings.HasPrefix(line, "-A ") && !ipt.chains[chain] &&
+			!slices.Contains(tables[table], line) {
+			t.Errorf("jump %q is not in iptables-save's form; saved %s:\n%s", line, table, strings.Join(tables[table], "\n"))
+		}
+	}
 	if err := ipt.Restore(kernel.IPv4, rules); err != nil {
 		t.Fatal(err)
 	}
