@@ -139,12 +139,13 @@ func (t *Iptables) jumpPresent(f kernel.Family, j jump, saved []string) bool {
 	if slices.Contains(saved, "-A "+j.chain+" "+j.rule) {
 		return true
 	}
-	target := j.rule[strings.LastIndex(j.rule, "-j ")+len("-j "):]
-	target, _, _ = strings.Cut(target, " ")
-	if !slices.ContainsFunc(saved, func(l string) bool {
-		return strings.HasPrefix(l, "-A "+j.chain+" ") && strings.Contains(l, " -j "+target)
-	}) {
-		return false
+	if _, after, ok := strings.Cut(j.rule, "-j "); ok {
+		target, _, _ := strings.Cut(after, " ")
+		if !slices.ContainsFunc(saved, func(l string) bool {
+			return strings.HasPrefix(l, "-A "+j.chain+" ") && strings.Contains(l, " -j "+target)
+		}) {
+			return false
+		}
 	}
 	args := append([]string{"-w", "5", "-t", j.table, "-C", j.chain}, splitRule(j.rule)...)
 	return command(t.bin(f, ""), args...).Run() == nil
