@@ -75,11 +75,20 @@ func (b *bench) setEntries() int {
 
 // proc reads a process's resident memory (now and peak, MiB) and CPU time.
 func (b *bench) proc(p proxy) (rss, peak float64, cpu time.Duration, err error) {
-	out, err := b.node.MustExec("pid=$(cat " + p.pidFile + "); grep -E '^(VmRSS|VmHWM)' /proc/$pid/status; cut -d' ' -f14,15 /proc/$pid/stat")
+	out, err := b.node.MustExec("pid=$(cat " + p.pidFile + "); grep -E '^(VmRSS|VmHWM)' /proc/$pid/status; cut -d' ' -f14-17 /proc/$pid/stat")
 	if err != nil {
 		return
 	}
-	var utime, stime int64
+	rss, peak, cpu = parseProc(out)
+	return
+}
+
+// parseProc reads VmRSS and VmHWM lines and /proc/PID/stat's fields 14-17: utime,
+// stime, and cutime and cstime, the CPU of the programs the process ran and waited for
+// (proc(5)). Both proxies run iptables (and kube-proxy ipset) as programs on every sync,
+// so a proxy's own CPU alone left that out.
+func parseProc(out string) (rss, peak float64, cpu time.Duration) {
+	var ticks int64
 	for _, l := range strings.Split(out, "\n") {
 		f := strings.Fields(l)
 		switch {
@@ -89,13 +98,14 @@ func (b *bench) proc(p proxy) (rss, peak float64, cpu time.Duration, err error) 
 		case len(f) >= 2 && f[0] == "VmHWM:":
 			kb, _ := strconv.ParseFloat(f[1], 64)
 			peak = kb / 1024
-		case len(f) == 2:
-			utime, _ = strconv.ParseInt(f[0], 10, 64)
-			stime, _ = strconv.ParseInt(f[1], 10, 64)
+		case len(f) == 4:
+			for _, v := range f {
+				n, _ := strconv.ParseInt(v, 10, 64)
+				ticks += n
+			}
 		}
 	}
-	cpu = time.Duration(utime+stime) * 10 * time.Millisecond // USER_HZ = 100
-	return
+	return rss, peak, time.Duration(ticks) * 10 * time.Millisecond // USER_HZ = 100
 }
 
 // run measures one proxy at the current scale.
