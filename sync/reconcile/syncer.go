@@ -112,11 +112,11 @@ type Syncer struct {
 	// snap is the state published at the end of each sync (snapshot.go).
 	snap atomic.Pointer[Snapshot]
 	// started, triggerSeen and triggers feed the network-programming latency metric.
-	started time.Time
-	// lastPhases times the steps of the last full sync, for its log line.
-	lastPhases  *phases
+	started     time.Time
 	triggerSeen map[proxier.ServiceKey]time.Time
 	triggers    []trigger
+	// lastPhases times the steps of the last full sync, for its log line.
+	lastPhases *phases
 }
 
 // Status describes the last sync, for health checks and metrics.
