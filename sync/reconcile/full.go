@@ -19,11 +19,10 @@ import (
 // sync: the periodic full sync is there to repair the kernel, and re-translating 30,000
 // unchanged Services every syncPeriod was most of its cost. It adopts what exists instead of flushing, so a restart never interrupts
 // traffic, and it prunes only what we own: addresses on the dummy interface, members
-// of our sets, and virtual servers on our addresses outside --ipvs-exclude-cidrs.
-func (s *Syncer) syncFull(keys map[proxier.ServiceKey]struct{}) error {
+// of our sets, and virtual servers on our addresses outside --ipvs-exclude-cidrs. ph times
+// its steps.
+func (s *Syncer) syncFull(keys map[proxier.ServiceKey]struct{}, ph *phases) error {
 	start := s.opts.Now()
-	ph := newPhases(s.opts.Now)
-	s.lastPhases = ph
 	s.needFull = true
 	// changed collects the set members whose desire changed since the last sync: the
 	// ones that failed then, and those of the Services changed since. Sets whose count

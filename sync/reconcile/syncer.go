@@ -115,8 +115,6 @@ type Syncer struct {
 	started     time.Time
 	triggerSeen map[proxier.ServiceKey]time.Time
 	triggers    []trigger
-	// lastPhases times the steps of the last full sync, for its log line.
-	lastPhases *phases
 }
 
 // Status describes the last sync, for health checks and metrics.
@@ -179,8 +177,10 @@ func (s *Syncer) Sync() error {
 	keys, all := s.tracker.Drain()
 	full := s.needFull || all || start.Sub(s.lastFull) >= s.opts.SyncPeriod
 	var err error
+	var ph *phases // a full sync's step times, for its log line
 	if full {
-		err = s.syncFull(keys)
+		ph = newPhases(s.opts.Now)
+		err = s.syncFull(keys, ph)
 	} else {
 		err = s.syncPartial(keys)
 	}
@@ -201,7 +201,7 @@ func (s *Syncer) Sync() error {
 	s.status.LastSuccess, s.status.LastError = end, ""
 	s.observeTriggers(end)
 	if full {
-		s.logFullSync(first, end.Sub(start))
+		s.logFullSync(first, end.Sub(start), ph)
 	}
 	s.log.Debug("Synced", zap.Bool("full", full), zap.Int("services", len(keys)), zap.Duration("took", end.Sub(start)))
 	return nil
@@ -209,7 +209,7 @@ func (s *Syncer) Sync() error {
 
 // logFullSync says how long a full sync took and where the time went: at Info for the
 // first success (the node is programmed) or a slow one, else at Debug.
-func (s *Syncer) logFullSync(first bool, took time.Duration) {
+func (s *Syncer) logFullSync(first bool, took time.Duration, ph *phases) {
 	msg, level := "Full sync", zap.DebugLevel
 	switch {
 	case first:
@@ -223,10 +223,7 @@ func (s *Syncer) logFullSync(first bool, took time.Duration) {
 	}
 	fields := []zap.Field{zap.Duration("took", took), zap.Duration("sinceStart", s.opts.Now().Sub(s.started)),
 		zap.Int("services", s.desired.Len()), zap.Int("virtualServers", len(s.vs)), zap.Int("realServers", s.rsTotal)}
-	if s.lastPhases != nil {
-		fields = append(fields, s.lastPhases.fields...)
-	}
-	ce.Write(fields...)
+	ce.Write(append(fields, ph.fields...)...)
 }
 
 // Desired returns the desired state. The caller must not modify it, and must not use it
