@@ -54,8 +54,15 @@ type VSCollector struct {
 	Limit int
 
 	mu     sync.Mutex
-	last   map[kernel.VSKey]kernel.VSStats // the counters at the previous scrape
+	last   map[kernel.VSKey]lastStats // the counters at the previous scrape
+	scrape uint64                     // counts the scrapes, to drop what one did not see
 	totals [5]uint64
+}
+
+// lastStats is a virtual server's counters and the scrape that read them.
+type lastStats struct {
+	stats  kernel.VSStats
+	scrape uint64
 }
 
 // Describe implements prometheus.Collector.
@@ -121,13 +128,17 @@ func (c *VSCollector) Collect(ch chan<- prometheus.Metric) {
 
 // addToTotals adds what each owned virtual server counted since the previous scrape (a
 // new one: all it counted; a counter that went back, as after a re-create: its value) to
-// the running sums, and returns them.
+// the running sums, and returns them. The previous counters are updated in place, not
+// rebuilt: a new map per scrape was 45,000 entries of garbage at 30,000 Services.
 func (c *VSCollector) addToTotals(owned []ownedStats) [5]uint64 {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	next := make(map[kernel.VSKey]kernel.VSStats, len(owned))
+	if c.last == nil {
+		c.last = make(map[kernel.VSKey]lastStats, len(owned))
+	}
+	c.scrape++
 	for _, o := range owned {
-		prev := c.last[o.key]
+		prev := c.last[o.key].stats
 		cur := [5]uint64{o.stats.Connections, o.stats.PacketsIn, o.stats.PacketsOut, o.stats.BytesIn, o.stats.BytesOut}
 		was := [5]uint64{prev.Connections, prev.PacketsIn, prev.PacketsOut, prev.BytesIn, prev.BytesOut}
 		for i := range cur {
@@ -137,8 +148,12 @@ func (c *VSCollector) addToTotals(owned []ownedStats) [5]uint64 {
 				c.totals[i] += cur[i]
 			}
 		}
-		next[o.key] = o.stats
+		c.last[o.key] = lastStats{o.stats, c.scrape}
 	}
-	c.last = next
+	for k, l := range c.last {
+		if l.scrape != c.scrape {
+			delete(c.last, k) // gone, or no longer ours: a return counts anew
+		}
+	}
 	return c.totals
 }

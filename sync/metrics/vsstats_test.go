@@ -109,4 +109,8 @@ func TestVSSumsAreMonotonic(t *testing.T) {
 	if got := sum(); got != 38 {
 		t.Errorf("after a's re-creation with 3: sum = %v, want 38", got)
 	}
+	v.set("10.96.0.2", "b", 25) // b back, re-created: all 25 are new, more than it had when it went
+	if got := sum(); got != 63 {
+		t.Errorf("after b's return with 25: sum = %v, want 63", got)
+	}
 }
