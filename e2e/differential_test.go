@@ -1,7 +1,6 @@
 package e2e
 
 import (
-	"context"
 	"slices"
 	"strings"
 	"testing"
@@ -9,7 +8,6 @@ import (
 
 	dto "github.com/prometheus/client_model/go"
 	v1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
 // fullView is the node's whole proxy state in comparable form: every virtual server with
@@ -67,26 +65,22 @@ func deliberate(line string) bool {
 // kernel, same apiserver objects) programs, except the deliberate differences.
 func TestDifferentialAgainstKubeProxy(t *testing.T) {
 	requireEnv(t)
-	ctx := context.Background()
 	one := []podEP{{"10.244.0.13", "node-1"}}
-	createService(t, &v1.Service{ObjectMeta: metav1.ObjectMeta{Name: "diff-cip"}}, 80, v1.ProtocolTCP,
+	createService(t, service("diff-cip"), 80, v1.ProtocolTCP,
 		podEP{"10.244.0.11", "node-1"}, podEP{"10.244.0.12", "node-1"})
-	createService(t, &v1.Service{ObjectMeta: metav1.ObjectMeta{Name: "diff-udp"}}, 53, v1.ProtocolUDP, podEP{"10.244.0.11", "node-1"})
-	createService(t, &v1.Service{ObjectMeta: metav1.ObjectMeta{Name: "diff-np"}, Spec: v1.ServiceSpec{Type: v1.ServiceTypeNodePort}},
+	createService(t, service("diff-udp"), 53, v1.ProtocolUDP, podEP{"10.244.0.11", "node-1"})
+	createService(t, service("diff-np", v1.ServiceSpec{Type: v1.ServiceTypeNodePort}),
 		80, v1.ProtocolTCP, one...)
-	createService(t, &v1.Service{ObjectMeta: metav1.ObjectMeta{Name: "diff-np-local"}, Spec: v1.ServiceSpec{Type: v1.ServiceTypeNodePort,
-		ExternalTrafficPolicy: v1.ServiceExternalTrafficPolicyLocal}}, 80, v1.ProtocolTCP, one...)
-	createService(t, &v1.Service{ObjectMeta: metav1.ObjectMeta{Name: "diff-ext"}, Spec: v1.ServiceSpec{ExternalIPs: []string{"198.51.100.50"}}},
+	createService(t, service("diff-np-local", v1.ServiceSpec{Type: v1.ServiceTypeNodePort,
+		ExternalTrafficPolicy: v1.ServiceExternalTrafficPolicyLocal}), 80, v1.ProtocolTCP, one...)
+	createService(t, service("diff-ext", v1.ServiceSpec{ExternalIPs: []string{"198.51.100.50"}}),
 		80, v1.ProtocolTCP, one...)
-	createService(t, &v1.Service{ObjectMeta: metav1.ObjectMeta{Name: "diff-aff"}, Spec: v1.ServiceSpec{SessionAffinity: v1.ServiceAffinityClientIP}},
+	createService(t, service("diff-aff", v1.ServiceSpec{SessionAffinity: v1.ServiceAffinityClientIP}),
 		80, v1.ProtocolTCP, one...)
-	lb := createService(t, &v1.Service{ObjectMeta: metav1.ObjectMeta{Name: "diff-lb"}, Spec: v1.ServiceSpec{Type: v1.ServiceTypeLoadBalancer,
-		LoadBalancerSourceRanges: []string{"192.168.50.0/24"}}}, 80, v1.ProtocolTCP, one...)
-	lb.Status.LoadBalancer.Ingress = []v1.LoadBalancerIngress{{IP: "203.0.113.50"}}
-	if _, err := cp.Admin.CoreV1().Services("default").UpdateStatus(ctx, lb, metav1.UpdateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	createService(t, &v1.Service{ObjectMeta: metav1.ObjectMeta{Name: "diff-empty"}}, 80, v1.ProtocolTCP)
+	lb := createService(t, service("diff-lb", v1.ServiceSpec{Type: v1.ServiceTypeLoadBalancer,
+		LoadBalancerSourceRanges: []string{"192.168.50.0/24"}}), 80, v1.ProtocolTCP, one...)
+	setLBIngress(t, lb, "203.0.113.50")
+	createService(t, service("diff-empty"), 80, v1.ProtocolTCP)
 
 	ours, theirs := compareWithKubeProxy(t, "203.0.113.50:80", nil)
 	compareMetrics(t, ours, theirs)

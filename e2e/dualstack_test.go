@@ -20,8 +20,8 @@ import (
 func TestDualStack(t *testing.T) {
 	requireEnv(t)
 	ctx := context.Background()
-	svc := createService(t, &v1.Service{ObjectMeta: metav1.ObjectMeta{Name: "dual"}, Spec: v1.ServiceSpec{
-		IPFamilyPolicy: ptr.To(v1.IPFamilyPolicyRequireDualStack), IPFamilies: []v1.IPFamily{v1.IPv4Protocol, v1.IPv6Protocol}}},
+	svc := createService(t, service("dual", v1.ServiceSpec{
+		IPFamilyPolicy: ptr.To(v1.IPFamilyPolicyRequireDualStack), IPFamilies: []v1.IPFamily{v1.IPv4Protocol, v1.IPv6Protocol}}),
 		80, v1.ProtocolTCP, podEP{"10.244.0.11", "node-1"}, podEP{"10.244.0.12", "node-1"})
 	if len(svc.Spec.ClusterIPs) != 2 {
 		t.Fatalf("the apiserver gave %v; it runs with a dual-stack service range", svc.Spec.ClusterIPs)

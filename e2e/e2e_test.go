@@ -10,9 +10,6 @@ import (
 	"time"
 
 	v1 "k8s.io/api/core/v1"
-	discovery "k8s.io/api/discovery/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/utils/ptr"
 
 	"github.com/ipvs-proxier/ipvs-proxier/e2e/harness"
 )
@@ -30,12 +27,8 @@ func TestMain(m *testing.M) { harness.Main(m, "e2e", run) }
 
 func run(m *testing.M) int {
 	ctx := context.Background()
-	bins, err := harness.BuildControlPlane()
-	if err != nil {
-		fmt.Println(err)
-		return 1
-	}
-	if cp, err = harness.StartControlPlane(bins); err != nil {
+	var err error
+	if cp, err = harness.StartControlPlane(); err != nil {
 		fmt.Println(err)
 		return 1
 	}
@@ -143,57 +136,16 @@ func waitFor(d time.Duration, ok func() bool) error {
 	return nil
 }
 
-type podEP struct{ ip, node string }
-
-func createService(t *testing.T, svc *v1.Service, port int32, proto v1.Protocol, eps ...podEP) *v1.Service {
-	t.Helper()
-	ctx := context.Background()
-	svc.Namespace = "default"
-	if len(svc.Spec.Ports) == 0 {
-		svc.Spec.Ports = []v1.ServicePort{{Name: "p", Port: port, Protocol: proto}}
-	}
-	got, err := cp.Admin.CoreV1().Services("default").Create(ctx, svc, metav1.CreateOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		_ = cp.Admin.CoreV1().Services("default").Delete(context.Background(), svc.Name, metav1.DeleteOptions{})
-		_ = cp.Admin.DiscoveryV1().EndpointSlices("default").Delete(context.Background(), svc.Name+"-1", metav1.DeleteOptions{})
-	})
-	setEndpoints(t, svc.Name, port, proto, eps...)
-	return got
-}
-
-// setEndpoints writes the Service's one EndpointSlice (no controller-manager runs here).
-func setEndpoints(t *testing.T, svcName string, port int32, proto v1.Protocol, eps ...podEP) {
-	t.Helper()
-	// The annotation the EndpointSlice controller sets; the daemon's
-	// network-programming latency metric starts from it.
-	sl := &discovery.EndpointSlice{ObjectMeta: metav1.ObjectMeta{Name: svcName + "-1", Namespace: "default",
-		Labels:      map[string]string{discovery.LabelServiceName: svcName},
-		Annotations: map[string]string{v1.EndpointsLastChangeTriggerTime: time.Now().UTC().Format(time.RFC3339Nano)}},
-		AddressType: discovery.AddressTypeIPv4,
-		Ports:       []discovery.EndpointPort{{Name: ptr.To("p"), Port: ptr.To(port), Protocol: ptr.To(proto)}}}
-	for _, e := range eps {
-		sl.Endpoints = append(sl.Endpoints, discovery.Endpoint{Addresses: []string{e.ip}, NodeName: ptr.To(e.node),
-			Conditions: discovery.EndpointConditions{Ready: ptr.To(true)}})
-	}
-	ctx := context.Background()
-	cur, err := cp.Admin.DiscoveryV1().EndpointSlices("default").Get(ctx, sl.Name, metav1.GetOptions{})
-	if err == nil {
-		sl.ResourceVersion = cur.ResourceVersion
-		_, err = cp.Admin.DiscoveryV1().EndpointSlices("default").Update(ctx, sl, metav1.UpdateOptions{})
-	} else {
-		_, err = cp.Admin.DiscoveryV1().EndpointSlices("default").Create(ctx, sl, metav1.CreateOptions{})
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
-}
-
+// ipvsadm is node-1's `ipvsadm -Ln`.
 func ipvsadm(t *testing.T) string {
 	t.Helper()
-	out, err := node.MustExec("ipvsadm -Ln")
+	return nodeOut(t, "ipvsadm -Ln")
+}
+
+// nodeOut runs cmd on node-1 and returns its output; a failure ends the test.
+func nodeOut(t *testing.T, cmd string) string {
+	t.Helper()
+	out, err := node.MustExec(cmd)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -203,10 +155,7 @@ func ipvsadm(t *testing.T) string {
 // waitIPVS waits until `ipvsadm -Ln` satisfies ok.
 func waitIPVS(t *testing.T, what string, ok func(string) bool) {
 	t.Helper()
-	var last string
-	if err := waitFor(30*time.Second, func() bool { last = ipvsadm(t); return ok(last) }); err != nil {
-		t.Fatalf("%s: %v\n%s", what, err, last)
-	}
+	waitIPVSOn(t, node, what, ok)
 }
 
 // answers asks n times and returns the distinct answering pods.
@@ -251,7 +200,7 @@ func TestClusterIP(t *testing.T) {
 	for _, proto := range []v1.Protocol{v1.ProtocolTCP, v1.ProtocolUDP} {
 		t.Run(string(proto), func(t *testing.T) {
 			name := "web-" + strings.ToLower(string(proto))
-			svc := createService(t, &v1.Service{ObjectMeta: metav1.ObjectMeta{Name: name}}, 80, proto,
+			svc := createService(t, service(name), 80, proto,
 				podEP{"10.244.0.11", "node-1"}, podEP{"10.244.0.12", "node-1"})
 			vip := svc.Spec.ClusterIP + ":80"
 			waitIPVS(t, "virtual server", func(s string) bool { return strings.Contains(s, vip) && strings.Contains(s, "10.244.0.12:80") })

@@ -39,9 +39,9 @@ func TestConflictingExternalIP(t *testing.T) {
 	requireEnv(t)
 	const vip = "203.0.113.30:80"
 	spec := v1.ServiceSpec{ExternalIPs: []string{"203.0.113.30"}}
-	createService(t, &v1.Service{ObjectMeta: metav1.ObjectMeta{Name: "conflict-b"}, Spec: *spec.DeepCopy()}, 80, v1.ProtocolTCP)
+	createService(t, service("conflict-b", *spec.DeepCopy()), 80, v1.ProtocolTCP)
 	waitIPVS(t, "loser alone", func(s string) bool { return strings.Contains(s, "TCP  "+vip) })
-	createService(t, &v1.Service{ObjectMeta: metav1.ObjectMeta{Name: "conflict-a"}, Spec: *spec.DeepCopy()}, 80, v1.ProtocolTCP, podEP{"10.244.0.11", "node-1"})
+	createService(t, service("conflict-a", *spec.DeepCopy()), 80, v1.ProtocolTCP, podEP{"10.244.0.11", "node-1"})
 	waitIPVS(t, "winner", func(s string) bool { return strings.Contains(vsBlock(s, vip), "10.244.0.11") })
 	waitServing(t, "client", "tcp", vip)
 	for i := range 20 {
@@ -59,20 +59,10 @@ func TestConflictingExternalIP(t *testing.T) {
 // its IPv4 firewall (the /0 of the other family once removed it).
 func TestSourceRangesOtherFamily(t *testing.T) {
 	requireEnv(t)
-	ctx := context.Background()
-	svc := createService(t, &v1.Service{ObjectMeta: metav1.ObjectMeta{Name: "lb-mixed"}, Spec: v1.ServiceSpec{Type: v1.ServiceTypeLoadBalancer,
-		LoadBalancerSourceRanges: []string{"192.168.50.2/32", "::/0"}}}, 80, v1.ProtocolTCP, podEP{"10.244.0.12", "node-1"})
-	svc.Status.LoadBalancer.Ingress = []v1.LoadBalancerIngress{{IP: "203.0.113.21"}}
-	if _, err := cp.Admin.CoreV1().Services("default").UpdateStatus(ctx, svc, metav1.UpdateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	waitIPVS(t, "LB IP", func(s string) bool { return strings.Contains(vsBlock(s, "203.0.113.21:80"), "10.244.0.12") })
-	if a, err := node.AskFrom("client", "tcp", "192.168.50.2", "203.0.113.21:80"); err != nil || !strings.HasPrefix(a, "pod2") {
-		t.Errorf("allowed source: %q %v", a, err)
-	}
-	if a, err := node.AskFrom("client", "tcp", "192.168.50.3", "203.0.113.21:80"); err == nil {
-		t.Errorf("denied source got through: %q", a)
-	}
+	svc := createService(t, service("lb-mixed", v1.ServiceSpec{Type: v1.ServiceTypeLoadBalancer,
+		LoadBalancerSourceRanges: []string{"192.168.50.2/32", "::/0"}}), 80, v1.ProtocolTCP, podEP{"10.244.0.12", "node-1"})
+	setLBIngress(t, svc, "203.0.113.21")
+	checkSourceRange(t, "203.0.113.21:80")
 }
 
 func ipsetList(t *testing.T, set string) string {
@@ -87,7 +77,7 @@ func ipsetList(t *testing.T, set string) string {
 func TestRestartPrunesExternalIPOnNodeIP(t *testing.T) {
 	requireEnv(t)
 	const vip = "10.0.2.15:8081"
-	createService(t, &v1.Service{ObjectMeta: metav1.ObjectMeta{Name: "ext-node-ip"}, Spec: v1.ServiceSpec{ExternalIPs: []string{"10.0.2.15"}}},
+	createService(t, service("ext-node-ip", v1.ServiceSpec{ExternalIPs: []string{"10.0.2.15"}}),
 		8081, v1.ProtocolTCP, podEP{"10.244.0.11", "node-1"})
 	waitIPVS(t, "external IP on the node IP", func(s string) bool { return strings.Contains(vsBlock(s, vip), "10.244.0.11") })
 	stopDaemon(t)
@@ -104,7 +94,7 @@ func TestRestartPrunesExternalIPOnNodeIP(t *testing.T) {
 func TestNodePortAddressesPrimary(t *testing.T) {
 	requireEnv(t)
 	runDaemonVariant(t, "primary", "(cat /var/lib/kube-proxy/config.conf; echo 'nodePortAddresses: [primary]') > /tmp/primary/config.conf")
-	svc := createService(t, &v1.Service{ObjectMeta: metav1.ObjectMeta{Name: "np-primary"}, Spec: v1.ServiceSpec{Type: v1.ServiceTypeNodePort}},
+	svc := createService(t, service("np-primary", v1.ServiceSpec{Type: v1.ServiceTypeNodePort}),
 		80, v1.ProtocolTCP, podEP{"10.244.0.11", "node-1"})
 	np := strconv.Itoa(int(svc.Spec.Ports[0].NodePort))
 	waitIPVS(t, "NodePort on the primary IP", func(s string) bool { return strings.Contains(vsBlock(s, node.IP+":"+np), "10.244.0.11") })

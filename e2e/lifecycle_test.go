@@ -17,7 +17,7 @@ import (
 // TestSCTPClusterIP: an SCTP ClusterIP through the apiserver, balanced over two pods.
 func TestSCTPClusterIP(t *testing.T) {
 	requireEnv(t)
-	svc := createService(t, &v1.Service{ObjectMeta: metav1.ObjectMeta{Name: "web-sctp"}}, 80, v1.ProtocolSCTP,
+	svc := createService(t, service("web-sctp"), 80, v1.ProtocolSCTP,
 		podEP{"10.244.0.11", "node-1"}, podEP{"10.244.0.12", "node-1"})
 	vip := svc.Spec.ClusterIP + ":80"
 	waitIPVS(t, "SCTP virtual server", func(s string) bool {
@@ -33,9 +33,7 @@ func TestSCTPClusterIP(t *testing.T) {
 // IPVS entries are flushed, kube-proxy's UDP blackhole does not happen).
 func TestUDPEndpointReplacement(t *testing.T) {
 	requireEnv(t)
-	svc := createService(t, &v1.Service{ObjectMeta: metav1.ObjectMeta{Name: "dns-like"}}, 53, v1.ProtocolUDP, podEP{"10.244.0.11", "node-1"})
-	vip := svc.Spec.ClusterIP + ":53"
-	waitIPVS(t, "created", func(s string) bool { return strings.Contains(vsBlock(s, vip), "10.244.0.11:53") })
+	svc, vip := createProgrammed(t, service("dns-like"), 53, v1.ProtocolUDP, podEP{"10.244.0.11", "node-1"})
 	const src = "192.168.50.2:40053"
 	for range 3 { // a live flow: the same 5-tuple each time
 		if a, err := node.AskFrom("client", "udp", src, vip); err != nil || !strings.HasPrefix(a, "pod1") {
@@ -74,9 +72,7 @@ func TestUDPEndpointReplacement(t *testing.T) {
 // (kubernetes#139628: a stale entry made during zero endpoints blackholed a stream for 13 h).
 func TestUDPScaleFromZero(t *testing.T) {
 	requireEnv(t)
-	svc := createService(t, &v1.Service{ObjectMeta: metav1.ObjectMeta{Name: "statsd"}}, 53, v1.ProtocolUDP)
-	vip := svc.Spec.ClusterIP + ":53"
-	waitIPVS(t, "created", func(s string) bool { return strings.Contains(s, "UDP  "+vip) })
+	svc, vip := createProgrammed(t, service("statsd"), 53, v1.ProtocolUDP)
 	const src = "192.168.50.2:40054"
 	for range 3 {
 		if a, err := node.AskFrom("client", "udp", src, vip); err == nil {
@@ -101,9 +97,7 @@ func TestUDPScaleFromZero(t *testing.T) {
 // to the other pod.
 func TestGracefulTerminationAPI(t *testing.T) {
 	requireEnv(t)
-	svc := createService(t, &v1.Service{ObjectMeta: metav1.ObjectMeta{Name: "drain"}}, 80, v1.ProtocolTCP, podEP{"10.244.0.11", "node-1"})
-	vip := svc.Spec.ClusterIP + ":80"
-	waitIPVS(t, "created", func(s string) bool { return strings.Contains(vsBlock(s, vip), "10.244.0.11:80") })
+	_, vip := createProgrammed(t, service("drain"), 80, v1.ProtocolTCP, podEP{"10.244.0.11", "node-1"})
 	greet, err := node.HoldGreeted("client", vip, 1)
 	if err != nil || len(greet) != 1 || !strings.HasPrefix(greet[0], "pod1") {
 		t.Fatalf("hold: %v %v", greet, err)
@@ -169,10 +163,8 @@ func activeRS(out, vip string) []string {
 // (kube-proxy's rule, KEP-1669).
 func TestReadinessAndTerminatingChurn(t *testing.T) {
 	requireEnv(t)
-	svc := createService(t, &v1.Service{ObjectMeta: metav1.ObjectMeta{Name: "flappy"}}, 80, v1.ProtocolTCP,
+	_, vip := createProgrammed(t, service("flappy"), 80, v1.ProtocolTCP,
 		podEP{"10.244.0.11", "node-1"}, podEP{"10.244.0.12", "node-1"})
-	vip := svc.Spec.ClusterIP + ":80"
-	waitIPVS(t, "created", func(s string) bool { return len(activeRS(s, vip)) == 2 })
 	const a, b, c = "10.244.0.11", "10.244.0.12", "10.244.0.13"
 	ready := func(ip string) epState { return epState{ip, true, true, false} }
 	notReady := func(ip string) epState { return epState{ip, false, false, false} }

@@ -7,7 +7,6 @@ import (
 	"time"
 
 	v1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/ipvs-proxier/ipvs-proxier/e2e/harness"
 )
@@ -80,11 +79,7 @@ kill -0 $(cat /tmp/daemon.pid) 2>/dev/null || sh /start-daemon.sh`)
 
 func iptablesSave(t *testing.T) string {
 	t.Helper()
-	out, err := node.MustExec("iptables-save")
-	if err != nil {
-		t.Fatal(err)
-	}
-	return out
+	return nodeOut(t, "iptables-save")
 }
 
 // TestMigrateFromIptablesMode: kube-proxy's iptables mode serves a request loop; the
@@ -92,12 +87,12 @@ func iptablesSave(t *testing.T) string {
 // rolls back to kube-proxy's iptables mode. Failed requests are counted on both paths.
 func TestMigrateFromIptablesMode(t *testing.T) {
 	requireEnv(t)
-	svc := createService(t, &v1.Service{ObjectMeta: metav1.ObjectMeta{Name: "mig-ipt"}}, 80, v1.ProtocolTCP,
+	svc := createService(t, service("mig-ipt"), 80, v1.ProtocolTCP,
 		podEP{"10.244.0.11", "node-1"}, podEP{"10.244.0.12", "node-1"})
 	vip := svc.Spec.ClusterIP + ":80"
 	// A Service without endpoints: iptables mode REJECTs it in filter KUBE-SERVICES,
 	// a rule that would outlive the switch if the leftovers stayed.
-	empty := createService(t, &v1.Service{ObjectMeta: metav1.ObjectMeta{Name: "mig-empty"}}, 80, v1.ProtocolTCP)
+	empty := createService(t, service("mig-empty"), 80, v1.ProtocolTCP)
 	emptyVIP := empty.Spec.ClusterIP + ":80"
 
 	t.Cleanup(func() { restoreNode(t) })

@@ -1,21 +1,19 @@
 package e2e
 
 import (
-	"context"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 )
 
 // TestExternalIPs: an external IP is bound on the node and serves like the ClusterIP.
 func TestExternalIPs(t *testing.T) {
 	requireEnv(t)
-	createService(t, &v1.Service{ObjectMeta: metav1.ObjectMeta{Name: "ext"}, Spec: v1.ServiceSpec{ExternalIPs: []string{"203.0.113.10"}}},
+	createService(t, service("ext", v1.ServiceSpec{ExternalIPs: []string{"203.0.113.10"}}),
 		80, v1.ProtocolTCP, podEP{"10.244.0.11", "node-1"})
 	waitIPVS(t, "external IP", func(s string) bool {
 		return strings.Contains(s, "TCP  203.0.113.10:80") && strings.Contains(vsBlock(s, "203.0.113.10:80"), "10.244.0.11")
@@ -28,18 +26,21 @@ func TestExternalIPs(t *testing.T) {
 // TestLoadBalancerSourceRanges: an LB status IP serves the allowed source and drops the other.
 func TestLoadBalancerSourceRanges(t *testing.T) {
 	requireEnv(t)
-	ctx := context.Background()
-	svc := createService(t, &v1.Service{ObjectMeta: metav1.ObjectMeta{Name: "lb"}, Spec: v1.ServiceSpec{Type: v1.ServiceTypeLoadBalancer,
-		LoadBalancerSourceRanges: []string{"192.168.50.2/32"}}}, 80, v1.ProtocolTCP, podEP{"10.244.0.12", "node-1"})
-	svc.Status.LoadBalancer.Ingress = []v1.LoadBalancerIngress{{IP: "203.0.113.20"}}
-	if _, err := cp.Admin.CoreV1().Services("default").UpdateStatus(ctx, svc, metav1.UpdateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	waitIPVS(t, "LB IP", func(s string) bool { return strings.Contains(vsBlock(s, "203.0.113.20:80"), "10.244.0.12") })
-	if a, err := node.AskFrom("client", "tcp", "192.168.50.2", "203.0.113.20:80"); err != nil || !strings.HasPrefix(a, "pod2") {
+	svc := createService(t, service("lb", v1.ServiceSpec{Type: v1.ServiceTypeLoadBalancer,
+		LoadBalancerSourceRanges: []string{"192.168.50.2/32"}}), 80, v1.ProtocolTCP, podEP{"10.244.0.12", "node-1"})
+	setLBIngress(t, svc, "203.0.113.20")
+	checkSourceRange(t, "203.0.113.20:80")
+}
+
+// checkSourceRange waits for pod2 behind the LoadBalancer IP lb and checks that the
+// client's 192.168.50.2 (inside the Service's range) reaches it and 192.168.50.3 does not.
+func checkSourceRange(t *testing.T, lb string) {
+	t.Helper()
+	waitIPVS(t, "LB IP", func(s string) bool { return strings.Contains(vsBlock(s, lb), "10.244.0.12") })
+	if a, err := node.AskFrom("client", "tcp", "192.168.50.2", lb); err != nil || !strings.HasPrefix(a, "pod2") {
 		t.Errorf("allowed source: %q %v", a, err)
 	}
-	if a, err := node.AskFrom("client", "tcp", "192.168.50.3", "203.0.113.20:80"); err == nil {
+	if a, err := node.AskFrom("client", "tcp", "192.168.50.3", lb); err == nil {
 		t.Errorf("denied source got through: %q", a)
 	}
 }
@@ -47,8 +48,7 @@ func TestLoadBalancerSourceRanges(t *testing.T) {
 // TestInternalTrafficPolicyLocal: ITP=Local uses only this node's endpoint.
 func TestInternalTrafficPolicyLocal(t *testing.T) {
 	requireEnv(t)
-	svc := createService(t, &v1.Service{ObjectMeta: metav1.ObjectMeta{Name: "itp"},
-		Spec: v1.ServiceSpec{InternalTrafficPolicy: ptr.To(v1.ServiceInternalTrafficPolicyLocal)}},
+	svc := createService(t, service("itp", v1.ServiceSpec{InternalTrafficPolicy: ptr.To(v1.ServiceInternalTrafficPolicyLocal)}),
 		80, v1.ProtocolTCP, podEP{"10.244.0.11", "node-1"}, podEP{"10.244.0.12", "node-2"})
 	vip := svc.Spec.ClusterIP + ":80"
 	waitIPVS(t, "ITP=Local", func(s string) bool { return strings.Contains(vsBlock(s, vip), "10.244.0.11") })
@@ -60,7 +60,7 @@ func TestInternalTrafficPolicyLocal(t *testing.T) {
 // TestSessionAffinity: ClientIP affinity sticks per source.
 func TestSessionAffinity(t *testing.T) {
 	requireEnv(t)
-	svc := createService(t, &v1.Service{ObjectMeta: metav1.ObjectMeta{Name: "sticky"}, Spec: v1.ServiceSpec{SessionAffinity: v1.ServiceAffinityClientIP}},
+	svc := createService(t, service("sticky", v1.ServiceSpec{SessionAffinity: v1.ServiceAffinityClientIP}),
 		80, v1.ProtocolTCP, podEP{"10.244.0.11", "node-1"}, podEP{"10.244.0.12", "node-1"}, podEP{"10.244.0.13", "node-1"})
 	vip := svc.Spec.ClusterIP + ":80"
 	waitIPVS(t, "affinity", func(s string) bool {
@@ -86,10 +86,8 @@ func TestSessionAffinity(t *testing.T) {
 // fails no request — the kernel state is adopted, never flushed.
 func TestDaemonRestartNoFailures(t *testing.T) {
 	requireEnv(t)
-	svc := createService(t, &v1.Service{ObjectMeta: metav1.ObjectMeta{Name: "restart"}}, 80, v1.ProtocolTCP,
+	_, vip := createProgrammed(t, service("restart"), 80, v1.ProtocolTCP,
 		podEP{"10.244.0.11", "node-1"}, podEP{"10.244.0.12", "node-1"})
-	vip := svc.Spec.ClusterIP + ":80"
-	waitIPVS(t, "created", func(s string) bool { return strings.Contains(vsBlock(s, vip), "10.244.0.12") })
 	waitServing(t, "client", "tcp", vip)
 	stop := node.RequestLoop(t.Logf, "client", vip)
 	time.Sleep(2 * time.Second)
@@ -117,9 +115,7 @@ func TestDaemonRestartNoFailures(t *testing.T) {
 // by the next full sync (syncPeriod 30 s in deploy/).
 func TestDriftRepairedWithinSyncPeriod(t *testing.T) {
 	requireEnv(t)
-	svc := createService(t, &v1.Service{ObjectMeta: metav1.ObjectMeta{Name: "drift"}}, 80, v1.ProtocolTCP, podEP{"10.244.0.11", "node-1"})
-	vip := svc.Spec.ClusterIP + ":80"
-	waitIPVS(t, "created", func(s string) bool { return strings.Contains(vsBlock(s, vip), "10.244.0.11") })
+	svc, vip := createProgrammed(t, service("drift"), 80, v1.ProtocolTCP, podEP{"10.244.0.11", "node-1"})
 	if _, err := node.MustExec("ipvsadm -C && ipset flush KUBE-CLUSTER-IP"); err != nil {
 		t.Fatal(err)
 	}

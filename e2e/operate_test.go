@@ -61,9 +61,7 @@ func metricValue(fams map[string]*dto.MetricFamily, name string, want map[string
 // traffic, and the health endpoints answer with kube-proxy's contract.
 func TestMetricsAndHealth(t *testing.T) {
 	requireEnv(t)
-	svc := createService(t, &v1.Service{ObjectMeta: metav1.ObjectMeta{Name: "metered"}}, 80, v1.ProtocolTCP, podEP{"10.244.0.11", "node-1"})
-	vip := svc.Spec.ClusterIP + ":80"
-	waitIPVS(t, "created", func(s string) bool { return strings.Contains(s, vip) && strings.Contains(s, "10.244.0.11:80") })
+	svc, vip := createProgrammed(t, service("metered"), 80, v1.ProtocolTCP, podEP{"10.244.0.11", "node-1"})
 	labels := map[string]string{"namespace": "default", "name": "metered", "vip": svc.Spec.ClusterIP, "port": "80", "protocol": "TCP"}
 	// /metrics reads the snapshot the sync publishes when it ends, which can be a moment
 	// after ipvsadm shows its virtual server.
@@ -135,12 +133,9 @@ func TestMetricsAndHealth(t *testing.T) {
 func TestHealthCheckNodePort(t *testing.T) {
 	requireEnv(t)
 	ctx := context.Background()
-	svc := createService(t, &v1.Service{ObjectMeta: metav1.ObjectMeta{Name: "hc-lb"}, Spec: v1.ServiceSpec{Type: v1.ServiceTypeLoadBalancer,
-		ExternalTrafficPolicy: v1.ServiceExternalTrafficPolicyLocal}}, 80, v1.ProtocolTCP, podEP{"10.244.0.12", "node-1"})
-	svc.Status.LoadBalancer.Ingress = []v1.LoadBalancerIngress{{IP: "203.0.113.30"}}
-	if _, err := cp.Admin.CoreV1().Services("default").UpdateStatus(ctx, svc, metav1.UpdateOptions{}); err != nil {
-		t.Fatal(err)
-	}
+	svc := createService(t, service("hc-lb", v1.ServiceSpec{Type: v1.ServiceTypeLoadBalancer,
+		ExternalTrafficPolicy: v1.ServiceExternalTrafficPolicyLocal}), 80, v1.ProtocolTCP, podEP{"10.244.0.12", "node-1"})
+	setLBIngress(t, svc, "203.0.113.30")
 	if svc.Spec.HealthCheckNodePort == 0 {
 		t.Fatal("the apiserver allocated no healthCheckNodePort")
 	}
@@ -216,9 +211,7 @@ const lingeringFlows = "for s in SYN_SENT SYN_RECV FIN_WAIT CLOSE_WAIT LAST_ACK 
 // Normal Event.
 func TestConntrackPressure(t *testing.T) {
 	requireEnv(t)
-	svc := createService(t, &v1.Service{ObjectMeta: metav1.ObjectMeta{Name: "ct-fill"}}, 80, v1.ProtocolTCP, podEP{"10.244.0.13", "node-1"})
-	vip := svc.Spec.ClusterIP + ":80"
-	waitIPVS(t, "created", func(s string) bool { return strings.Contains(s, vip) && strings.Contains(s, "10.244.0.13:80") })
+	_, vip := createProgrammed(t, service("ct-fill"), 80, v1.ProtocolTCP, podEP{"10.244.0.13", "node-1"})
 	const ct = "/proc/sys/net/netfilter/"
 	orig, err := node.MustExec("cat " + ct + "nf_conntrack_max " + ct + "nf_conntrack_tcp_timeout_time_wait")
 	if err != nil {

@@ -6,7 +6,6 @@ import (
 	"time"
 
 	v1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/ipvs-proxier/ipvs-proxier/e2e/harness"
 )
@@ -15,9 +14,7 @@ import (
 // serving; once it is back the daemon catches up with a change made after the restart.
 func TestAPIServerOutage(t *testing.T) {
 	requireEnv(t)
-	svc := createService(t, &v1.Service{ObjectMeta: metav1.ObjectMeta{Name: "outage"}}, 80, v1.ProtocolTCP, podEP{"10.244.0.11", "node-1"})
-	vip := svc.Spec.ClusterIP + ":80"
-	waitIPVS(t, "created", func(s string) bool { return strings.Contains(vsBlock(s, vip), "10.244.0.11") })
+	_, vip := createProgrammed(t, service("outage"), 80, v1.ProtocolTCP, podEP{"10.244.0.11", "node-1"})
 	cp.StopAPIServer()
 	apiUp := false
 	defer func() {

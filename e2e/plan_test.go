@@ -7,7 +7,6 @@ import (
 	"testing"
 
 	v1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/ipvs-proxier/ipvs-proxier/e2e/harness"
 )
@@ -36,7 +35,7 @@ func clusterIPBlocks(out string) string {
 // apiserver once, prints the ClusterIP table the node has programmed.
 func TestPlanMatchesNode(t *testing.T) {
 	requireEnv(t)
-	svc := createService(t, &v1.Service{ObjectMeta: metav1.ObjectMeta{Name: "planned"}}, 80, v1.ProtocolTCP,
+	svc := createService(t, service("planned"), 80, v1.ProtocolTCP,
 		podEP{"10.244.0.11", "node-1"}, podEP{"10.244.0.13", "node-1"})
 	waitIPVS(t, "created", func(s string) bool { return strings.Contains(vsBlock(s, svc.Spec.ClusterIP+":80"), "10.244.0.13") })
 	dir := t.TempDir()

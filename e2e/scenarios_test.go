@@ -20,7 +20,7 @@ func TestNodePort(t *testing.T) {
 	for _, local := range []bool{false, true} {
 		name := map[bool]string{false: "np-cluster", true: "np-local"}[local]
 		t.Run(name, func(t *testing.T) {
-			svc := &v1.Service{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: v1.ServiceSpec{Type: v1.ServiceTypeNodePort}}
+			svc := service(name, v1.ServiceSpec{Type: v1.ServiceTypeNodePort})
 			if local {
 				svc.Spec.ExternalTrafficPolicy = v1.ServiceExternalTrafficPolicyLocal
 			}
@@ -44,7 +44,7 @@ func TestNodePort(t *testing.T) {
 // TestServiceDeletion: the virtual server, the dummy address and the ipset entries go.
 func TestServiceDeletion(t *testing.T) {
 	requireEnv(t)
-	svc := createService(t, &v1.Service{ObjectMeta: metav1.ObjectMeta{Name: "doomed"}}, 8080, v1.ProtocolTCP, podEP{"10.244.0.11", "node-1"})
+	svc := createService(t, service("doomed"), 8080, v1.ProtocolTCP, podEP{"10.244.0.11", "node-1"})
 	vip := svc.Spec.ClusterIP
 	waitIPVS(t, "created", func(s string) bool { return strings.Contains(s, vip+":8080") })
 	check := func() string {
@@ -67,9 +67,7 @@ func TestServiceDeletion(t *testing.T) {
 // minSyncPeriod (1 s, from deploy/) plus 1 s. The distribution is logged.
 func TestEndpointChurnLatency(t *testing.T) {
 	requireEnv(t)
-	svc := createService(t, &v1.Service{ObjectMeta: metav1.ObjectMeta{Name: "churn"}}, 80, v1.ProtocolTCP, podEP{"10.244.0.11", "node-1"})
-	vip := svc.Spec.ClusterIP + ":80"
-	waitIPVS(t, "created", func(s string) bool { return strings.Contains(s, vip) })
+	_, vip := createProgrammed(t, service("churn"), 80, v1.ProtocolTCP, podEP{"10.244.0.11", "node-1"})
 	sets := [][]podEP{
 		{{"10.244.0.11", "node-1"}, {"10.244.0.12", "node-1"}},
 		{{"10.244.0.12", "node-1"}},

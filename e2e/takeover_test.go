@@ -6,7 +6,6 @@ import (
 	"time"
 
 	v1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
 // clusterIPView is what both proxies must agree on: the ClusterIP virtual servers with
@@ -37,10 +36,8 @@ func clusterIPView(t *testing.T) string {
 // what kube-proxy had (the differential check). It runs last: it wipes the node first.
 func TestTakeoverFromKubeProxy(t *testing.T) {
 	requireEnv(t)
-	svc := createService(t, &v1.Service{ObjectMeta: metav1.ObjectMeta{Name: "takeover"}}, 80, v1.ProtocolTCP,
+	svc, vip := createProgrammed(t, service("takeover"), 80, v1.ProtocolTCP,
 		podEP{"10.244.0.11", "node-1"}, podEP{"10.244.0.12", "node-1"})
-	vip := svc.Spec.ClusterIP + ":80"
-	waitIPVS(t, "created", func(s string) bool { return strings.Contains(vsBlock(s, vip), "10.244.0.12") })
 
 	t.Cleanup(func() { restoreNode(t) })
 	wipeNode(t)

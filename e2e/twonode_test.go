@@ -1,7 +1,6 @@
 package e2e
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"slices"
@@ -11,7 +10,6 @@ import (
 	"time"
 
 	v1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/ipvs-proxier/ipvs-proxier/e2e/harness"
 )
@@ -75,7 +73,7 @@ func waitIPVSOn(t *testing.T, nd *harness.Node, what string, ok func(string) boo
 // nodes, across the link; a pod's own address reaches the remote backend unchanged.
 func TestCrossNodeEndpoints(t *testing.T) {
 	requireEnv(t)
-	svc := createService(t, &v1.Service{ObjectMeta: metav1.ObjectMeta{Name: "spread"}}, 80, v1.ProtocolTCP,
+	svc := createService(t, service("spread"), 80, v1.ProtocolTCP,
 		podEP{"10.244.0.11", "node-1"}, podEP{"10.244.1.11", "node-2"})
 	vip := svc.Spec.ClusterIP + ":80"
 	for _, nd := range []*harness.Node{node, node2} {
@@ -119,15 +117,11 @@ func hcAsk(t *testing.T, from *harness.Node, url string) (int, int) {
 // checks say which node to use, and flip when the endpoint moves.
 func TestExternalTrafficPolicyLocalTwoNodes(t *testing.T) {
 	requireEnv(t)
-	ctx := context.Background()
-	svc := createService(t, &v1.Service{ObjectMeta: metav1.ObjectMeta{Name: "etp-lb"}, Spec: v1.ServiceSpec{Type: v1.ServiceTypeLoadBalancer,
-		ExternalTrafficPolicy: v1.ServiceExternalTrafficPolicyLocal}}, 80, v1.ProtocolTCP,
+	svc := createService(t, service("etp-lb", v1.ServiceSpec{Type: v1.ServiceTypeLoadBalancer,
+		ExternalTrafficPolicy: v1.ServiceExternalTrafficPolicyLocal}), 80, v1.ProtocolTCP,
 		podEP{"10.244.0.11", "node-1"}, podEP{"10.244.1.11", "node-2"})
 	const lbIP = "203.0.113.40"
-	svc.Status.LoadBalancer.Ingress = []v1.LoadBalancerIngress{{IP: lbIP}}
-	if _, err := cp.Admin.CoreV1().Services("default").UpdateStatus(ctx, svc, metav1.UpdateOptions{}); err != nil {
-		t.Fatal(err)
-	}
+	setLBIngress(t, svc, lbIP)
 	lb, np := lbIP+":80", fmt.Sprint(svc.Spec.Ports[0].NodePort)
 	local := map[*harness.Node]struct{ pod, ep, client, ip string }{
 		node:  {"pod1", "10.244.0.11:80", "192.168.50.2", "192.168.100.1"},

@@ -42,13 +42,8 @@ func run() error {
 	}
 	defer os.Remove(pidFile)
 
-	step("building kube-apiserver and etcd %s (cached after the first run)", harness.KubeVersion)
-	bins, err := harness.BuildControlPlane()
-	if err != nil {
-		return err
-	}
-	step("starting etcd and kube-apiserver on loopback")
-	cp, err := harness.StartControlPlane(bins)
+	step("building kube-apiserver and etcd %s (cached after the first run), starting them on loopback", harness.KubeVersion)
+	cp, err := harness.StartControlPlane()
 	if err != nil {
 		return err
 	}
@@ -81,7 +76,7 @@ func run() error {
 	if err := show(node); err != nil {
 		return err
 	}
-	st, err := writeState(cp, node, bins)
+	st, err := writeState(cp, node, cp.Bins)
 	defer os.Remove(filepath.Join(stateDir(), "state.json"))
 	if err != nil {
 		return err
@@ -94,7 +89,7 @@ func run() error {
     # (no controllers run: pods are network namespaces in the VM, so edit EndpointSlices)
     make build && bin/ipvs-proxier status --address %s
     curl -s http://%s/metrics | grep ^kubeproxy_sync
-`, st.Kubeconfig, harness.KubeVersion, bins.Kubectl, st.Health, st.Metrics)
+`, st.Kubeconfig, harness.KubeVersion, cp.Bins.Kubectl, st.Health, st.Metrics)
 	sig := make(chan os.Signal, 1)
 	signal.Notify(sig, syscall.SIGINT, syscall.SIGTERM)
 	<-sig

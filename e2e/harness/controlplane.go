@@ -40,9 +40,14 @@ type ControlPlane struct {
 	apiProc   int
 }
 
-// StartControlPlane starts etcd and kube-apiserver on 127.0.0.1 and waits until ready.
-// extraArgs are appended to kube-apiserver's (the scale benchmark widens the NodePort range).
-func StartControlPlane(bins Binaries, extraArgs ...string) (*ControlPlane, error) {
+// StartControlPlane builds etcd and kube-apiserver (BuildControlPlane: cached after the
+// first run), starts them on 127.0.0.1 and waits until ready. extraArgs are appended to
+// kube-apiserver's (the scale benchmark widens the NodePort range).
+func StartControlPlane(extraArgs ...string) (*ControlPlane, error) {
+	bins, err := BuildControlPlane()
+	if err != nil {
+		return nil, err
+	}
 	dir, err := os.MkdirTemp("", "ipvs-proxier-e2e-")
 	if err != nil {
 		return nil, err

@@ -24,19 +24,16 @@ func TestMain(m *testing.M) { harness.Main(m, "e2e kubeadm", run) }
 
 func run(m *testing.M) int {
 	var err error
-	if bins, err = harness.BuildControlPlane(); err != nil {
-		fmt.Println(err)
-		return 1
-	}
 	if kubeadmBin, err = harness.BuildKubeadm(); err != nil {
 		fmt.Println(err)
 		return 1
 	}
-	if cp, err = harness.StartControlPlane(bins); err != nil {
+	if cp, err = harness.StartControlPlane(); err != nil {
 		fmt.Println(err)
 		return 1
 	}
 	defer cp.Stop()
+	bins = cp.Bins
 	kubeconfig = filepath.Join(cp.Dir, "admin.kubeconfig")
 	if err := cp.WriteKubeconfig(kubeconfig); err != nil {
 		fmt.Println(err)

@@ -32,20 +32,17 @@ func TestMain(m *testing.M) { harness.Main(m, "e2e kubelet tier", run) }
 func run(m *testing.M) int {
 	start := time.Now()
 	var err error
-	if bins, err = harness.BuildControlPlane(); err != nil {
-		fmt.Println(err)
-		return 1
-	}
 	kb, err := harness.BuildKubeletTier()
 	if err != nil {
 		fmt.Println(err)
 		return 1
 	}
-	if cp, err = harness.StartControlPlane(bins); err != nil {
+	if cp, err = harness.StartControlPlane(); err != nil {
 		fmt.Println(err)
 		return 1
 	}
 	defer cp.Stop()
+	bins = cp.Bins
 	if err := cp.StartControllers(kb); err != nil {
 		fmt.Println(err)
 		return 1

@@ -70,12 +70,8 @@ func run() error {
 	out := env("BENCH_OUT", filepath.Join(harness.RepoRoot(), "bench/results"))
 	ctx := context.Background()
 
-	bins, err := harness.BuildControlPlane()
-	if err != nil {
-		return err
-	}
 	// Half the Services are NodePorts: 15,000 at 30,000, beyond the default range.
-	cp, err := harness.StartControlPlane(bins, "--service-node-port-range=20000-59999", "--max-requests-inflight=1000")
+	cp, err := harness.StartControlPlane("--service-node-port-range=20000-59999", "--max-requests-inflight=1000")
 	if err != nil {
 		return err
 	}
