@@ -9,9 +9,10 @@ import (
 	"time"
 
 	v1 "k8s.io/api/core/v1"
-	discovery "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
+
+	"github.com/ipvs-proxier/ipvs-proxier/e2e/harness"
 )
 
 // TestDualStack: a RequireDualStack Service gets an IPv4 and an IPv6 ClusterIP from the
@@ -27,13 +28,7 @@ func TestDualStack(t *testing.T) {
 		t.Fatalf("the apiserver gave %v; it runs with a dual-stack service range", svc.Spec.ClusterIPs)
 	}
 	v6 := netip.MustParseAddr(svc.Spec.ClusterIPs[1])
-	sl := &discovery.EndpointSlice{ObjectMeta: metav1.ObjectMeta{Name: "dual-2", Namespace: "default",
-		Labels: map[string]string{discovery.LabelServiceName: "dual"}}, AddressType: discovery.AddressTypeIPv6,
-		Ports: []discovery.EndpointPort{{Name: ptr.To("p"), Port: ptr.To[int32](80), Protocol: ptr.To(v1.ProtocolTCP)}}}
-	for _, ip := range []string{"fd00:244::11", "fd00:244::12"} {
-		sl.Endpoints = append(sl.Endpoints, discovery.Endpoint{Addresses: []string{ip}, NodeName: ptr.To("node-1"),
-			Conditions: discovery.EndpointConditions{Ready: ptr.To(true)}})
-	}
+	sl := harness.ReadySlice("dual", "dual-2", 80, v1.ProtocolTCP, endpoints([]podEP{{"fd00:244::11", "node-1"}, {"fd00:244::12", "node-1"}})...)
 	if _, err := cp.Admin.DiscoveryV1().EndpointSlices("default").Create(ctx, sl, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}

@@ -9,9 +9,9 @@ import (
 	"time"
 
 	v1 "k8s.io/api/core/v1"
-	discovery "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/utils/ptr"
+
+	"github.com/ipvs-proxier/ipvs-proxier/e2e/harness"
 )
 
 // podEP is an endpoint of a test Service: a pod's address and the node it runs on.
@@ -75,15 +75,8 @@ func setEndpoints(t *testing.T, svcName string, port int32, proto v1.Protocol, e
 	t.Helper()
 	// The annotation the EndpointSlice controller sets; the daemon's
 	// network-programming latency metric starts from it.
-	sl := &discovery.EndpointSlice{ObjectMeta: metav1.ObjectMeta{Name: svcName + "-1", Namespace: "default",
-		Labels:      map[string]string{discovery.LabelServiceName: svcName},
-		Annotations: map[string]string{v1.EndpointsLastChangeTriggerTime: time.Now().UTC().Format(time.RFC3339Nano)}},
-		AddressType: discovery.AddressTypeIPv4,
-		Ports:       []discovery.EndpointPort{{Name: ptr.To("p"), Port: ptr.To(port), Protocol: ptr.To(proto)}}}
-	for _, e := range eps {
-		sl.Endpoints = append(sl.Endpoints, discovery.Endpoint{Addresses: []string{e.ip}, NodeName: ptr.To(e.node),
-			Conditions: discovery.EndpointConditions{Ready: ptr.To(true)}})
-	}
+	sl := harness.ReadySlice(svcName, svcName+"-1", port, proto, endpoints(eps)...)
+	sl.Annotations = map[string]string{v1.EndpointsLastChangeTriggerTime: time.Now().UTC().Format(time.RFC3339Nano)}
 	ctx := context.Background()
 	cur, err := cp.Admin.DiscoveryV1().EndpointSlices("default").Get(ctx, sl.Name, metav1.GetOptions{})
 	if err == nil {
@@ -104,4 +97,13 @@ func setLBIngress(t *testing.T, svc *v1.Service, ip string) {
 	if _, err := cp.Admin.CoreV1().Services("default").UpdateStatus(context.Background(), svc, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// endpoints converts the test's endpoints for the harness.
+func endpoints(eps []podEP) []harness.Endpoint {
+	out := make([]harness.Endpoint, len(eps))
+	for i, e := range eps {
+		out[i] = harness.Endpoint{IP: e.ip, Node: e.node}
+	}
+	return out
 }

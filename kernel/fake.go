@@ -448,72 +448,83 @@ func (f *Fake) DelEntry(name string, e SetEntry) error {
 
 // WriteAddresses implements Addresses, one op at a time (counted as the single ops).
 func (f *Fake) WriteAddresses(dev string, ops []AddressOp) []error {
-	errs := make([]error, len(ops))
-	for i, op := range ops {
+	return eachOp(ops, func(op AddressOp) error {
 		if op.Unbind {
-			if err := f.UnbindAddress(dev, op.Addr); !errors.Is(err, ErrNotFound) || !f.hasDevice(dev) {
-				errs[i] = err
-			}
-		} else if err := f.BindAddress(dev, op.Addr); !errors.Is(err, ErrExist) {
-			errs[i] = err
+			return absentOK(f.UnbindAddress(dev, op.Addr), f.hasDevice(dev))
 		}
-	}
-	return errs
+		return existOK(f.BindAddress(dev, op.Addr))
+	})
 }
 
 // WriteVirtualServers implements IPVS, one op at a time (counted as the single ops).
 func (f *Fake) WriteVirtualServers(ops []VirtualServerOp) []error {
-	errs := make([]error, len(ops))
-	for i, op := range ops {
+	return eachOp(ops, func(op VirtualServerOp) error {
 		switch op.Kind {
 		case AddVS:
-			errs[i] = f.AddVirtualServer(op.VS)
+			return f.AddVirtualServer(op.VS)
 		case UpdateVS:
-			errs[i] = f.UpdateVirtualServer(op.VS)
+			return f.UpdateVirtualServer(op.VS)
 		case DeleteVS:
-			if err := f.DeleteVirtualServer(op.VS.VSKey); !errors.Is(err, ErrNotFound) {
-				errs[i] = err
-			}
+			return absentOK(f.DeleteVirtualServer(op.VS.VSKey), true)
 		}
-	}
-	return errs
+		return nil
+	})
 }
 
 // WriteRealServers implements IPVS, one op at a time (counted as the single ops).
 func (f *Fake) WriteRealServers(ops []RealServerOp) []error {
-	errs := make([]error, len(ops))
-	for i, op := range ops {
+	return eachOp(ops, func(op RealServerOp) error {
 		switch op.Kind {
 		case AddRS:
-			err := f.AddRealServer(op.VS, op.RS)
-			if errors.Is(err, ErrExist) {
-				err = f.UpdateRealServer(op.VS, op.RS)
+			if err := f.AddRealServer(op.VS, op.RS); !errors.Is(err, ErrExist) {
+				return err
 			}
-			errs[i] = err
+			return f.UpdateRealServer(op.VS, op.RS)
 		case UpdateRS:
-			errs[i] = f.UpdateRealServer(op.VS, op.RS)
+			return f.UpdateRealServer(op.VS, op.RS)
 		case DeleteRS:
-			if err := f.DeleteRealServer(op.VS, op.RS); !errors.Is(err, ErrNotFound) || !f.hasVS(op.VS) {
-				errs[i] = err
-			}
+			return absentOK(f.DeleteRealServer(op.VS, op.RS), f.hasVS(op.VS))
 		}
-	}
-	return errs
+		return nil
+	})
 }
 
 // WriteEntries implements IPSets, one op at a time (counted as AddEntry and DelEntry).
 func (f *Fake) WriteEntries(ops []SetOp) []error {
+	return eachOp(ops, func(op SetOp) error {
+		if op.Delete {
+			return absentOK(f.DelEntry(op.Set, op.Entry), f.hasSet(op.Set))
+		}
+		return existOK(f.AddEntry(op.Set, op.Entry))
+	})
+}
+
+// eachOp applies ops one at a time and returns one error per op, as the batch writes do.
+func eachOp[T any](ops []T, apply func(T) error) []error {
 	errs := make([]error, len(ops))
 	for i, op := range ops {
-		if op.Delete {
-			if err := f.DelEntry(op.Set, op.Entry); !errors.Is(err, ErrNotFound) || !f.hasSet(op.Set) {
-				errs[i] = err
-			}
-		} else if err := f.AddEntry(op.Set, op.Entry); !errors.Is(err, ErrExist) {
-			errs[i] = err
-		}
+		errs[i] = apply(op)
 	}
 	return errs
+}
+
+// existOK is err, except that adding what exists succeeds: the kernel backends' batch
+// adds do not set NLM_F_EXCL.
+func existOK(err error) error {
+	if errors.Is(err, ErrExist) {
+		return nil
+	}
+	return err
+}
+
+// absentOK is err, except that deleting what is gone succeeds while its container (the
+// device, virtual server or set) exists; a missing container stays an error, as in the
+// kernel.
+func absentOK(err error, container bool) error {
+	if container && errors.Is(err, ErrNotFound) {
+		return nil
+	}
+	return err
 }
 
 func (f *Fake) hasSet(name string) bool {

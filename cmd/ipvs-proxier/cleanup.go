@@ -159,34 +159,33 @@ func cleanupVirtualServers(dummy string, exclude []netip.Prefix) (int, error) {
 }
 
 // chainsMinus returns a's chains that b does not list in the same table.
-func chainsMinus(a, b map[string][]string) map[string][]string {
+func chainsMinus(a, b map[string][]string) map[string][]string { return chainsWhere(a, b, false) }
+
+// chainsIntersect returns a's chains that b lists in the same table.
+func chainsIntersect(a, b map[string][]string) map[string][]string { return chainsWhere(a, b, true) }
+
+// chainsUnion returns the chains of a and then those of b that a lacks, by table.
+func chainsUnion(a, b map[string][]string) map[string][]string {
+	out := map[string][]string{}
+	for table, cs := range a {
+		out[table] = slices.Clone(cs)
+	}
+	for table, cs := range chainsMinus(b, a) {
+		out[table] = append(out[table], cs...)
+	}
+	return out
+}
+
+// chainsWhere returns a's chains, by table, that b lists in the same table (inB) or
+// does not (!inB).
+func chainsWhere(a, b map[string][]string, inB bool) map[string][]string {
 	out := map[string][]string{}
 	for table, cs := range a {
 		for _, c := range cs {
-			if !slices.Contains(b[table], c) {
+			if slices.Contains(b[table], c) == inB {
 				out[table] = append(out[table], c)
 			}
 		}
 	}
 	return out
-}
-
-// chainsUnion returns the chains of a and b, by table.
-func chainsUnion(a, b map[string][]string) map[string][]string {
-	out := map[string][]string{}
-	for _, m := range []map[string][]string{a, b} {
-		for table, cs := range m {
-			for _, c := range cs {
-				if !slices.Contains(out[table], c) {
-					out[table] = append(out[table], c)
-				}
-			}
-		}
-	}
-	return out
-}
-
-// chainsIntersect returns a's chains that b lists in the same table.
-func chainsIntersect(a, b map[string][]string) map[string][]string {
-	return chainsMinus(a, chainsMinus(a, b))
 }

@@ -10,7 +10,6 @@ import (
 // the informers' resync period; 0s in the file (kubeadm writes it) keeps the 15m
 // default, and a flag of 0 is refused as kube-proxy's validation refuses it.
 func TestConfigSyncPeriod(t *testing.T) {
-	const head = "apiVersion: kubeproxy.config.k8s.io/v1alpha1\nkind: KubeProxyConfiguration\n"
 	for _, tc := range []struct {
 		name, conf string
 		flags      []string
@@ -24,14 +23,8 @@ func TestConfigSyncPeriod(t *testing.T) {
 		{"flag 0", "", []string{"--config-sync-period=0"}, 0, "--config-sync-period 0s: must be greater than 0"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			o := newOptions("t")
-			if err := o.fs.Parse(tc.flags); err != nil {
-				t.Fatal(err)
-			}
-			if w, err := o.applyConfig([]byte(head + tc.conf + "\n")); err != nil || len(w) > 0 {
-				t.Fatalf("%v %v", w, err)
-			}
-			_, err := o.resolve(func() (string, error) { return "n", nil })
+			o := configured(t, tc.flags, tc.conf)
+			_, err := resolveNode(o)
 			if tc.err != "" {
 				if err == nil || !strings.Contains(err.Error(), tc.err) {
 					t.Fatalf("error %v, want %q", err, tc.err)

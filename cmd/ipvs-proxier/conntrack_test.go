@@ -11,7 +11,6 @@ import (
 // kube-proxy's defaults (24h established, 1h close-wait, the rest left to the kernel); an
 // explicit 0 in the file leaves the kernel's value; a flag wins over the file.
 func TestConntrackTimeouts(t *testing.T) {
-	const head = "apiVersion: kubeproxy.config.k8s.io/v1alpha1\nkind: KubeProxyConfiguration\n"
 	def := linux.ConntrackTimeouts{TCPEstablished: 24 * time.Hour, TCPCloseWait: time.Hour}
 	cases := []struct {
 		name  string
@@ -31,16 +30,9 @@ func TestConntrackTimeouts(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			o := newOptions("t")
-			if err := o.fs.Parse(tc.flags); err != nil {
-				t.Fatal(err)
-			}
-			warnings, err := o.applyConfig([]byte(head + tc.conf + "\n"))
-			if err != nil {
-				t.Fatal(err)
-			}
-			if len(warnings) > 0 || len(o.kubeProxyWarnings()) > 0 {
-				t.Errorf("warnings: %v %v", warnings, o.kubeProxyWarnings())
+			o := configured(t, tc.flags, tc.conf)
+			if w := o.kubeProxyWarnings(); len(w) > 0 {
+				t.Errorf("warnings: %v", w)
 			}
 			if o.conntrack != tc.want {
 				t.Errorf("got %+v, want %+v", o.conntrack, tc.want)

@@ -20,7 +20,6 @@ users: [{name: u, user: {token: t}}]
 `), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	const head = "apiVersion: kubeproxy.config.k8s.io/v1alpha1\nkind: KubeProxyConfiguration\n"
 	for _, tc := range []struct {
 		name, conf      string
 		flags           []string
@@ -36,14 +35,7 @@ users: [{name: u, user: {token: t}}]
 			"application/json", ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			o := newOptions("t")
-			if err := o.fs.Parse(append([]string{"--kubeconfig", kc}, tc.flags...)); err != nil {
-				t.Fatal(err)
-			}
-			if w, err := o.applyConfig([]byte(head + tc.conf + "\n")); err != nil || len(w) > 0 {
-				t.Fatalf("%v %v", w, err)
-			}
-			cfg, _, err := restConfig(o)
+			cfg, _, err := restConfig(configured(t, append([]string{"--kubeconfig", kc}, tc.flags...), tc.conf))
 			if err != nil {
 				t.Fatal(err)
 			}

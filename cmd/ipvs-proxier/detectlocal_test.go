@@ -11,7 +11,6 @@ import (
 // translation config; a mode without its interface, or an unknown mode, is fatal with the
 // field named, as kube-proxy's validation makes it.
 func TestDetectLocal(t *testing.T) {
-	const head = "apiVersion: kubeproxy.config.k8s.io/v1alpha1\nkind: KubeProxyConfiguration\n"
 	for _, tc := range []struct {
 		name          string
 		flags         []string
@@ -35,15 +34,7 @@ func TestDetectLocal(t *testing.T) {
 		{"unknown mode", nil, "detectLocalMode: PodCIDR", "", "", "", `detectLocalMode "PodCIDR": want one of ClusterCIDR, NodeCIDR`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			o := newOptions("t")
-			if err := o.fs.Parse(tc.flags); err != nil {
-				t.Fatal(err)
-			}
-			o.configFile = "config.conf"
-			if w, err := o.applyConfig([]byte(head + tc.conf + "\n")); err != nil || len(w) > 0 {
-				t.Fatalf("%v %v", w, err)
-			}
-			r, err := o.resolve(func() (string, error) { return "n", nil })
+			r, err := resolveNode(configured(t, tc.flags, tc.conf))
 			if tc.err != "" {
 				if err == nil || !strings.Contains(err.Error(), tc.err) {
 					t.Fatalf("error %v, want %q", err, tc.err)

@@ -14,7 +14,7 @@ func FuzzConfig(f *testing.F) {
 	for _, s := range []string{"", "mode: ipvs\n", "ipvs: {syncPeriod: -1s}\n", "iptables: {masqueradeBit: 0}\n",
 		"nodePortAddresses: [primary, 10.0.0.0/8]\n", "clusterCIDR: 10.244.0.0/16,fd00::/48\n", "conntrack: {min: 5, maxPerCore: 0}\n",
 		"kind: Pod\n", "{\"ipvs\": {\"scheduler\": \"sh\"}}", "detectLocalMode: NodeCIDR\n"} {
-		f.Add([]byte("apiVersion: kubeproxy.config.k8s.io/v1alpha1\nkind: KubeProxyConfiguration\n" + s))
+		f.Add([]byte(confHead + s))
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {

@@ -173,7 +173,7 @@ func TestConfigErrorsNameTheField(t *testing.T) {
 				t.Fatal(err)
 			}
 			o.configFile = "f.conf"
-			_, err := o.applyConfig([]byte("apiVersion: kubeproxy.config.k8s.io/v1alpha1\nkind: KubeProxyConfiguration\n" + tc.conf + "\n"))
+			_, err := o.applyConfig([]byte(confHead + tc.conf + "\n"))
 			if err == nil {
 				_, err = o.resolve(host)
 			}

@@ -12,9 +12,7 @@ import (
 	"time"
 
 	v1 "k8s.io/api/core/v1"
-	discovery "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/utils/ptr"
 
 	"github.com/ipvs-proxier/ipvs-proxier/e2e/harness"
 )
@@ -105,13 +103,11 @@ func createService(t *testing.T, name string, ips ...string) *v1.Service {
 	if err != nil {
 		t.Fatal(err)
 	}
-	sl := &discovery.EndpointSlice{ObjectMeta: metav1.ObjectMeta{Name: name + "-1", Labels: map[string]string{discovery.LabelServiceName: name}},
-		AddressType: discovery.AddressTypeIPv4,
-		Ports:       []discovery.EndpointPort{{Name: ptr.To("p"), Port: ptr.To[int32](80), Protocol: ptr.To(v1.ProtocolTCP)}}}
+	var eps []harness.Endpoint
 	for _, ip := range ips {
-		sl.Endpoints = append(sl.Endpoints, discovery.Endpoint{Addresses: []string{ip}, NodeName: ptr.To("node-1"),
-			Conditions: discovery.EndpointConditions{Ready: ptr.To(true)}})
+		eps = append(eps, harness.Endpoint{IP: ip, Node: "node-1"})
 	}
+	sl := harness.ReadySlice(name, name+"-1", 80, v1.ProtocolTCP, eps...)
 	if _, err := cp.Admin.DiscoveryV1().EndpointSlices("default").Create(ctx, sl, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}

@@ -7,10 +7,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/ipvs-proxier/ipvs-proxier/kernel"
-	"github.com/ipvs-proxier/ipvs-proxier/kernel/kerneltest"
 )
 
 // TestIPVSBatchReal: virtual servers created in one batch, one with an unknown scheduler
@@ -18,12 +16,7 @@ import (
 // an add of a present one updates it, a delete of an absent one succeeds, an op on a
 // missing virtual server fails alone and the ops after it land.
 func TestIPVSBatchReal(t *testing.T) {
-	kerneltest.RequireIPVS(t)
-	x, err := NewIPVS(5 * time.Second)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer x.Close()
+	x := ipvsForTest(t)
 	a := netip.MustParseAddr
 	keys := []kernel.VSKey{
 		{Protocol: kernel.TCP, Address: a("10.96.5.1"), Port: 80},

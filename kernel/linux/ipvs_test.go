@@ -25,12 +25,7 @@ func ipvsadm(t *testing.T) string {
 
 // TestIPVSReal: every operation against the kernel, checked with ipvsadm.
 func TestIPVSReal(t *testing.T) {
-	kerneltest.RequireIPVS(t)
-	x, err := NewIPVS(5 * time.Second)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer x.Close()
+	x := ipvsForTest(t)
 	a := netip.MustParseAddr
 	key := kernel.VSKey{Protocol: kernel.TCP, Address: a("10.96.0.1"), Port: 80}
 	vs := kernel.VirtualServer{VSKey: key, Scheduler: "rr"}
@@ -174,4 +169,16 @@ func TestIPVSDeadline(t *testing.T) {
 	if _, err := x.ListVirtualServers(); err != nil {
 		t.Errorf("after a timeout: %v", err)
 	}
+}
+
+// ipvsForTest skips without IPVS, else returns a backend closed when the test ends.
+func ipvsForTest(t *testing.T) *IPVS {
+	t.Helper()
+	kerneltest.RequireIPVS(t)
+	x, err := NewIPVS(5 * time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { x.Close() })
+	return x
 }

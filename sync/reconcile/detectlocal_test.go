@@ -16,18 +16,10 @@ import (
 // change (kube-proxy exits and restarts for that; the syncer re-renders the rules).
 func TestNodeCIDRFollowsTheNode(t *testing.T) {
 	h := newHarness(t, kernel.Kernel{}, nil, func(o *Options) { o.Config.LocalMode = proxier.LocalModeNodeCIDR })
-	rules := func() string {
-		t.Helper()
-		r, err := h.fake.Save(kernel.IPv4)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return r
-	}
 	node := &v1.Node{ObjectMeta: metav1.ObjectMeta{Name: testNode}}
 	h.src.SetNode(node)
 	h.mustSync(t)
-	if r := rules(); !strings.Contains(r, "KUBE-CLUSTER-IP src,dst -j KUBE-MARK-MASQ") || strings.Contains(r, "-A KUBE-EXTERNAL-NO-LOCAL -s") {
+	if r := h.rules(t); !strings.Contains(r, "KUBE-CLUSTER-IP src,dst -j KUBE-MARK-MASQ") || strings.Contains(r, "-A KUBE-EXTERNAL-NO-LOCAL -s") {
 		t.Errorf("no pod CIDR yet: want the no-op detector\n%s", r)
 	}
 	for _, cidr := range []string{"10.244.3.0/24", "10.244.7.0/24"} {
@@ -35,7 +27,7 @@ func TestNodeCIDRFollowsTheNode(t *testing.T) {
 		h.src.SetNode(node)
 		h.tracker.AllChanged()
 		h.mustSync(t)
-		if r := rules(); !strings.Contains(r, "dst,dst ! -s "+cidr+" -j KUBE-MARK-MASQ") || !strings.Contains(r, "-A KUBE-EXTERNAL-NO-LOCAL -s "+cidr+" -j RETURN") {
+		if r := h.rules(t); !strings.Contains(r, "dst,dst ! -s "+cidr+" -j KUBE-MARK-MASQ") || !strings.Contains(r, "-A KUBE-EXTERNAL-NO-LOCAL -s "+cidr+" -j RETURN") {
 			t.Errorf("pod CIDR %s: rules\n%s", cidr, r)
 		}
 	}

@@ -59,6 +59,16 @@ func (h *harness) mustSync(t testing.TB) {
 	checkRealServerCount(t, h.syncer)
 }
 
+// rules is the fake's iptables-save text of the IPv4 rules.
+func (h *harness) rules(t testing.TB) string {
+	t.Helper()
+	r, err := h.fake.Save(kernel.IPv4)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
 // checkRealServerCount fails t when the syncer's running count of real servers is not
 // the number it has cached.
 func checkRealServerCount(t testing.TB, s *Syncer) {

@@ -61,13 +61,7 @@ func TestTakeoverPrunesLinkLocalNodePorts(t *testing.T) {
 	must(t, fake.AddVirtualServer(kernel.VirtualServer{VSKey: kernel.VSKey{Protocol: kernel.TCP, Address: ll, Port: 30080}, Scheduler: "rr"}))
 	must(t, fake.AddVirtualServer(kernel.VirtualServer{VSKey: kernel.VSKey{Protocol: kernel.TCP, Address: ll, Port: 9000}, Scheduler: "rr"}))
 	h := newHarness(t, kernel.Kernel{}, fake, func(o *Options) { o.Config.NodeIPs = []netip.Addr{netip.MustParseAddr("192.168.0.10")} })
-	np := svc("ns", "np", "10.96.0.20", 80, v1.ProtocolTCP)
-	np.Spec.Type = v1.ServiceTypeNodePort
-	np.Spec.Ports[0].NodePort = 30080
-	h.src.SetService(np)
-	h.src.SetSlice(slice("ns", "np", "np-1", 8080, v1.ProtocolTCP, "10.244.0.1"))
-	h.tracker.AllChanged()
-	h.mustSync(t) // the set entry is written now; kube-proxy's would have been there already
+	addNodePort30080(t, h) // the set entry is written now; kube-proxy's would have been there already
 	h.tracker.AllChanged()
 	h.mustSync(t)
 	dump := fake.Dump()

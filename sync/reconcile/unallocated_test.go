@@ -24,16 +24,8 @@ func TestUnallocatedClusterIPs(t *testing.T) {
 	other.Labels = map[string]string{proxier.LabelServiceProxyName: "someone-else"}
 	h.src.SetService(other)
 	h.mustSync(t)
-	rules := func() string {
-		t.Helper()
-		r, err := h.fake.Save(kernel.IPv4)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return r
-	}
 	const check = "-A KUBE-CLUSTER-IPS-CHECK -d %s -m set ! --match-set KUBE-SERVICE-IPS dst"
-	if r := rules(); !strings.Contains(r, strings.Replace(check, "%s", "10.96.0.0/12", 1)) {
+	if r := h.rules(t); !strings.Contains(r, strings.Replace(check, "%s", "10.96.0.0/12", 1)) {
 		t.Errorf("the flag's range: rules\n%s", r)
 	}
 	d := h.fake.Dump()
@@ -48,7 +40,7 @@ func TestUnallocatedClusterIPs(t *testing.T) {
 	h.src.SetServiceCIDRs([]netip.Prefix{netip.MustParsePrefix("10.96.0.0/16"), netip.MustParsePrefix("10.200.0.0/16")})
 	h.tracker.AllChanged()
 	h.mustSync(t)
-	if r := rules(); !strings.Contains(r, strings.Replace(check, "%s", "10.96.0.0/16", 1)) ||
+	if r := h.rules(t); !strings.Contains(r, strings.Replace(check, "%s", "10.96.0.0/16", 1)) ||
 		!strings.Contains(r, strings.Replace(check, "%s", "10.200.0.0/16", 1)) || strings.Contains(r, "10.96.0.0/12") {
 		t.Errorf("the ServiceCIDR objects' ranges: rules\n%s", r)
 	}
