@@ -128,24 +128,15 @@ func compareWithKubeProxy(t *testing.T, want string, also func(line string) bool
 	theirs = scrape(t)
 	stopKubeProxy(t)
 
-	var onlyOurs, onlyTheirs, allowed []string
-	for _, l := range oursView {
-		if !slices.Contains(theirsView, l) {
-			if deliberate(l) || also != nil && also(l) {
-				allowed = append(allowed, "+ "+l)
-			} else {
-				onlyOurs = append(onlyOurs, l)
-			}
-		}
+	allowedDiff := func(l string) bool { return deliberate(l) || also != nil && also(l) }
+	onlyOurs, plus := linesOnlyIn(oursView, theirsView, allowedDiff)
+	onlyTheirs, minus := linesOnlyIn(theirsView, oursView, allowedDiff)
+	var allowed []string
+	for _, l := range plus {
+		allowed = append(allowed, "+ "+l)
 	}
-	for _, l := range theirsView {
-		if !slices.Contains(oursView, l) {
-			if deliberate(l) || also != nil && also(l) {
-				allowed = append(allowed, "- "+l)
-			} else {
-				onlyTheirs = append(onlyTheirs, l)
-			}
-		}
+	for _, l := range minus {
+		allowed = append(allowed, "- "+l)
 	}
 	t.Logf("compared %d lines of ours with %d of kube-proxy's; deliberate differences (+ ours only, - theirs only):\n%s",
 		len(oursView), len(theirsView), strings.Join(allowed, "\n"))
@@ -154,4 +145,19 @@ func compareWithKubeProxy(t *testing.T, want string, also func(line string) bool
 			strings.Join(onlyOurs, "\n"), strings.Join(onlyTheirs, "\n"))
 	}
 	return ours, theirs
+}
+
+// linesOnlyIn returns the lines of a that b lacks, split into those allowed says are
+// deliberate differences and the rest.
+func linesOnlyIn(a, b []string, allowed func(string) bool) (unexpected, deliberate []string) {
+	for _, l := range a {
+		switch {
+		case slices.Contains(b, l):
+		case allowed(l):
+			deliberate = append(deliberate, l)
+		default:
+			unexpected = append(unexpected, l)
+		}
+	}
+	return unexpected, deliberate
 }

@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"sort"
@@ -25,23 +26,20 @@ var (
 
 func TestMain(m *testing.M) { harness.Main(m, "e2e", run) }
 
-func run(m *testing.M) int {
+func run(m *testing.M) (int, error) {
 	ctx := context.Background()
 	var err error
 	if cp, err = harness.StartControlPlane(); err != nil {
-		fmt.Println(err)
-		return 1
+		return 0, err
 	}
 	defer cp.Stop()
 	dep, err := cp.ApplyDeploy(ctx)
 	if err != nil {
-		fmt.Println(err)
-		return 1
+		return 0, err
 	}
 	linkPort, err := harness.FreePort()
 	if err != nil {
-		fmt.Println(err)
-		return 1
+		return 0, err
 	}
 	// node-1's qemu listens on the link; node-2's connects once it is up.
 	started := make(chan error, 1)
@@ -55,8 +53,7 @@ func run(m *testing.M) int {
 	// hang with a dead link (seen twice when node-1's boot was slow under CI load; the
 	// two-node tests then timed out). Wait for the listening socket itself.
 	if err := harness.WaitListening(linkPort, 5*time.Minute); err != nil {
-		fmt.Println("node-1 link:", err)
-		return 1
+		return 0, fmt.Errorf("node-1 link: %w", err)
 	}
 	node2, err = cp.StartNode(ctx, "node-2", dep, &harness.Link{Port: linkPort, IP: "192.168.100.2",
 		MAC: "52:54:00:00:01:02", Routes: map[string]string{"10.244.0.0/24": "192.168.100.1"}})
@@ -68,46 +65,38 @@ func run(m *testing.M) int {
 		}
 	}
 	if err1 != nil || err != nil {
-		fmt.Println("nodes:", err1, err)
-		return 1
+		return 0, fmt.Errorf("nodes: %w", errors.Join(err1, err))
 	}
 	for _, p := range [][2]string{{"pod1", "10.244.0.11"}, {"pod2", "10.244.0.12"}, {"pod3", "10.244.0.13"}} {
 		if err := node.AddPod(p[0], p[1]); err != nil {
-			fmt.Println(err)
-			return 1
+			return 0, err
 		}
 	}
 	for _, p := range [][2]string{{"pod4", "10.244.1.11"}, {"pod5", "10.244.1.12"}} {
 		if err := node2.AddPod(p[0], p[1]); err != nil {
-			fmt.Println(err)
-			return 1
+			return 0, err
 		}
 	}
 	if err := node.AddClient("client", "192.168.50.2", "192.168.50.1"); err != nil {
-		fmt.Println(err)
-		return 1
+		return 0, err
 	}
 	if err := node2.AddClient("client", "192.168.60.2", "192.168.60.1"); err != nil {
-		fmt.Println(err)
-		return 1
+		return 0, err
 	}
 	if _, err := node.MustExec("ip netns exec client ip addr add 192.168.50.3/24 dev eth0"); err != nil {
-		fmt.Println(err)
-		return 1
+		return 0, err
 	}
 	// IPv6 for the dual-stack test: two pods and the client on node-1.
 	for _, p := range [][3]string{{"pod1", "fd00:244::11", "fd00:1::1"}, {"pod2", "fd00:244::12", "fd00:1::1"}, {"client", "fd00:50::2", "fd00:50::1"}} {
 		if err := node.AddIPv6(p[0], p[1], p[2], p[0] == "client"); err != nil {
-			fmt.Println(err)
-			return 1
+			return 0, err
 		}
 	}
 	// The daemon is up once it programs the apiserver's own "kubernetes" Service.
 	for _, n := range []*harness.Node{node, node2} {
 		if err := waitFor(2*time.Minute, func() bool { out, _ := n.MustExec("ipvsadm -Ln"); return strings.Contains(out, "10.96.0.1:443") }); err != nil {
 			out, _ := n.MustExec("tail -50 /tmp/daemon.log")
-			fmt.Println(n.Name+": daemon never synced:", out)
-			return 1
+			return 0, fmt.Errorf("%s: daemon never synced: %s", n.Name, out)
 		}
 	}
 	code := m.Run()
@@ -115,7 +104,7 @@ func run(m *testing.M) int {
 		out, _ := node.MustExec("tail -80 /tmp/daemon.log")
 		fmt.Println("daemon log:\n" + out)
 	}
-	return code
+	return code, nil
 }
 
 func requireEnv(t *testing.T) {

@@ -306,14 +306,20 @@ func (f *Fake) ListAddresses(dev string) ([]netip.Addr, error) {
 // onLink counts op and, under the lock, runs fn on dev's addresses; a missing
 // link is ErrNotFound, as netlink answers.
 func (f *Fake) onLink(op, dev string, fn func(l map[netip.Addr]struct{}) error) error {
+	return onNamed(f, op, "link", dev, f.links, fn)
+}
+
+// onNamed counts op and runs fn under the lock on the object key of m (a map NewFake
+// makes and nothing replaces), or fails with ErrNotFound naming the missing kind key.
+func onNamed[V any](f *Fake, op, kind, key string, m map[string]V, fn func(V) error) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.count(op)
-	l, ok := f.links[dev]
+	v, ok := m[key]
 	if !ok {
-		return fmt.Errorf("link %s: %w", dev, ErrNotFound)
+		return fmt.Errorf("%s %s: %w", kind, key, ErrNotFound)
 	}
-	return fn(l)
+	return fn(v)
 }
 
 // BindAddress implements Addresses.
@@ -367,14 +373,7 @@ func (f *Fake) CountEntries(name string) (int, error) {
 // onSet counts op and, under the lock, runs fn on the named set; a missing set
 // is ErrNotFound, as ipset answers.
 func (f *Fake) onSet(op, name string, fn func(s *fakeSet) error) error {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	f.count(op)
-	s, ok := f.sets[name]
-	if !ok {
-		return fmt.Errorf("set %s: %w", name, ErrNotFound)
-	}
-	return fn(s)
+	return onNamed(f, op, "set", name, f.sets, fn)
 }
 
 // FlushSet removes every member of a set, as `ipset flush` would.

@@ -78,11 +78,17 @@ func WaitListening(port int, timeout time.Duration) error {
 }
 
 // Main is an e2e package's TestMain: without IPVS_PROXIER_E2E=1 it says the package is
-// skipped and runs the tests (which skip themselves), else it exits with run's code.
-func Main(m *testing.M, name string, run func(*testing.M) int) {
+// skipped and runs the tests (which skip themselves), else it exits with run's code, or
+// prints run's error (a setup that failed) and exits 1.
+func Main(m *testing.M, name string, run func(*testing.M) (int, error)) {
 	if os.Getenv("IPVS_PROXIER_E2E") != "1" {
 		fmt.Println(name + ": skipped (set IPVS_PROXIER_E2E=1, or run `make e2e`)")
 		os.Exit(m.Run())
 	}
-	os.Exit(run(m))
+	code, err := run(m)
+	if err != nil {
+		fmt.Printf("%s: %v\n", name, err)
+		code = 1
+	}
+	os.Exit(code)
 }

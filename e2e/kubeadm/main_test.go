@@ -6,7 +6,6 @@
 package kubeadm
 
 import (
-	"fmt"
 	"path/filepath"
 	"testing"
 
@@ -22,22 +21,19 @@ var (
 
 func TestMain(m *testing.M) { harness.Main(m, "e2e kubeadm", run) }
 
-func run(m *testing.M) int {
+func run(m *testing.M) (int, error) {
 	var err error
 	if kubeadmBin, err = harness.BuildKubeadm(); err != nil {
-		fmt.Println(err)
-		return 1
+		return 0, err
 	}
 	if cp, err = harness.StartControlPlane(); err != nil {
-		fmt.Println(err)
-		return 1
+		return 0, err
 	}
 	defer cp.Stop()
 	bins = cp.Bins
 	kubeconfig = filepath.Join(cp.Dir, "admin.kubeconfig")
 	if err := cp.WriteKubeconfig(kubeconfig); err != nil {
-		fmt.Println(err)
-		return 1
+		return 0, err
 	}
-	return m.Run()
+	return m.Run(), nil
 }

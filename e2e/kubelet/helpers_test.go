@@ -89,3 +89,11 @@ func podTimeline(p *v1.Pod) string {
 	}
 	return b.String()
 }
+
+// requireEnv skips the test when the tier did not start (IPVS_PROXIER_E2E unset).
+func requireEnv(t *testing.T) {
+	t.Helper()
+	if cp == nil {
+		t.Skip("e2e environment not started")
+	}
+}

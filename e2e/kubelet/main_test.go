@@ -27,37 +27,31 @@ var (
 
 func TestMain(m *testing.M) { harness.Main(m, "e2e kubelet tier", run) }
 
-func run(m *testing.M) int {
+func run(m *testing.M) (int, error) {
 	start := time.Now()
 	var err error
 	kb, err := harness.BuildKubeletTier()
 	if err != nil {
-		fmt.Println(err)
-		return 1
+		return 0, err
 	}
 	if cp, err = harness.StartControlPlane(); err != nil {
-		fmt.Println(err)
-		return 1
+		return 0, err
 	}
 	defer cp.Stop()
 	bins = cp.Bins
 	if err := cp.StartControllers(kb); err != nil {
-		fmt.Println(err)
-		return 1
+		return 0, err
 	}
 	kubeconfig = filepath.Join(cp.Dir, "admin.kubeconfig")
 	if err := kubernetesEndpoints(); err != nil {
-		fmt.Println(err)
-		return 1
+		return 0, err
 	}
 	images, err := harness.BuildImages(cp.Dir, bins)
 	if err != nil {
-		fmt.Println(err)
-		return 1
+		return 0, err
 	}
 	if node, err = cp.StartKubeletNode("node-1", kb, images); err != nil {
-		fmt.Println(err)
-		return 1
+		return 0, err
 	}
 	defer node.Stop()
 	if err := waitFor(6*time.Minute, func() bool {
@@ -65,8 +59,7 @@ func run(m *testing.M) int {
 		return err == nil
 	}); err != nil {
 		out, _ := node.MustExec("tail -30 /var/log/kubelet.log; tail -10 /var/log/containerd.log; cat /var/log/import.log")
-		fmt.Println("the kubelet never registered node-1:\n" + out)
-		return 1
+		return 0, fmt.Errorf("the kubelet never registered node-1: %w\n%s", err, out)
 	}
 	harness.Logf("kubelet tier up in %v (node-1 registered)", time.Since(start).Round(time.Second))
 	code := m.Run()
@@ -74,7 +67,7 @@ func run(m *testing.M) int {
 		out, _ := node.MustExec("tail -40 /var/log/kubelet.log; tail -40 /var/log/pods/kube-system_*/*/*.log")
 		fmt.Println("node logs:\n" + out)
 	}
-	return code
+	return code, nil
 }
 
 func kubernetesEndpoints() error {

@@ -33,9 +33,7 @@ func webTarget(t *testing.T) string {
 // starts it from the image and finds it Ready, the node is programmed, and the
 // kubernetes Service answers through 10.96.0.1 from a pod.
 func TestApplyOnEmptyNode(t *testing.T) {
-	if cp == nil {
-		t.Skip("e2e environment not started")
-	}
+	requireEnv(t)
 	if out, _ := node.MustExec("ipvsadm -Ln | grep -c '^TCP'; ip link show kube-ipvs0 2>&1 | head -1"); !strings.HasPrefix(out, "0\n") {
 		t.Fatalf("the node is not empty:\n%s", out)
 	}
@@ -73,9 +71,7 @@ const rolledTag = "ghcr.io/ipvs-proxier/ipvs-proxier:v0.1.0-e2e-rolled"
 // old pod stops (leaving the node programmed), the new one adopts the state: no request
 // fails.
 func TestRollingUpdate(t *testing.T) {
-	if cp == nil {
-		t.Skip("e2e environment not started")
-	}
+	requireEnv(t)
 	old := waitPodReady(t, 2*time.Minute, nil)
 	if _, err := node.MustExec("ctr -n k8s.io images tag ghcr.io/ipvs-proxier/ipvs-proxier:v0.1.0 " + rolledTag); err != nil {
 		t.Fatal(err)
@@ -99,9 +95,7 @@ func TestRollingUpdate(t *testing.T) {
 // programmed state keeps forwarding, and a Service created meanwhile is programmed once
 // the apiserver is back.
 func TestAPIServerUnreachable(t *testing.T) {
-	if cp == nil {
-		t.Skip("e2e environment not started")
-	}
+	requireEnv(t)
 	before := waitPodReady(t, 2*time.Minute, nil)
 	stop := node.RequestLoop(t.Logf, "pod1", webTarget(t))
 	// The pods' logs (this one's and those of earlier pods still on the node) may hold the
@@ -183,9 +177,7 @@ func TestAPIServerUnreachable(t *testing.T) {
 // (no virtual servers, sets, dummy interface or routes): the kubelet starts the pod
 // again and the Services answer again; the time from power-on is measured.
 func TestReboot(t *testing.T) {
-	if cp == nil {
-		t.Skip("e2e environment not started")
-	}
+	requireEnv(t)
 	before := waitPodReady(t, 2*time.Minute, nil)
 	node.PowerOff()
 	on := time.Now()

@@ -19,9 +19,7 @@ import (
 // kube-proxy's config, patch kube-proxy, apply the canary overlay, label the node,
 // verify, roll back by unlabelling, under a request loop through a ClusterIP.
 func TestMigrationGuide(t *testing.T) {
-	if cp == nil {
-		t.Skip("e2e environment not started")
-	}
+	requireEnv(t)
 	dep := deployCopy(t)
 	if _, err := cp.Admin.CoreV1().Services("default").Get(context.Background(), webSvc, metav1.GetOptions{}); err != nil {
 		// Run alone (-run TestMigrationGuide): make what the scenarios before leave.

@@ -363,12 +363,16 @@ ip netns exec client ip addr add 10.0.5.4/24 dev eth0 && ip netns exec client ip
 		}
 	}
 	tcp, udp := v1.ProtocolTCP, v1.ProtocolUDP
+	// scheduled programs default/name on vip:80 with the scheduler sched over pod1 and pod2.
+	scheduled := func(t *testing.T, name, vip, sched string) {
+		sv := svc("default", name, vip, 80, tcp)
+		sv.Annotations = map[string]string{proxier.AnnotationScheduler: sched}
+		update(t, name, sv, slice("default", name, name+"-1", 80, tcp, "10.244.0.11", "10.244.0.12"))
+	}
 	t.Run("lc and sed prefer the idle backend", func(t *testing.T) {
 		for i, sched := range []string{"lc", "sed"} {
-			name, ip := "idle-"+sched, fmt.Sprintf("10.96.0.%d", 30+i)
-			sv := svc("default", name, ip, 80, tcp)
-			sv.Annotations = map[string]string{proxier.AnnotationScheduler: sched}
-			update(t, name, sv, slice("default", name, name+"-1", 80, tcp, "10.244.0.11", "10.244.0.12"))
+			ip := fmt.Sprintf("10.96.0.%d", 30+i)
+			scheduled(t, "idle-"+sched, ip, sched)
 			busy, _ := hold(t, ip+":80")
 			for range 3 {
 				got, err := ask(t, ip+":80")
@@ -470,9 +474,7 @@ ip netns exec client ip addr add 10.0.5.4/24 dev eth0 && ip netns exec client ip
 		}
 		for i, sched := range []string{"sh", "mh"} {
 			name, vip := "drain-"+sched, fmt.Sprintf("10.96.0.%d", 70+i)
-			sv := svc("default", name, vip, 80, tcp)
-			sv.Annotations = map[string]string{proxier.AnnotationScheduler: sched}
-			update(t, name, sv, slice("default", name, name+"-1", 80, tcp, "10.244.0.11", "10.244.0.12"))
+			scheduled(t, name, vip, sched)
 			busy, _ := hold(t, vip+":80")
 			other := map[string]string{"pod1": "10.244.0.12", "pod2": "10.244.0.11"}[busy]
 			update(t, name, nil, slice("default", name, name+"-1", 80, tcp, other))
