@@ -53,7 +53,7 @@ fuzz: ## Fuzz the translation, whole clusters (loader, syncer, plan) and --confi
 	$(GO) test ./sync/reconcile -run '^$$' -fuzz '^FuzzPlan$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./cmd/ipvs-proxier -run '^$$' -fuzz '^FuzzConfig$$' -fuzztime $(FUZZTIME)
 
-bench: bench-micro bench-scale ## Both benchmarks: Go microbenchmarks, then the scale run against kube-proxy (long; not part of make test)
+bench: bench-micro bench-scale bench-dataplane ## Every benchmark: Go microbenchmarks, the scale run and the data-plane run against kube-proxy (long; not part of make test)
 
 bench-micro: ## Go benchmarks (fake kernel, 30,000 Services x 4): one change, full syncs, retained heap; benchstat against bench/micro/baseline.txt
 	@mkdir -p bench/micro
@@ -64,6 +64,9 @@ bench-micro: ## Go benchmarks (fake kernel, 30,000 Services x 4): one change, fu
 
 bench-scale: ## ipvs-proxier vs kube-proxy IPVS mode in the VM at SVC_SCALE_STEPS Services (default 1000,5000,10000,30000); results in bench/results/
 	cd e2e && $(GO) run ./scalebench
+
+bench-dataplane: ## Requests and hairpin streams through a Service with DP_SIZES Services (default 1000,30000): ipvs-proxier vs kube-proxy's IPVS, iptables and nftables modes in the VM; results in bench/results/dataplane.md
+	cd e2e && $(GO) run ./dataplane
 
 e2e: ## End to end: real kube-apiserver + etcd, the daemon in VM nodes as deploy/ runs it, real traffic; the kubeadm upgrade advice (e2e/kubeadm); then the kubelet tier (e2e-kubelet)
 	@mkdir -p bin
@@ -99,4 +102,4 @@ image: ## Build the container image with docker or podman (no engine runs in CI;
 plan-example: build ## Print what the daemon would program for examples/cluster.yaml
 	$(BIN) plan -f examples/cluster.yaml --hostname-override test-node --cluster-cidr 10.244.0.0/16
 
-.PHONY: help build test prebuild test-unit test-netns test-vm e2e e2e-kubelet lint fuzz bench bench-micro bench-scale demo demo-exec demo-down image image-oci test-image plan-example
+.PHONY: help build test prebuild test-unit test-netns test-vm e2e e2e-kubelet lint fuzz bench bench-micro bench-scale bench-dataplane demo demo-exec demo-down image image-oci test-image plan-example

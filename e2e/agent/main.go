@@ -12,6 +12,10 @@
 // closes it (so a held connection can be checked with /check).
 //
 //	GET  /check          sends a line on every held connection; answers "ok N" when all echo it
+//
+// For the data-plane benchmark (`make bench-dataplane`, package loadgen): `agent httpd
+// NAME` serves HTTP on 8080 and a stream sink on 5201 in a bench pod, and `agent load
+// MODE TARGET SECONDS WORKERS WARMUP` runs the load generator and prints its JSON result.
 package main
 
 import (
@@ -33,6 +37,16 @@ import (
 func main() {
 	if len(os.Args) == 3 && os.Args[1] == "serve" {
 		serve(os.Args[2])
+		return
+	}
+	if len(os.Args) == 3 && os.Args[1] == "httpd" {
+		benchServe(os.Args[2])
+		return
+	}
+	if len(os.Args) > 1 && os.Args[1] == "load" {
+		if err := benchLoad(os.Args[2:]); err != nil {
+			log.Fatal(err)
+		}
 		return
 	}
 	if len(os.Args) == 4 && os.Args[1] == "forward" {

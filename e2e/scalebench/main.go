@@ -24,50 +24,31 @@ import (
 	"strings"
 	"time"
 
+	"github.com/ipvs-proxier/ipvs-proxier/e2e/benchkit"
 	"github.com/ipvs-proxier/ipvs-proxier/e2e/harness"
 )
 
-func logf(format string, args ...any) {
-	fmt.Fprintf(os.Stderr, "%s bench: "+format+"\n", append([]any{time.Now().Format("15:04:05")}, args...)...)
-}
-
-func env(name, def string) string {
-	if v := os.Getenv(name); v != "" {
-		return v
-	}
-	return def
-}
-
-func envInt(name string, def int) int {
-	n, err := strconv.Atoi(env(name, strconv.Itoa(def)))
-	if err != nil {
-		logf("%s: %v; using %d", name, err, def)
-		return def
-	}
-	return n
-}
-
 func main() {
 	if err := run(); err != nil {
-		logf("%v", err)
+		benchkit.Logf("%v", err)
 		os.Exit(1)
 	}
 }
 
 func run() error {
 	var steps []int
-	for _, s := range strings.Split(env("SVC_SCALE_STEPS", "1000,5000,10000,30000"), ",") {
+	for _, s := range strings.Split(benchkit.Env("SVC_SCALE_STEPS", "1000,5000,10000,30000"), ",") {
 		n, err := strconv.Atoi(strings.TrimSpace(s))
 		if err != nil || n < 2 {
 			return fmt.Errorf("SVC_SCALE_STEPS: bad step %q", s)
 		}
 		steps = append(steps, n)
 	}
-	budget, err := time.ParseDuration(env("BENCH_STEP_BUDGET", "20m"))
+	budget, err := time.ParseDuration(benchkit.Env("BENCH_STEP_BUDGET", "20m"))
 	if err != nil {
 		return fmt.Errorf("BENCH_STEP_BUDGET: %w", err)
 	}
-	out := env("BENCH_OUT", filepath.Join(harness.RepoRoot(), "bench/results"))
+	out := benchkit.Env("BENCH_OUT", filepath.Join(harness.RepoRoot(), "bench/results"))
 	ctx := context.Background()
 
 	// Half the Services are NodePorts: 15,000 at 30,000, beyond the default range.
@@ -86,42 +67,29 @@ func run() error {
 	}
 	defer node.Stop()
 	kernel, _ := node.MustExec("uname -r")
-	b := &bench{node: node, budget: budget, profiles: os.Getenv("BENCH_PROFILE"), changes: envInt("BENCH_CHANGES", 52),
-		w: &workload{client: cp.Admin, node: "bench-node", endpoints: envInt("SVC_ENDPOINTS", 4), parallel: envInt("SVC_CREATE_PARALLEL", 16)}}
-	machine := fmt.Sprintf("%d vCPU host (%s), VM: qemu TCG, 2 vCPU, 4 GiB, Debian kernel %s", runtime.NumCPU(), cpuModel(), strings.TrimSpace(kernel))
+	b := &bench{node: node, budget: budget, profiles: os.Getenv("BENCH_PROFILE"), changes: benchkit.EnvInt("BENCH_CHANGES", 52),
+		w: &benchkit.Workload{Client: cp.Admin, Node: "bench-node", Endpoints: benchkit.EnvInt("SVC_ENDPOINTS", 4), Parallel: benchkit.EnvInt("SVC_CREATE_PARALLEL", 16)}}
+	machine := fmt.Sprintf("%d vCPU host (%s), VM: qemu TCG, 2 vCPU, 4 GiB, Debian kernel %s", runtime.NumCPU(), benchkit.CPUModel(), strings.TrimSpace(kernel))
 	var results []result
 	for _, n := range steps {
-		logf("creating %d Services x %d endpoints through the apiserver", n, b.w.endpoints)
+		benchkit.Logf("creating %d Services x %d endpoints through the apiserver", n, b.w.Endpoints)
 		start := time.Now()
-		if err := b.w.grow(ctx, n); err != nil {
+		if err := b.w.Grow(ctx, n); err != nil {
 			return err
 		}
-		logf("%d Services ready in the apiserver after %v", n, time.Since(start).Round(time.Second))
+		benchkit.Logf("%d Services ready in the apiserver after %v", n, time.Since(start).Round(time.Second))
 		for _, p := range proxies {
-			if !slices.Contains(strings.Split(env("BENCH_PROXIES", "ipvs-proxier,kube-proxy"), ","), p.name) {
+			if !slices.Contains(strings.Split(benchkit.Env("BENCH_PROXIES", "ipvs-proxier,kube-proxy"), ","), p.Name) {
 				continue
 			}
 			r := b.run(ctx, p, n)
 			results = append(results, r)
-			logf("%s @ %d: %s", p.name, n, r.summary())
+			benchkit.Logf("%s @ %d: %s", p.Name, n, r.summary())
 			if err := writeReport(out, machine, steps, results); err != nil {
 				return err
 			}
 		}
 	}
-	logf("results in %s", out)
+	benchkit.Logf("results in %s", out)
 	return nil
-}
-
-func cpuModel() string {
-	b, err := os.ReadFile("/proc/cpuinfo")
-	if err != nil {
-		return "unknown CPU"
-	}
-	for _, l := range strings.Split(string(b), "\n") {
-		if k, v, ok := strings.Cut(l, ":"); ok && strings.TrimSpace(k) == "model name" {
-			return strings.TrimSpace(v)
-		}
-	}
-	return "unknown CPU"
 }

@@ -8,18 +8,12 @@ import (
 	"strings"
 	"time"
 
+	"github.com/ipvs-proxier/ipvs-proxier/e2e/benchkit"
 	"github.com/ipvs-proxier/ipvs-proxier/e2e/harness"
 )
 
-// proxy is one of the two proxies under test, started and stopped in the node VM.
-type proxy struct {
-	name, start, pidFile string
-}
-
-var proxies = []proxy{
-	{"ipvs-proxier", "sh /start-daemon.sh", "/tmp/daemon.pid"},
-	{"kube-proxy", "sh /start-kube-proxy.sh", "/tmp/kube-proxy.pid"},
-}
+// proxies are the two proxies under test, started and stopped in the node VM.
+var proxies = []benchkit.Proxy{benchkit.IPVSProxier, benchkit.KubeProxy("ipvs")}
 
 // result is one row: one proxy at one scale.
 type result struct {
@@ -37,7 +31,7 @@ type result struct {
 
 type bench struct {
 	node   *harness.Node
-	w      *workload
+	w      *benchkit.Workload
 	budget time.Duration
 	// profiles, when set, is a directory for CPU and heap profiles of ipvs-proxier
 	// (started with --profiling), taken after the idle measurement.
@@ -49,12 +43,7 @@ type bench struct {
 }
 
 // wipe stops both proxies and removes everything either made: a fresh node.
-func (b *bench) wipe() error {
-	_, err := b.node.MustExec(`for p in /tmp/daemon.pid /tmp/kube-proxy.pid; do [ -f $p ] && kill $(cat $p) 2>/dev/null; rm -f $p; done; sleep 2
-ipvsadm -C; ip link del kube-ipvs0 2>/dev/null
-for t in nat filter mangle; do for c in iptables ip6tables; do $c -t $t -F; $c -t $t -X; done; done; ipset destroy; true`)
-	return err
-}
+func (b *bench) wipe() error { return benchkit.Wipe(b.node) }
 
 // counts reads the node's virtual servers and real servers; the ClusterIP ones
 // separately, since they decide when a proxy is done.
@@ -74,43 +63,13 @@ func (b *bench) setEntries() int {
 }
 
 // proc reads a process's resident memory (now and peak, MiB) and CPU time.
-func (b *bench) proc(p proxy) (rss, peak float64, cpu time.Duration, err error) {
-	out, err := b.node.MustExec("pid=$(cat " + p.pidFile + "); grep -E '^(VmRSS|VmHWM)' /proc/$pid/status; cut -d' ' -f14-17 /proc/$pid/stat")
-	if err != nil {
-		return
-	}
-	rss, peak, cpu = parseProc(out)
-	return
-}
-
-// parseProc reads VmRSS and VmHWM lines and /proc/PID/stat's fields 14-17: utime,
-// stime, and cutime and cstime, the CPU of the programs the process ran and waited for
-// (proc(5)). Both proxies run iptables (and kube-proxy ipset) as programs on every sync,
-// so a proxy's own CPU alone left that out.
-func parseProc(out string) (rss, peak float64, cpu time.Duration) {
-	var ticks int64
-	for _, l := range strings.Split(out, "\n") {
-		f := strings.Fields(l)
-		switch {
-		case len(f) >= 2 && f[0] == "VmRSS:":
-			kb, _ := strconv.ParseFloat(f[1], 64)
-			rss = kb / 1024
-		case len(f) >= 2 && f[0] == "VmHWM:":
-			kb, _ := strconv.ParseFloat(f[1], 64)
-			peak = kb / 1024
-		case len(f) == 4:
-			for _, v := range f {
-				n, _ := strconv.ParseInt(v, 10, 64)
-				ticks += n
-			}
-		}
-	}
-	return rss, peak, time.Duration(ticks) * 10 * time.Millisecond // USER_HZ = 100
+func (b *bench) proc(p benchkit.Proxy) (rss, peak float64, cpu time.Duration, err error) {
+	return benchkit.Proc(b.node, p)
 }
 
 // run measures one proxy at the current scale.
-func (b *bench) run(ctx context.Context, p proxy, n int) result {
-	m := &measurement{b: b, p: p, n: n, r: &result{Services: n, Endpoints: b.w.endpoints, Proxy: p.name}}
+func (b *bench) run(ctx context.Context, p benchkit.Proxy, n int) result {
+	m := &measurement{b: b, p: p, n: n, r: &result{Services: n, Endpoints: b.w.Endpoints, Proxy: p.Name}}
 	if err := b.wipe(); err != nil {
 		m.note("wipe: %v", err)
 		return *m.r
@@ -130,7 +89,7 @@ func (b *bench) run(ctx context.Context, p proxy, n int) result {
 // budget's deadline.
 type measurement struct {
 	b        *bench
-	p        proxy
+	p        benchkit.Proxy
 	n        int
 	r        *result
 	deadline time.Time
@@ -139,7 +98,7 @@ type measurement struct {
 // note records a note on the result and logs it.
 func (m *measurement) note(format string, args ...any) {
 	m.r.Notes = append(m.r.Notes, fmt.Sprintf(format, args...))
-	logf("%s @ %d: "+format, append([]any{m.p.name, m.n}, args...)...)
+	benchkit.Logf("%s @ %d: "+format, append([]any{m.p.Name, m.n}, args...)...)
 }
 
 // coldStart starts the proxy and measures the time from process start to every ClusterIP
@@ -148,8 +107,8 @@ func (m *measurement) note(format string, args ...any) {
 // finish within the budget (or did not start), and the run ends.
 func (m *measurement) coldStart() bool {
 	start := time.Now()
-	cmd := m.p.start
-	if m.b.profiles != "" && m.p.name == "ipvs-proxier" {
+	cmd := m.p.Start
+	if m.b.profiles != "" && m.p.Name == "ipvs-proxier" {
 		cmd += " --profiling"
 	}
 	if _, err := m.b.node.MustExec(cmd); err != nil {
@@ -157,7 +116,7 @@ func (m *measurement) coldStart() bool {
 		return false
 	}
 	coldProfile := make(chan error, 1)
-	if m.b.profiles != "" && m.p.name == "ipvs-proxier" {
+	if m.b.profiles != "" && m.p.Name == "ipvs-proxier" {
 		go func() { // the first 60 s of the cold start
 			time.Sleep(2 * time.Second) // the metrics port opens after the preflight
 			coldProfile <- m.b.profile(m.b.profiles, fmt.Sprintf("cpu-cold-%d.pprof", m.n), "profile?seconds=60")
@@ -167,12 +126,12 @@ func (m *measurement) coldStart() bool {
 	}
 	for {
 		_, _, cvs, crs, err := m.b.counts()
-		if err == nil && cvs >= m.n+1 && crs >= m.n*m.b.w.endpoints {
+		if err == nil && cvs >= m.n+1 && crs >= m.n*m.b.w.Endpoints {
 			m.r.ColdStart = time.Since(start)
 			break
 		}
 		if time.Now().After(m.deadline) {
-			m.note("cold start unfinished after %v (ClusterIP VS %d of %d, RS %d of %d)", m.b.budget.Round(time.Second), cvs, m.n+1, crs, m.n*m.b.w.endpoints)
+			m.note("cold start unfinished after %v (ClusterIP VS %d of %d, RS %d of %d)", m.b.budget.Round(time.Second), cvs, m.n+1, crs, m.n*m.b.w.Endpoints)
 			return false
 		}
 		time.Sleep(time.Second)
@@ -191,7 +150,7 @@ func (m *measurement) coldStart() bool {
 		}
 		time.Sleep(2 * time.Second)
 	}
-	logf("%s @ %d: cold start %v", m.p.name, m.n, m.r.ColdStart.Round(100*time.Millisecond))
+	benchkit.Logf("%s @ %d: cold start %v", m.p.Name, m.n, m.r.ColdStart.Round(100*time.Millisecond))
 	if err := <-coldProfile; err != nil {
 		m.note("cold-start profile: %v", err)
 	}
@@ -211,7 +170,7 @@ func (m *measurement) idle() {
 	}
 	m.r.VS, m.r.RS, _, _, _ = m.b.counts()
 	m.r.SetEntries = m.b.setEntries()
-	if m.b.profiles != "" && m.p.name == "ipvs-proxier" {
+	if m.b.profiles != "" && m.p.Name == "ipvs-proxier" {
 		// 40 s covers one periodic full sync (syncPeriod 30 s).
 		for _, pr := range [][2]string{{"cpu", "profile?seconds=40"}, {"heap", "heap"}, {"allocs", "allocs"}} {
 			if err := m.b.profile(m.b.profiles, fmt.Sprintf("%s-%d.pprof", pr[0], m.n), pr[1]); err != nil {
@@ -234,7 +193,7 @@ func (m *measurement) changeLatency(ctx context.Context) {
 		lat = append(lat, d)
 	}
 	// Full-sync time as the proxy reports it (ours: the full-sync histogram).
-	if m.p.name == "ipvs-proxier" {
+	if m.p.Name == "ipvs-proxier" {
 		// One family's series: each sync is recorded under both (ip_family).
 		if out, err := m.b.node.MustExec("wget -qO- http://127.0.0.1:10249/metrics | grep '^kubeproxy_sync_full_proxy_rules_duration_seconds_[sc]' | grep 'ip_family=\"IPv4\"'"); err == nil {
 			var sum, count float64
@@ -274,7 +233,7 @@ func (m *measurement) churnCPU(ctx context.Context) {
 			for i := 0; churnCtx.Err() == nil; i++ {
 				<-tick.C
 				svc := (i * 2) % m.n // ClusterIP ones
-				_ = m.b.w.setEndpoints(churnCtx, svcName(svc), svc, m.b.w.endpoints+1-(i/(m.n/2+1))%2)
+				_ = m.b.w.SetEndpoints(churnCtx, benchkit.SvcName(svc), svc, m.b.w.Endpoints+1-(i/(m.n/2+1))%2)
 			}
 			tick.Stop()
 			cancel()
@@ -283,7 +242,7 @@ func (m *measurement) churnCPU(ctx context.Context) {
 		}
 		// put every churned slice back to its normal size
 		for i := 0; i < min(600, m.n); i += 2 {
-			_ = m.b.w.setEndpoints(ctx, svcName(i), i, m.b.w.endpoints)
+			_ = m.b.w.SetEndpoints(ctx, benchkit.SvcName(i), i, m.b.w.Endpoints)
 		}
 	} else {
 		m.note("no churn CPU: budget spent")
@@ -292,7 +251,7 @@ func (m *measurement) churnCPU(ctx context.Context) {
 
 // finish reads the peak memory (and, for a proxy that never finished starting, what it
 // programmed so far) and stops the proxy.
-func (b *bench) finish(p proxy, r result) result {
+func (b *bench) finish(p benchkit.Proxy, r result) result {
 	if _, peak, _, err := b.proc(p); err == nil {
 		r.PeakRSS = peak
 	}
@@ -306,36 +265,36 @@ func (b *bench) finish(p proxy, r result) result {
 
 // change makes change k and returns the time from the API write to ipvsadm showing it.
 func (b *bench) change(ctx context.Context, k int, deadline time.Time) (time.Duration, error) {
-	i := (k / 4 * 2) % len(b.w.vips) // a ClusterIP Service
-	name, vip := svcName(i), b.w.vips[i]
+	i := (k / 4 * 2) % len(b.w.VIPs) // a ClusterIP Service
+	name, vip := benchkit.SvcName(i), b.w.VIPs[i]
 	var want func(out string, code int) bool
 	start := time.Now()
 	switch k % 4 {
 	case 0: // one endpoint added
-		if err := b.w.setEndpoints(ctx, name, i, b.w.endpoints+1); err != nil {
+		if err := b.w.SetEndpoints(ctx, name, i, b.w.Endpoints+1); err != nil {
 			return 0, err
 		}
-		want = func(out string, code int) bool { return code == 0 && strings.Count(out, "Masq") == b.w.endpoints+1 }
+		want = func(out string, code int) bool { return code == 0 && strings.Count(out, "Masq") == b.w.Endpoints+1 }
 	case 1: // and removed again
-		if err := b.w.setEndpoints(ctx, name, i, b.w.endpoints); err != nil {
+		if err := b.w.SetEndpoints(ctx, name, i, b.w.Endpoints); err != nil {
 			return 0, err
 		}
-		want = func(out string, code int) bool { return code == 0 && strings.Count(out, "Masq") == b.w.endpoints }
+		want = func(out string, code int) bool { return code == 0 && strings.Count(out, "Masq") == b.w.Endpoints }
 	case 2: // a Service added
 		name = fmt.Sprintf("c-%05d", k)
 		var err error
-		if vip, err = b.w.create(ctx, name, 60000+k, b.w.endpoints); err != nil {
+		if vip, err = b.w.Create(ctx, name, 60000+k, b.w.Endpoints); err != nil {
 			return 0, err
 		}
 		b.extra = append(b.extra, extraSvc{name, vip})
 		start = time.Now() // the Service and its slice are both written now
-		want = func(out string, code int) bool { return code == 0 && strings.Count(out, "Masq") == b.w.endpoints }
+		want = func(out string, code int) bool { return code == 0 && strings.Count(out, "Masq") == b.w.Endpoints }
 	case 3: // and deleted
 		e := b.extra[len(b.extra)-1]
 		b.extra = b.extra[:len(b.extra)-1]
 		name, vip = e.name, e.vip
 		start = time.Now()
-		if err := b.w.delete(ctx, name); err != nil {
+		if err := b.w.Delete(ctx, name); err != nil {
 			return 0, err
 		}
 		want = func(_ string, code int) bool { return code != 0 }

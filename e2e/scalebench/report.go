@@ -3,19 +3,15 @@ package main
 import (
 	"encoding/csv"
 	"fmt"
-	"image/color"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
 
-	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
-	"gonum.org/v1/plot/plotutil"
-	"gonum.org/v1/plot/vg"
-	"gonum.org/v1/plot/vg/draw"
-	"gonum.org/v1/plot/vg/vgimg"
+
+	"github.com/ipvs-proxier/ipvs-proxier/e2e/benchkit"
 )
 
 func ms(d time.Duration) string {
@@ -91,57 +87,22 @@ func writeReport(dir, machine string, steps []int, rs []result) error {
 
 // chart draws change latency (p50) and steady RSS against the Service count.
 func chart(path string, rs []result) error {
-	lat, mem := plot.New(), plot.New()
-	lat.Title.Text, lat.X.Label.Text, lat.Y.Label.Text = "Change latency (p50)", "Services", "ms"
-	mem.Title.Text, mem.X.Label.Text, mem.Y.Label.Text = "Steady RSS", "Services", "MiB"
-	for i, name := range []string{"ipvs-proxier", "kube-proxy"} {
-		var l, m plotter.XYs
+	lat := benchkit.Panel{Title: "Change latency (p50)", XLabel: "Services", YLabel: "ms"}
+	mem := benchkit.Panel{Title: "Steady RSS", XLabel: "Services", YLabel: "MiB"}
+	for _, name := range []string{"ipvs-proxier", "kube-proxy"} {
+		l, m := benchkit.Series{Name: name}, benchkit.Series{Name: name}
 		for _, r := range rs {
 			if r.Proxy != name {
 				continue
 			}
 			if r.P50 > 0 {
-				l = append(l, plotter.XY{X: float64(r.Services), Y: float64(r.P50) / float64(time.Millisecond)})
+				l.XYs = append(l.XYs, plotter.XY{X: float64(r.Services), Y: float64(r.P50) / float64(time.Millisecond)})
 			}
 			if r.SteadyRSS > 0 {
-				m = append(m, plotter.XY{X: float64(r.Services), Y: r.SteadyRSS})
+				m.XYs = append(m.XYs, plotter.XY{X: float64(r.Services), Y: r.SteadyRSS})
 			}
 		}
-		for _, pl := range []struct {
-			p   *plot.Plot
-			xys plotter.XYs
-		}{{lat, l}, {mem, m}} {
-			if len(pl.xys) == 0 {
-				continue
-			}
-			line, points, err := plotter.NewLinePoints(pl.xys)
-			if err != nil {
-				return err
-			}
-			c := plotutil.Color(i)
-			line.Color, points.Color = c, c
-			points.Shape = plotutil.Shape(i)
-			pl.p.Add(line, points)
-			pl.p.Legend.Add(name, line, points)
-		}
+		lat.Series, mem.Series = append(lat.Series, l), append(mem.Series, m)
 	}
-	for _, p := range []*plot.Plot{lat, mem} {
-		p.Y.Min = 0
-		p.Legend.Top = true
-		p.BackgroundColor = color.White
-	}
-	img := vgimg.New(12*vg.Inch, 4.5*vg.Inch)
-	dc := draw.New(img)
-	tiles := draw.Tiles{Rows: 1, Cols: 2, PadX: vg.Inch / 4, PadY: vg.Inch / 8, PadTop: vg.Inch / 8, PadBottom: vg.Inch / 8, PadLeft: vg.Inch / 8, PadRight: vg.Inch / 8}
-	plots := [][]*plot.Plot{{lat, mem}}
-	canvases := plot.Align(plots, tiles, dc)
-	lat.Draw(canvases[0][0])
-	mem.Draw(canvases[0][1])
-	f, err := os.Create(path)
-	if err != nil {
-		return err
-	}
-	defer f.Close()
-	_, err = vgimg.PngCanvas{Canvas: img}.WriteTo(f)
-	return err
+	return benchkit.Chart(path, []benchkit.Panel{lat, mem})
 }

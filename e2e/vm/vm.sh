@@ -20,7 +20,7 @@ say() { echo "vm.sh: $*" >&2; }
 deps() {
   local need=()
   for c in qemu-system-x86_64:qemu-system-x86 busybox:busybox-static ipvsadm:ipvsadm ipset:ipset \
-           xtables-nft-multi:iptables conntrack:conntrack cpio:cpio depmod:kmod socat:socat ip:iproute2; do
+           xtables-nft-multi:iptables conntrack:conntrack cpio:cpio depmod:kmod socat:socat ip:iproute2 nft:nftables; do
     command -v "${c%%:*}" >/dev/null || need+=("${c##*:}")
   done
   if ((${#need[@]})); then
@@ -65,7 +65,8 @@ tree() {
   cp "$m"/modules.* "$root/lib/modules/$kver/"
   (cd "$m" && find kernel/net kernel/lib kernel/crypto kernel/drivers/net/dummy.ko* kernel/drivers/net/veth.ko* \
       kernel/drivers/net/ethernet/intel/e1000 -name '*.ko*' | cpio -pdm "$root/lib/modules/$kver" 2>/dev/null)
-  for b in /usr/sbin/ipvsadm /usr/sbin/ipset /usr/sbin/conntrack /usr/sbin/xtables-nft-multi /usr/sbin/xtables-legacy-multi /usr/sbin/ip /usr/bin/ip; do
+  # nft: kube-proxy's nftables mode runs it (the data-plane benchmark).
+  for b in /usr/sbin/ipvsadm /usr/sbin/ipset /usr/sbin/conntrack /usr/sbin/xtables-nft-multi /usr/sbin/xtables-legacy-multi /usr/sbin/ip /usr/bin/ip /usr/sbin/nft; do
     [ -e "$b" ] && copy_bin "$root" "$b"
   done
   for t in iptables iptables-save iptables-restore ip6tables ip6tables-save ip6tables-restore; do
@@ -94,7 +95,8 @@ for mod in crc32c_generic e1000 dummy veth ip_vs ip_vs_rr ip_vs_wrr ip_vs_lc ip_
   nft_chain_nat nf_nat xt_MASQUERADE xt_mark xt_comment xt_addrtype xt_conntrack xt_nat xt_multiport ip_tables \
   iptable_nat iptable_filter br_netfilter nf_reject_ipv4 xt_REJECT xt_physdev xt_ipvs ip6_tables ip6table_nat \
   ip6table_filter iptable_mangle ip6table_mangle nf_reject_ipv6 ip6t_REJECT ipt_REJECT nft_reject nft_reject_inet sctp \
-  xt_statistic xt_recent xt_tcpudp; do
+  xt_statistic xt_recent xt_tcpudp nft_ct nft_numgen nft_nat nft_masq nft_fib nft_fib_ipv4 nft_fib_inet nft_reject_ipv4 \
+  nft_limit nft_objref nft_hash; do
   modprobe $mod 2>/dev/null
 done
 ip link set lo up

@@ -1,0 +1,49 @@
+// Package benchkit holds what the VM benchmarks share (`make bench-scale`, `make
+// bench-dataplane`): the Services they create through the apiserver, the proxies they
+// run one at a time on a node, the wipe between them, and their logging and settings.
+package benchkit
+
+import (
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Logf logs a benchmark's progress line to stderr with the time of day.
+func Logf(format string, args ...any) {
+	fmt.Fprintf(os.Stderr, "%s bench: "+format+"\n", append([]any{time.Now().Format("15:04:05")}, args...)...)
+}
+
+// Env is the environment variable name, or def when it is unset or empty.
+func Env(name, def string) string {
+	if v := os.Getenv(name); v != "" {
+		return v
+	}
+	return def
+}
+
+// EnvInt is Env as an integer; a value that is not one is logged and def used.
+func EnvInt(name string, def int) int {
+	n, err := strconv.Atoi(Env(name, strconv.Itoa(def)))
+	if err != nil {
+		Logf("%s: %v; using %d", name, err, def)
+		return def
+	}
+	return n
+}
+
+// CPUModel is the host CPU's model name, for the results' machine line.
+func CPUModel() string {
+	b, err := os.ReadFile("/proc/cpuinfo")
+	if err != nil {
+		return "unknown CPU"
+	}
+	for _, l := range strings.Split(string(b), "\n") {
+		if k, v, ok := strings.Cut(l, ":"); ok && strings.TrimSpace(k) == "model name" {
+			return strings.TrimSpace(v)
+		}
+	}
+	return "unknown CPU"
+}

@@ -1,0 +1,34 @@
+package benchkit
+
+import "github.com/ipvs-proxier/ipvs-proxier/e2e/harness"
+
+// Proxy is a proxy a benchmark runs on its node: the command that starts it in the
+// background and the file that then holds its PID.
+type Proxy struct {
+	Name, Start, PIDFile string
+}
+
+// IPVSProxier is the daemon, started as the DaemonSet starts it.
+var IPVSProxier = Proxy{"ipvs-proxier", "sh /start-daemon.sh", "/tmp/daemon.pid"}
+
+// KubeProxy is stock kube-proxy v1.37 in mode (ipvs, iptables or nftables), with the
+// node's stock config.conf otherwise.
+func KubeProxy(mode string) Proxy {
+	name := "kube-proxy"
+	if mode != "ipvs" {
+		name += " " + mode
+	}
+	return Proxy{name, "sed 's/^mode: .*/mode: " + mode + "/' /" + harness.StockKubeProxyDir + "/config.conf > /tmp/kp.conf && " +
+		"(/usr/local/bin/kube-proxy --config=/tmp/kp.conf >> /tmp/kube-proxy.log 2>&1 & echo $! > /tmp/kube-proxy.pid)", "/tmp/kube-proxy.pid"}
+}
+
+// Wipe stops every proxy and removes what any of them made: IPVS, the dummy interface,
+// iptables (both families), ipsets and nftables (kube-proxy's nftables mode): a fresh
+// node for the next one.
+func Wipe(node *harness.Node) error {
+	_, err := node.MustExec(`for p in /tmp/daemon.pid /tmp/kube-proxy.pid; do [ -f $p ] && kill $(cat $p) 2>/dev/null; rm -f $p; done; sleep 2
+ipvsadm -C; ip link del kube-ipvs0 2>/dev/null
+for t in nat filter mangle; do for c in iptables ip6tables; do $c -t $t -F; $c -t $t -X; done; done; ipset destroy
+command -v nft >/dev/null && { nft delete table ip kube-proxy; nft delete table ip6 kube-proxy; } 2>/dev/null; true`)
+	return err
+}

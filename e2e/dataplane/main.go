@@ -1,0 +1,139 @@
+// Command dataplane measures the data path through a Service (`make bench-dataplane`):
+// short-connection and keep-alive HTTP requests through one ClusterIP, and hairpin
+// throughput (a pod through its own Service), with 1,000 and 30,000 Services programmed,
+// for ipvs-proxier and stock kube-proxy v1.37 in its IPVS, iptables and nftables modes.
+// Same VM, same apiserver objects, one proxy at a time on a wiped node. The load
+// generator is the agent's (`agent load`, package loadgen), run in the VM's network
+// namespaces; results go to bench/results/dataplane.{md,csv,png}.
+//
+// Environment (defaults in brackets): DP_SIZES [1000,30000] Services x SVC_ENDPOINTS [4]
+// besides the measured ones; DP_PROXIES [ipvs-proxier,ipvs,iptables,nftables] (the last
+// three are kube-proxy's modes); DP_SECONDS [30] per load; DP_WARMUP [5] seconds before
+// each; DP_WORKERS [8] concurrent requests; DP_STREAM_SECONDS [10] per hairpin stream;
+// BENCH_STEP_BUDGET [30m] for a proxy to program a size; SVC_CREATE_PARALLEL [16];
+// BENCH_OUT [<repo>/bench/results].
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/ipvs-proxier/ipvs-proxier/e2e/benchkit"
+	"github.com/ipvs-proxier/ipvs-proxier/e2e/harness"
+)
+
+func main() {
+	if err := run(); err != nil {
+		benchkit.Logf("%v", err)
+		os.Exit(1)
+	}
+}
+
+// settings are the run's knobs, from the environment.
+type settings struct {
+	sizes                       []int
+	proxies                     []benchkit.Proxy
+	load, warmup, stream        time.Duration
+	workers                     int
+	budget                      time.Duration
+	out                         string
+	endpoints, createInParallel int
+}
+
+// again marks the second measurement of a proxy within a size.
+const again = "again"
+
+func readSettings() (settings, error) {
+	s := settings{workers: benchkit.EnvInt("DP_WORKERS", 8), endpoints: benchkit.EnvInt("SVC_ENDPOINTS", 4),
+		createInParallel: benchkit.EnvInt("SVC_CREATE_PARALLEL", 16),
+		load:             time.Duration(benchkit.EnvInt("DP_SECONDS", 30)) * time.Second,
+		warmup:           time.Duration(benchkit.EnvInt("DP_WARMUP", 5)) * time.Second,
+		stream:           time.Duration(benchkit.EnvInt("DP_STREAM_SECONDS", 10)) * time.Second,
+		out:              benchkit.Env("BENCH_OUT", filepath.Join(harness.RepoRoot(), "bench/results"))}
+	for _, f := range strings.Split(benchkit.Env("DP_SIZES", "1000,30000"), ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil || n < 1 {
+			return s, fmt.Errorf("DP_SIZES: bad size %q", f)
+		}
+		s.sizes = append(s.sizes, n)
+	}
+	for _, f := range strings.Split(benchkit.Env("DP_PROXIES", "ipvs-proxier,iptables,nftables,ipvs,ipvs-proxier"), ",") {
+		var p benchkit.Proxy
+		switch f = strings.TrimSpace(f); f {
+		case "ipvs-proxier":
+			p = benchkit.IPVSProxier
+		case "ipvs", "iptables", "nftables":
+			p = benchkit.KubeProxy(f)
+		default:
+			return s, fmt.Errorf("DP_PROXIES: %q is not ipvs-proxier, ipvs, iptables or nftables", f)
+		}
+		// A proxy named again is measured again (by default ipvs-proxier, last): the
+		// two rows show how far the VM drifts within a size.
+		for _, q := range s.proxies {
+			if q.Name == p.Name {
+				p.Name += " " + again
+			}
+		}
+		s.proxies = append(s.proxies, p)
+	}
+	var err error
+	if s.budget, err = time.ParseDuration(benchkit.Env("BENCH_STEP_BUDGET", "30m")); err != nil {
+		return s, fmt.Errorf("BENCH_STEP_BUDGET: %w", err)
+	}
+	return s, nil
+}
+
+func run() error {
+	s, err := readSettings()
+	if err != nil {
+		return err
+	}
+	ctx := context.Background()
+	// Half the Services are NodePorts: 15,000 at 30,000, beyond the default range.
+	cp, err := harness.StartControlPlane("--service-node-port-range=20000-59999", "--max-requests-inflight=1000")
+	if err != nil {
+		return err
+	}
+	defer cp.Stop()
+	dep, err := cp.ApplyDeploy(ctx)
+	if err != nil {
+		return err
+	}
+	node, err := cp.StartNodeWith(ctx, nodeName, dep, harness.NodeOptions{NoDaemon: true, MemoryMB: 4096})
+	if err != nil {
+		return err
+	}
+	defer node.Stop()
+	t, err := setUp(ctx, cp, node)
+	if err != nil {
+		return err
+	}
+	kernel, _ := node.MustExec("uname -r")
+	machine := fmt.Sprintf("%d vCPU host (%s), VM: qemu TCG, 2 vCPU, 4 GiB, Debian kernel %s", runtime.NumCPU(), benchkit.CPUModel(), strings.TrimSpace(kernel))
+	w := &benchkit.Workload{Client: cp.Admin, Node: nodeName, Endpoints: s.endpoints, Parallel: s.createInParallel}
+	var results []result
+	for _, n := range s.sizes {
+		benchkit.Logf("creating %d Services x %d endpoints through the apiserver", n, s.endpoints)
+		start := time.Now()
+		if err := w.Grow(ctx, n); err != nil {
+			return err
+		}
+		benchkit.Logf("%d Services ready in the apiserver after %v", n, time.Since(start).Round(time.Second))
+		for _, p := range s.proxies {
+			r := measure(node, t, s, p, n)
+			results = append(results, r)
+			benchkit.Logf("%s @ %d: %s", p.Name, n, r.summary())
+			if err := writeReport(s.out, machine, s, results); err != nil {
+				return err
+			}
+		}
+	}
+	benchkit.Logf("results in %s", s.out)
+	return nil
+}

@@ -1,0 +1,160 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/ipvs-proxier/ipvs-proxier/e2e/benchkit"
+	"github.com/ipvs-proxier/ipvs-proxier/e2e/harness"
+	"github.com/ipvs-proxier/ipvs-proxier/e2e/loadgen"
+)
+
+// result is one row: one proxy with n Services programmed.
+type result struct {
+	Services int
+	Proxy    string
+	// Ready is the time from the proxy's start to its first completed sync with the
+	// measured Services answering; 0 when that did not happen within the budget.
+	Ready            time.Duration
+	Short, KeepAlive loadgen.Result
+	// Hairpin is the hairpin pod's stream to itself, by path (hpDirect, ...).
+	Hairpin map[string]loadgen.Result
+	// ProxyCPU is the proxy's CPU (with the programs it ran) during the two request
+	// loads, in seconds per minute: what it took from the VM the load ran on.
+	ProxyCPU float64
+	Notes    []string
+}
+
+func (r *result) note(format string, args ...any) {
+	r.Notes = append(r.Notes, fmt.Sprintf(format, args...))
+	benchkit.Logf("%s @ %d: %s", r.Proxy, r.Services, r.Notes[len(r.Notes)-1])
+}
+
+func (r result) summary() string {
+	if r.Ready == 0 {
+		return "not measured: " + strings.Join(r.Notes, "; ")
+	}
+	s := fmt.Sprintf("ready in %.0f s; short %.0f req/s (connect p50 %.2f p99 %.2f p99.9 %.2f ms, %d errors); keep-alive %.0f req/s (p99 %.2f ms); proxy CPU %.1f s/min; hairpin",
+		r.Ready.Seconds(), r.Short.RPS, r.Short.Connect.P50, r.Short.Connect.P99, r.Short.Connect.P999, r.Short.Errors,
+		r.KeepAlive.RPS, r.KeepAlive.Latency.P99, r.ProxyCPU)
+	for _, p := range hairpinPaths {
+		s += fmt.Sprintf(" %s %.0f Mbit/s;", p, r.Hairpin[p].Mbps)
+	}
+	return s
+}
+
+var hairpinPaths = []string{hpDirect, hpClusterIP, hpNodePort, hpNodePortETPL}
+
+// measure runs proxy p on a wiped node with n workload Services and measures the loads.
+func measure(node *harness.Node, t targets, s settings, p benchkit.Proxy, n int) result {
+	r := result{Services: n, Proxy: p.Name, Hairpin: map[string]loadgen.Result{}}
+	if err := benchkit.Wipe(node); err != nil {
+		r.note("wipe: %v", err)
+		return r
+	}
+	start := time.Now()
+	if _, err := node.MustExec(p.Start); err != nil {
+		r.note("start: %v", err)
+		return r
+	}
+	if err := waitReady(node, t, start.Add(s.budget)); err != nil {
+		progress, _ := node.MustExec(`echo "$(ipvsadm -Ln | grep -cE '^(TCP|UDP|SCTP)') virtual servers, $(ipset save 2>/dev/null | grep -c '^add ') ipset entries, $(iptables-save | grep -c '^-A') iptables rules, $(nft list ruleset 2>/dev/null | grep -c .) lines of nftables ruleset"`)
+		r.note("not ready within %v: %v; by then: %s", s.budget, err, strings.TrimSpace(progress))
+		return r
+	}
+	r.Ready = time.Since(start)
+	benchkit.Logf("%s @ %d: ready after %v", p.Name, n, r.Ready.Round(time.Second))
+	time.Sleep(10 * time.Second) // let the start's aftermath (a first periodic sync) settle
+	_, _, cpu0, cpuErr := benchkit.Proc(node, p)
+	loadStart := time.Now()
+	var err error
+	if r.Short, err = load(node, client, "short", t.web, s.load, s.workers, s.warmup); err != nil {
+		r.note("short: %v", err)
+	}
+	if r.KeepAlive, err = load(node, client, "keepalive", t.web, s.load, s.workers, s.warmup); err != nil {
+		r.note("keep-alive: %v", err)
+	}
+	if _, _, cpu1, err := benchkit.Proc(node, p); err == nil && cpuErr == nil {
+		r.ProxyCPU = (cpu1 - cpu0).Seconds() / time.Since(loadStart).Minutes()
+	}
+	for _, h := range t.hairpin {
+		res, err := load(node, hairpinPod, "stream", h.addr, s.stream, 1, 2*time.Second)
+		if err != nil {
+			r.note("hairpin %s: %v", h.name, err)
+		}
+		r.Hairpin[h.name] = res
+	}
+	return r
+}
+
+// load runs `agent load` in netns and parses its result.
+func load(node *harness.Node, netns, mode, target string, d time.Duration, workers int, warmup time.Duration) (loadgen.Result, error) {
+	var r loadgen.Result
+	out, err := node.MustExec(fmt.Sprintf("ip netns exec %s /agent load %s %s %d %d %d", netns, mode, target,
+		int(d.Seconds()), workers, int(warmup.Seconds())))
+	if err != nil {
+		return r, err
+	}
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	if err := json.Unmarshal([]byte(lines[len(lines)-1]), &r); err != nil {
+		return r, fmt.Errorf("%w: %s", err, out)
+	}
+	return r, nil
+}
+
+// waitReady waits until the proxy has finished a sync (kube-proxy and ipvs-proxier both
+// sync only once their informers hold every Service, so that sync programmed them all)
+// and the measured ClusterIP and the hairpin paths answer.
+func waitReady(node *harness.Node, t targets, deadline time.Time) error {
+	var last error
+	for time.Now().Before(deadline) {
+		if last = ready(node, t); last == nil {
+			return nil
+		}
+		time.Sleep(5 * time.Second)
+	}
+	return last
+}
+
+func ready(node *harness.Node, t targets) error {
+	m, err := node.Get("", "http://127.0.0.1:10249/metrics")
+	if err != nil {
+		return err
+	}
+	if !synced(m.Body) {
+		return fmt.Errorf("no completed sync yet")
+	}
+	if r, err := node.Get(client, "http://"+t.web+"/"); err != nil || r.Code != 200 {
+		return fmt.Errorf("the measured ClusterIP %s: %v %+v", t.web, err, r)
+	}
+	for _, h := range t.hairpin {
+		if r, err := load(node, hairpinPod, "stream", h.addr, time.Second, 1, 0); err != nil || r.Bytes == 0 {
+			return fmt.Errorf("hairpin %s: %v %+v", h.name, err, r)
+		}
+	}
+	return nil
+}
+
+// synced says whether a /metrics text shows a completed proxy-rules sync: a
+// kubeproxy_sync_proxy_rules_last_timestamp_seconds sample above 0, with or without
+// labels.
+func synced(metrics string) bool {
+	const name = "kubeproxy_sync_proxy_rules_last_timestamp_seconds"
+	for _, l := range strings.Split(metrics, "\n") {
+		rest, ok := strings.CutPrefix(l, name)
+		if !ok || (rest != "" && rest[0] != ' ' && rest[0] != '{') {
+			continue
+		}
+		f := strings.Fields(rest[strings.LastIndex(rest, "}")+1:])
+		if len(f) == 0 {
+			continue
+		}
+		if v, err := strconv.ParseFloat(f[0], 64); err == nil && v > 0 {
+			return true
+		}
+	}
+	return false
+}

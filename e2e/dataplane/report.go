@@ -1,0 +1,216 @@
+package main
+
+import (
+	"encoding/csv"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"gonum.org/v1/plot/plotter"
+
+	"github.com/ipvs-proxier/ipvs-proxier/e2e/benchkit"
+)
+
+// ratio is one comparison the issue sets a target for, or asks to show.
+type ratio struct {
+	what   string
+	value  float64
+	target string
+	// met is "yes", "no", or "" where the row only shows a factor.
+	met string
+}
+
+// measured is the row of proxy at n with a request load, or nil.
+func measured(rs []result, proxy string, n int) *result {
+	for i := range rs {
+		if rs[i].Proxy == proxy && rs[i].Services == n && rs[i].Short.RPS > 0 {
+			return &rs[i]
+		}
+	}
+	return nil
+}
+
+// ratios compares ipvs-proxier at the largest size with itself at the smallest, and
+// with each kube-proxy mode at each size: the targets of the data-plane issue.
+func ratios(rs []result) []ratio {
+	var out []ratio
+	sizes := []int{}
+	for _, r := range rs {
+		if !slices.Contains(sizes, r.Services) {
+			sizes = append(sizes, r.Services)
+		}
+	}
+	slices.Sort(sizes)
+	check := func(ok bool) string {
+		if ok {
+			return "yes"
+		}
+		return "no"
+	}
+	const ours = "ipvs-proxier"
+	for _, n := range sizes {
+		a, b := measured(rs, ours, n), measured(rs, ours+" "+again, n)
+		if a != nil && b != nil {
+			out = append(out, ratio{fmt.Sprintf("%s short-connection req/s, measured again ÷ first, %d Services (the VM's drift)", ours, n), b.Short.RPS / a.Short.RPS, "(shown)", ""})
+			out = append(out, ratio{fmt.Sprintf("%s connect p99, measured again ÷ first, %d Services", ours, n), b.Short.Connect.P99 / a.Short.Connect.P99, "(shown)", ""})
+		}
+	}
+	if len(sizes) > 1 {
+		lo, hi := measured(rs, ours, sizes[0]), measured(rs, ours, sizes[len(sizes)-1])
+		if lo != nil && hi != nil {
+			v := hi.Short.RPS / lo.Short.RPS
+			out = append(out, ratio{fmt.Sprintf("%s short-connection req/s, %d ÷ %d Services", ours, hi.Services, lo.Services), v, "≥ 0.95", check(v >= 0.95)})
+			v = hi.Short.Connect.P99 / lo.Short.Connect.P99
+			out = append(out, ratio{fmt.Sprintf("%s connect p99, %d ÷ %d Services", ours, hi.Services, lo.Services), v, "≤ 1.1", check(v <= 1.1)})
+		}
+	}
+	for _, n := range sizes {
+		o := measured(rs, ours, n)
+		if o == nil {
+			continue
+		}
+		for _, kp := range []string{"kube-proxy", "kube-proxy iptables", "kube-proxy nftables"} {
+			k := measured(rs, kp, n)
+			if k == nil {
+				continue
+			}
+			target, met := "(shown)", ""
+			v := o.Short.RPS / k.Short.RPS
+			if kp == "kube-proxy" {
+				target, met = "≥ 0.97", check(v >= 0.97)
+			}
+			out = append(out, ratio{fmt.Sprintf("short-connection req/s, %s ÷ %s, %d Services", ours, display(kp), n), v, target, met})
+			v = o.KeepAlive.RPS / k.KeepAlive.RPS
+			if kp == "kube-proxy" {
+				met = check(v >= 0.97)
+			}
+			out = append(out, ratio{fmt.Sprintf("keep-alive req/s, %s ÷ %s, %d Services", ours, display(kp), n), v, target, met})
+			out = append(out, ratio{fmt.Sprintf("connect p99, %s ÷ %s, %d Services", ours, display(kp), n), o.Short.Connect.P99 / k.Short.Connect.P99, "(shown)", ""})
+		}
+	}
+	return out
+}
+
+// display names kube-proxy's IPVS mode, which the rows call plain "kube-proxy" as the
+// scale benchmark does.
+func display(proxy string) string {
+	if proxy == "kube-proxy" {
+		return "kube-proxy IPVS"
+	}
+	return proxy
+}
+
+func f0(v float64) string { return strconv.FormatFloat(v, 'f', 0, 64) }
+func f2(v float64) string { return strconv.FormatFloat(v, 'f', 2, 64) }
+
+// writeReport writes dataplane.md, dataplane.csv and dataplane.png; it is called after
+// every row, so a run cut short still leaves what it measured.
+func writeReport(dir, machine string, s settings, rs []result) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	if err := writeCSV(filepath.Join(dir, "dataplane.csv"), rs); err != nil {
+		return err
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "# Data-plane benchmark: requests through a Service\n\nRun %s on %s.\n\n", time.Now().UTC().Format("2006-01-02 15:04 MST"), machine)
+	fmt.Fprintf(&b, "`make bench-dataplane` with DP_SIZES=%s, %d endpoints per workload Service; each load %v after %v of warm-up, %d concurrent requests; hairpin streams %v.\n\n",
+		joinInts(s.sizes), s.endpoints, s.load, s.warmup, s.workers, s.stream)
+	b.WriteString("One proxy at a time on a wiped node, same VM, same apiserver objects. The measured ClusterIP has four pods on the node (`agent httpd`); the workload's Services (half NodePort, a tenth ETP=Local, a tenth with session affinity) are programmed beside it. Short: a new TCP connection per HTTP request from a client netns outside the cluster (masqueraded); keep-alive: requests on open connections. Hairpin: the pod streams to its own sink for the time given, through each path. Absolute numbers on an emulated (TCG) VM on shared cores mean little; compare within a size.\n\n")
+	b.WriteString("## Ratios\n\n| comparison | ratio | target | met |\n|---|---|---|---|\n")
+	for _, r := range ratios(rs) {
+		fmt.Fprintf(&b, "| %s | %s | %s | %s |\n", r.what, f2(r.value), r.target, r.met)
+	}
+	b.WriteString("\n## Requests through one ClusterIP\n\n| Services | proxy | ready (s) | short req/s | connect p50 / p99 / p99.9 (ms) | short latency p99 (ms) | short errors | keep-alive req/s | keep-alive p99 (ms) | proxy CPU under load (s/min) |\n|---|---|---|---|---|---|---|---|---|---|\n")
+	for _, r := range rs {
+		if r.Ready == 0 {
+			fmt.Fprintf(&b, "| %d | %s | not ready | | | | | | | |\n", r.Services, r.Proxy)
+			continue
+		}
+		fmt.Fprintf(&b, "| %d | %s | %s | %s | %s / %s / %s | %s | %d | %s | %s | %s |\n", r.Services, r.Proxy, f0(r.Ready.Seconds()),
+			f0(r.Short.RPS), f2(r.Short.Connect.P50), f2(r.Short.Connect.P99), f2(r.Short.Connect.P999), f2(r.Short.Latency.P99),
+			r.Short.Errors, f0(r.KeepAlive.RPS), f2(r.KeepAlive.Latency.P99), f2(r.ProxyCPU))
+	}
+	b.WriteString("\n## Hairpin: a pod to itself, one stream (Mbit/s)\n\n| Services | proxy | " + strings.Join(hairpinPaths, " | ") + " |\n|---|---|---|---|---|---|\n")
+	for _, r := range rs {
+		if r.Ready == 0 {
+			continue
+		}
+		fmt.Fprintf(&b, "| %d | %s |", r.Services, r.Proxy)
+		for _, p := range hairpinPaths {
+			fmt.Fprintf(&b, " %s |", f0(r.Hairpin[p].Mbps))
+		}
+		b.WriteString("\n")
+	}
+	b.WriteString("\n![requests per second and connect p99 against the number of Services](dataplane.png)\n")
+	var notes []string
+	for _, r := range rs {
+		for _, n := range r.Notes {
+			notes = append(notes, fmt.Sprintf("- %s @ %d: %s", r.Proxy, r.Services, n))
+		}
+	}
+	if len(notes) > 0 {
+		b.WriteString("\n## Notes\n\n" + strings.Join(notes, "\n") + "\n")
+	}
+	if err := os.WriteFile(filepath.Join(dir, "dataplane.md"), []byte(b.String()), 0o644); err != nil {
+		return err
+	}
+	return chart(filepath.Join(dir, "dataplane.png"), rs)
+}
+
+func joinInts(ns []int) string {
+	var s []string
+	for _, n := range ns {
+		s = append(s, strconv.Itoa(n))
+	}
+	return strings.Join(s, ",")
+}
+
+func writeCSV(path string, rs []result) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	w := csv.NewWriter(f)
+	_ = w.Write([]string{"services", "proxy", "ready_s", "short_rps", "connect_p50_ms", "connect_p99_ms", "connect_p999_ms", "short_p99_ms", "short_errors",
+		"keepalive_rps", "keepalive_p99_ms", "keepalive_errors", "proxy_cpu_s_per_min", "hairpin_pod_mbps", "hairpin_clusterip_mbps", "hairpin_nodeport_mbps", "hairpin_nodeport_local_mbps", "notes"})
+	for _, r := range rs {
+		row := []string{strconv.Itoa(r.Services), r.Proxy, f2(r.Ready.Seconds()), f0(r.Short.RPS), f2(r.Short.Connect.P50), f2(r.Short.Connect.P99), f2(r.Short.Connect.P999),
+			f2(r.Short.Latency.P99), strconv.Itoa(r.Short.Errors), f0(r.KeepAlive.RPS), f2(r.KeepAlive.Latency.P99), strconv.Itoa(r.KeepAlive.Errors), f2(r.ProxyCPU)}
+		for _, p := range hairpinPaths {
+			row = append(row, f0(r.Hairpin[p].Mbps))
+		}
+		_ = w.Write(append(row, strings.Join(r.Notes, "; ")))
+	}
+	w.Flush()
+	return w.Error()
+}
+
+// chart draws short-connection requests per second and connect p99 against the number
+// of Services, one line per proxy.
+func chart(path string, rs []result) error {
+	rps := benchkit.Panel{Title: "Short-connection requests per second", XLabel: "Services", YLabel: "req/s"}
+	p99 := benchkit.Panel{Title: "Connect p99", XLabel: "Services", YLabel: "ms"}
+	var names []string
+	for _, r := range rs {
+		if !slices.Contains(names, r.Proxy) {
+			names = append(names, r.Proxy)
+		}
+	}
+	for _, name := range names {
+		a, c := benchkit.Series{Name: name}, benchkit.Series{Name: name}
+		for _, r := range rs {
+			if r.Proxy == name && r.Short.RPS > 0 {
+				a.XYs = append(a.XYs, plotter.XY{X: float64(r.Services), Y: r.Short.RPS})
+				c.XYs = append(c.XYs, plotter.XY{X: float64(r.Services), Y: r.Short.Connect.P99})
+			}
+		}
+		rps.Series, p99.Series = append(rps.Series, a), append(p99.Series, c)
+	}
+	return benchkit.Chart(path, []benchkit.Panel{rps, p99})
+}

@@ -1,0 +1,107 @@
+package main
+
+import (
+	"image/png"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/ipvs-proxier/ipvs-proxier/e2e/loadgen"
+)
+
+func row(n int, proxy string, rps, connectP99, kaRPS float64) result {
+	return result{Services: n, Proxy: proxy, Ready: 5 * time.Second,
+		Short:     loadgen.Result{RPS: rps, Connect: loadgen.Percentiles{P50: 1, P99: connectP99, P999: 2 * connectP99}},
+		KeepAlive: loadgen.Result{RPS: kaRPS}, Hairpin: map[string]loadgen.Result{hpDirect: {Mbps: 900}, hpClusterIP: {Mbps: 800}}}
+}
+
+func TestRatios(t *testing.T) {
+	rs := []result{
+		row(1000, "ipvs-proxier", 1000, 2, 3000),
+		row(1000, "kube-proxy", 1000, 2, 3000),
+		row(1000, "kube-proxy iptables", 900, 2, 3000),
+		row(30000, "ipvs-proxier", 940, 2.4, 3000), // below both own-scale targets
+		row(30000, "kube-proxy", 900, 2, 3000),
+		row(30000, "kube-proxy iptables", 100, 20, 1000),
+		row(30000, "ipvs-proxier again", 893, 2.4, 3000),
+		{Services: 30000, Proxy: "kube-proxy nftables", Notes: []string{"not ready within 30m0s"}},
+	}
+	got := map[string]ratio{}
+	for _, r := range ratios(rs) {
+		got[r.what] = r
+	}
+	for what, want := range map[string]struct {
+		v   float64
+		met string
+	}{
+		"ipvs-proxier short-connection req/s, 30000 ÷ 1000 Services":                 {0.94, "no"},
+		"ipvs-proxier connect p99, 30000 ÷ 1000 Services":                            {1.2, "no"},
+		"short-connection req/s, ipvs-proxier ÷ kube-proxy IPVS, 1000 Services":      {1, "yes"},
+		"short-connection req/s, ipvs-proxier ÷ kube-proxy IPVS, 30000 Services":     {940.0 / 900, "yes"},
+		"short-connection req/s, ipvs-proxier ÷ kube-proxy iptables, 30000 Services": {9.4, ""},
+		"keep-alive req/s, ipvs-proxier ÷ kube-proxy iptables, 30000 Services":       {3, ""},
+		"connect p99, ipvs-proxier ÷ kube-proxy iptables, 30000 Services":            {0.12, ""},
+	} {
+		r, ok := got[what]
+		if !ok {
+			t.Errorf("no ratio %q; have %v", what, got)
+			continue
+		}
+		if d := r.value - want.v; d > 1e-9 || d < -1e-9 || r.met != want.met {
+			t.Errorf("%s: %v met %q, want %v %q", what, r.value, r.met, want.v, want.met)
+		}
+	}
+	for what := range got {
+		if strings.Contains(what, "nftables") {
+			t.Errorf("a ratio with a proxy that measured nothing: %s", what)
+		}
+	}
+}
+
+func TestWriteReport(t *testing.T) {
+	dir := t.TempDir()
+	rs := []result{row(1000, "ipvs-proxier", 1234, 2.5, 3000),
+		{Services: 1000, Proxy: "kube-proxy nftables", Notes: []string{"not ready within 30m0s: no completed sync yet"}}}
+	s := settings{sizes: []int{1000}, endpoints: 4, load: 30 * time.Second, warmup: 5 * time.Second, workers: 8, stream: 10 * time.Second}
+	if err := writeReport(dir, "test machine", s, rs); err != nil {
+		t.Fatal(err)
+	}
+	md, _ := os.ReadFile(filepath.Join(dir, "dataplane.md"))
+	for _, want := range []string{"| 1000 | ipvs-proxier | 5 | 1234 | 1.00 / 2.50 / 5.00 |", "| 1000 | kube-proxy nftables | not ready |",
+		"| 1000 | ipvs-proxier | 900 | 800 | 0 | 0 |", "kube-proxy nftables @ 1000: not ready within 30m0s", "DP_SIZES=1000", "test machine"} {
+		if !strings.Contains(string(md), want) {
+			t.Errorf("dataplane.md lacks %q:\n%s", want, md)
+		}
+	}
+	csv, _ := os.ReadFile(filepath.Join(dir, "dataplane.csv"))
+	if lines := strings.Count(string(csv), "\n"); lines != 3 {
+		t.Errorf("dataplane.csv has %d lines, want a header and 2 rows:\n%s", lines, csv)
+	}
+	f, err := os.Open(filepath.Join(dir, "dataplane.png"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if img, err := png.Decode(f); err != nil || img.Bounds().Dx() < 800 {
+		t.Errorf("dataplane.png: %v", err)
+	}
+}
+
+func TestSynced(t *testing.T) {
+	for _, tc := range []struct {
+		name, metrics string
+		want          bool
+	}{
+		{"none", "# HELP x\nkubeproxy_sync_proxy_rules_duration_seconds_count 3\n", false},
+		{"zero", "kubeproxy_sync_proxy_rules_last_timestamp_seconds 0\n", false},
+		{"plain", "kubeproxy_sync_proxy_rules_last_timestamp_seconds 1.7649e+09\n", true},
+		{"labelled", "kubeproxy_sync_proxy_rules_last_timestamp_seconds{ip_family=\"IPv4\"} 1.7649e+09\n", true},
+		{"a longer name", "kubeproxy_sync_proxy_rules_last_timestamp_seconds_other 5\n", false},
+	} {
+		if got := synced(tc.metrics); got != tc.want {
+			t.Errorf("%s: %v, want %v", tc.name, got, tc.want)
+		}
+	}
+}
