@@ -47,3 +47,24 @@ func CPUModel() string {
 	}
 	return "unknown CPU"
 }
+
+// EnvInts is Env as a comma-separated list of whole numbers of at least least.
+func EnvInts(name, def string, least int) ([]int, error) {
+	var ns []int
+	for _, f := range strings.Split(Env(name, def), ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil || n < least {
+			return nil, fmt.Errorf("%s: bad value %q", name, f)
+		}
+		ns = append(ns, n)
+	}
+	return ns, nil
+}
+
+// Main is a benchmark command's main: it runs run and exits 1 with its error logged.
+func Main(run func() error) {
+	if err := run(); err != nil {
+		Logf("%v", err)
+		os.Exit(1)
+	}
+}

@@ -17,10 +17,7 @@ package main
 import (
 	"context"
 	"fmt"
-	"os"
 	"path/filepath"
-	"runtime"
-	"strconv"
 	"strings"
 	"time"
 
@@ -28,12 +25,7 @@ import (
 	"github.com/ipvs-proxier/ipvs-proxier/e2e/harness"
 )
 
-func main() {
-	if err := run(); err != nil {
-		benchkit.Logf("%v", err)
-		os.Exit(1)
-	}
-}
+func main() { benchkit.Main(run) }
 
 // settings are the run's knobs, from the environment.
 type settings struct {
@@ -56,12 +48,9 @@ func readSettings() (settings, error) {
 		warmup:           time.Duration(benchkit.EnvInt("DP_WARMUP", 5)) * time.Second,
 		stream:           time.Duration(benchkit.EnvInt("DP_STREAM_SECONDS", 10)) * time.Second,
 		out:              benchkit.Env("BENCH_OUT", filepath.Join(harness.RepoRoot(), "bench/results"))}
-	for _, f := range strings.Split(benchkit.Env("DP_SIZES", "1000,30000"), ",") {
-		n, err := strconv.Atoi(strings.TrimSpace(f))
-		if err != nil || n < 1 {
-			return s, fmt.Errorf("DP_SIZES: bad size %q", f)
-		}
-		s.sizes = append(s.sizes, n)
+	var err error
+	if s.sizes, err = benchkit.EnvInts("DP_SIZES", "1000,30000", 1); err != nil {
+		return s, err
 	}
 	for _, f := range strings.Split(benchkit.Env("DP_PROXIES", "ipvs-proxier,iptables,nftables,ipvs,ipvs-proxier"), ",") {
 		var p benchkit.Proxy
@@ -82,7 +71,6 @@ func readSettings() (settings, error) {
 		}
 		s.proxies = append(s.proxies, p)
 	}
-	var err error
 	if s.budget, err = time.ParseDuration(benchkit.Env("BENCH_STEP_BUDGET", "30m")); err != nil {
 		return s, fmt.Errorf("BENCH_STEP_BUDGET: %w", err)
 	}
@@ -95,27 +83,16 @@ func run() error {
 		return err
 	}
 	ctx := context.Background()
-	// Half the Services are NodePorts: 15,000 at 30,000, beyond the default range.
-	cp, err := harness.StartControlPlane("--service-node-port-range=20000-59999", "--max-requests-inflight=1000")
+	cp, node, stop, err := benchkit.StartNode(ctx)
 	if err != nil {
 		return err
 	}
-	defer cp.Stop()
-	dep, err := cp.ApplyDeploy(ctx)
-	if err != nil {
-		return err
-	}
-	node, err := cp.StartNodeWith(ctx, nodeName, dep, harness.NodeOptions{NoDaemon: true, MemoryMB: 4096})
-	if err != nil {
-		return err
-	}
-	defer node.Stop()
+	defer stop()
 	t, err := setUp(ctx, cp, node)
 	if err != nil {
 		return err
 	}
-	kernel, _ := node.MustExec("uname -r")
-	machine := fmt.Sprintf("%d vCPU host (%s), VM: qemu TCG, 2 vCPU, 4 GiB, Debian kernel %s", runtime.NumCPU(), benchkit.CPUModel(), strings.TrimSpace(kernel))
+	machine := benchkit.Machine(node)
 	w := &benchkit.Workload{Client: cp.Admin, Node: nodeName, Endpoints: s.endpoints, Parallel: s.createInParallel}
 	var results []result
 	for _, n := range s.sizes {

@@ -10,11 +10,12 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/ipvs-proxier/ipvs-proxier/e2e/benchkit"
 	"github.com/ipvs-proxier/ipvs-proxier/e2e/harness"
 )
 
 const (
-	nodeName = "bench-node"
+	nodeName = benchkit.NodeName
 	// ns holds the measured Services, apart from the workload's.
 	ns = "dataplane"
 	// client is the netns the requests come from: outside the cluster, as a user.

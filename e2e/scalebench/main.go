@@ -18,9 +18,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"runtime"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 
@@ -28,21 +26,12 @@ import (
 	"github.com/ipvs-proxier/ipvs-proxier/e2e/harness"
 )
 
-func main() {
-	if err := run(); err != nil {
-		benchkit.Logf("%v", err)
-		os.Exit(1)
-	}
-}
+func main() { benchkit.Main(run) }
 
 func run() error {
-	var steps []int
-	for _, s := range strings.Split(benchkit.Env("SVC_SCALE_STEPS", "1000,5000,10000,30000"), ",") {
-		n, err := strconv.Atoi(strings.TrimSpace(s))
-		if err != nil || n < 2 {
-			return fmt.Errorf("SVC_SCALE_STEPS: bad step %q", s)
-		}
-		steps = append(steps, n)
+	steps, err := benchkit.EnvInts("SVC_SCALE_STEPS", "1000,5000,10000,30000", 2)
+	if err != nil {
+		return err
 	}
 	budget, err := time.ParseDuration(benchkit.Env("BENCH_STEP_BUDGET", "20m"))
 	if err != nil {
@@ -51,25 +40,14 @@ func run() error {
 	out := benchkit.Env("BENCH_OUT", filepath.Join(harness.RepoRoot(), "bench/results"))
 	ctx := context.Background()
 
-	// Half the Services are NodePorts: 15,000 at 30,000, beyond the default range.
-	cp, err := harness.StartControlPlane("--service-node-port-range=20000-59999", "--max-requests-inflight=1000")
+	cp, node, stop, err := benchkit.StartNode(ctx)
 	if err != nil {
 		return err
 	}
-	defer cp.Stop()
-	dep, err := cp.ApplyDeploy(ctx)
-	if err != nil {
-		return err
-	}
-	node, err := cp.StartNodeWith(ctx, "bench-node", dep, harness.NodeOptions{NoDaemon: true, MemoryMB: 4096})
-	if err != nil {
-		return err
-	}
-	defer node.Stop()
-	kernel, _ := node.MustExec("uname -r")
+	defer stop()
 	b := &bench{node: node, budget: budget, profiles: os.Getenv("BENCH_PROFILE"), changes: benchkit.EnvInt("BENCH_CHANGES", 52),
-		w: &benchkit.Workload{Client: cp.Admin, Node: "bench-node", Endpoints: benchkit.EnvInt("SVC_ENDPOINTS", 4), Parallel: benchkit.EnvInt("SVC_CREATE_PARALLEL", 16)}}
-	machine := fmt.Sprintf("%d vCPU host (%s), VM: qemu TCG, 2 vCPU, 4 GiB, Debian kernel %s", runtime.NumCPU(), benchkit.CPUModel(), strings.TrimSpace(kernel))
+		w: &benchkit.Workload{Client: cp.Admin, Node: benchkit.NodeName, Endpoints: benchkit.EnvInt("SVC_ENDPOINTS", 4), Parallel: benchkit.EnvInt("SVC_CREATE_PARALLEL", 16)}}
+	machine := benchkit.Machine(node)
 	var results []result
 	for _, n := range steps {
 		benchkit.Logf("creating %d Services x %d endpoints through the apiserver", n, b.w.Endpoints)
