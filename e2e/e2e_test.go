@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -198,4 +199,16 @@ func TestClusterIP(t *testing.T) {
 			}
 		})
 	}
+}
+
+// nodeNow is node-1's clock, to the second. The daemon stamps its Events with it, and an
+// emulated VM's clock drifts from the host's under load: TestStartingEvent, comparing
+// with the host's clock, once missed an Event stamped a moment before its start.
+func nodeNow(t *testing.T) time.Time {
+	t.Helper()
+	sec, err := strconv.ParseInt(strings.TrimSpace(nodeOut(t, "date +%s")), 10, 64)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return time.Unix(sec, 0)
 }

@@ -179,7 +179,8 @@ func TestHealthCheckNodePort(t *testing.T) {
 	}
 }
 
-// nodeEvent waits for an Event with reason on the Node.
+// nodeEvent waits for an Event with reason on node-1's Node, stamped at or after after
+// (a time of node-1's clock: nodeNow).
 func nodeEvent(t *testing.T, reason string, after time.Time) (*v1.Event, error) {
 	t.Helper()
 	var found *v1.Event
@@ -234,7 +235,7 @@ func TestConntrackPressure(t *testing.T) {
 	base, _ := strconv.Atoi(strings.TrimSpace(out))
 	t.Logf("conntrack entries at the start: %d", base)
 	max := base + 100
-	start := time.Now()
+	start := nodeNow(t)
 	if _, err := node.MustExec(fmt.Sprintf("echo %d > %snf_conntrack_max", max, ct)); err != nil {
 		t.Fatal(err)
 	}
@@ -260,7 +261,7 @@ func TestConntrackPressure(t *testing.T) {
 	if err := node.Release(); err != nil {
 		t.Fatal(err)
 	}
-	released := time.Now()
+	released := nodeNow(t)
 	if ev, err = nodeEvent(t, "ConntrackTablePressureResolved", released); err != nil {
 		out, _ := node.MustExec("cat " + ct + "nf_conntrack_count")
 		t.Fatalf("no ConntrackTablePressureResolved Event after the connections closed (count now %s)", out)

@@ -83,7 +83,7 @@ func TestBindRetry(t *testing.T) {
 func TestStartingEvent(t *testing.T) {
 	requireEnv(t)
 	stopDaemon(t)
-	start := time.Now()
+	start := nodeNow(t)
 	startDaemon(t)
 	ev, err := nodeEvent(t, "Starting", start)
 	if err != nil {
