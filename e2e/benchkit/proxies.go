@@ -23,12 +23,13 @@ func KubeProxy(mode string) Proxy {
 }
 
 // Wipe stops every proxy and removes what any of them made: IPVS, the dummy interface,
-// iptables (both families), ipsets and nftables (kube-proxy's nftables mode): a fresh
-// node for the next one.
+// iptables (both families), ipsets and nftables (kube-proxy's nftables mode), and the
+// connection-tracking table the previous one's traffic left: a fresh node for the next.
 func Wipe(node *harness.Node) error {
 	_, err := node.MustExec(`for p in /tmp/daemon.pid /tmp/kube-proxy.pid; do [ -f $p ] && kill $(cat $p) 2>/dev/null; rm -f $p; done; sleep 2
 ipvsadm -C; ip link del kube-ipvs0 2>/dev/null
 for t in nat filter mangle; do for c in iptables ip6tables; do $c -t $t -F; $c -t $t -X; done; done; ipset destroy
-command -v nft >/dev/null && { nft delete table ip kube-proxy; nft delete table ip6 kube-proxy; } 2>/dev/null; true`)
+command -v nft >/dev/null && { nft delete table ip kube-proxy; nft delete table ip6 kube-proxy; } 2>/dev/null
+conntrack -F 2>/dev/null; true`)
 	return err
 }
