@@ -127,20 +127,7 @@ func TestSchedulerAnnotationAndEvent(t *testing.T) {
 	waitIPVS(t, "schedulers", func(s string) bool {
 		return strings.Contains(s, good.Spec.ClusterIP+":80 sh") && strings.Contains(s, bad.Spec.ClusterIP+":80 rr")
 	})
-	if err := waitFor(20*time.Second, func() bool {
-		evs, err := cp.Admin.CoreV1().Events("default").List(context.Background(), metav1.ListOptions{FieldSelector: "involvedObject.name=sched-bad"})
-		if err != nil {
-			return false
-		}
-		for _, e := range evs.Items {
-			if e.Reason == "InvalidScheduler" && e.Type == v1.EventTypeWarning {
-				return true
-			}
-		}
-		return false
-	}); err != nil {
-		t.Error("no InvalidScheduler Warning Event on the Service")
-	}
+	waitWarning(t, "sched-bad", "InvalidScheduler", func(string) bool { return true })
 }
 
 func itoa(i int32) string { return strconv.Itoa(int(i)) }

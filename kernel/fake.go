@@ -110,8 +110,7 @@ func (f *Fake) ListVirtualServers() ([]VirtualServer, error) {
 func (f *Fake) AddVirtualServer(vs VirtualServer) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	f.count("AddVirtualServer")
-	if err := f.checkVS(vs); err != nil {
+	if err := f.checkVS("AddVirtualServer", vs); err != nil {
 		return err
 	}
 	if _, ok := f.vs[vs.VSKey]; ok {
@@ -122,7 +121,9 @@ func (f *Fake) AddVirtualServer(vs VirtualServer) error {
 	return nil
 }
 
-func (f *Fake) checkVS(vs VirtualServer) error {
+// checkVS counts the operation op on vs and refuses vs as the kernel would.
+func (f *Fake) checkVS(op string, vs VirtualServer) error {
+	f.count(op)
 	known := f.KnownSchedulers
 	if known == nil {
 		known = InTreeSchedulers
@@ -141,8 +142,7 @@ func (f *Fake) checkVS(vs VirtualServer) error {
 func (f *Fake) UpdateVirtualServer(vs VirtualServer) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	f.count("UpdateVirtualServer")
-	if err := f.checkVS(vs); err != nil {
+	if err := f.checkVS("UpdateVirtualServer", vs); err != nil {
 		return err
 	}
 	v, ok := f.vs[vs.VSKey]
@@ -449,7 +449,7 @@ func (f *Fake) DelEntry(name string, e SetEntry) error {
 func (f *Fake) WriteAddresses(dev string, ops []AddressOp) []error {
 	return eachOp(ops, func(op AddressOp) error {
 		if op.Unbind {
-			return absentOK(f.UnbindAddress(dev, op.Addr), f.hasDevice(dev))
+			return absentOK(f.UnbindAddress(dev, op.Addr), f.locked(func() bool { _, ok := f.links[dev]; return ok }))
 		}
 		return existOK(f.BindAddress(dev, op.Addr))
 	})
@@ -459,11 +459,11 @@ func (f *Fake) WriteAddresses(dev string, ops []AddressOp) []error {
 func (f *Fake) WriteVirtualServers(ops []VirtualServerOp) []error {
 	return eachOp(ops, func(op VirtualServerOp) error {
 		switch op.Kind {
-		case AddVS:
+		case OpAdd:
 			return f.AddVirtualServer(op.VS)
-		case UpdateVS:
+		case OpUpdate:
 			return f.UpdateVirtualServer(op.VS)
-		case DeleteVS:
+		case OpDelete:
 			return absentOK(f.DeleteVirtualServer(op.VS.VSKey), true)
 		}
 		return nil
@@ -474,15 +474,15 @@ func (f *Fake) WriteVirtualServers(ops []VirtualServerOp) []error {
 func (f *Fake) WriteRealServers(ops []RealServerOp) []error {
 	return eachOp(ops, func(op RealServerOp) error {
 		switch op.Kind {
-		case AddRS:
+		case OpAdd:
 			if err := f.AddRealServer(op.VS, op.RS); !errors.Is(err, ErrExist) {
 				return err
 			}
 			return f.UpdateRealServer(op.VS, op.RS)
-		case UpdateRS:
+		case OpUpdate:
 			return f.UpdateRealServer(op.VS, op.RS)
-		case DeleteRS:
-			return absentOK(f.DeleteRealServer(op.VS, op.RS), f.hasVS(op.VS))
+		case OpDelete:
+			return absentOK(f.DeleteRealServer(op.VS, op.RS), f.locked(func() bool { _, ok := f.vs[op.VS]; return ok }))
 		}
 		return nil
 	})
@@ -492,7 +492,7 @@ func (f *Fake) WriteRealServers(ops []RealServerOp) []error {
 func (f *Fake) WriteEntries(ops []SetOp) []error {
 	return eachOp(ops, func(op SetOp) error {
 		if op.Delete {
-			return absentOK(f.DelEntry(op.Set, op.Entry), f.hasSet(op.Set))
+			return absentOK(f.DelEntry(op.Set, op.Entry), f.locked(func() bool { _, ok := f.sets[op.Set]; return ok }))
 		}
 		return existOK(f.AddEntry(op.Set, op.Entry))
 	})
@@ -526,11 +526,12 @@ func absentOK(err error, container bool) error {
 	return err
 }
 
-func (f *Fake) hasSet(name string) bool {
+// locked runs check under f's lock: a look into its tables from outside one of its
+// operations.
+func (f *Fake) locked(check func() bool) bool {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	_, ok := f.sets[name]
-	return ok
+	return check()
 }
 
 // Restore implements Iptables.
@@ -652,18 +653,4 @@ func (f *Fake) Dump() string {
 		}
 	}
 	return b.String()
-}
-
-func (f *Fake) hasVS(key VSKey) bool {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	_, ok := f.vs[key]
-	return ok
-}
-
-func (f *Fake) hasDevice(dev string) bool {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	_, ok := f.links[dev]
-	return ok
 }

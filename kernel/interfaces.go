@@ -60,12 +60,7 @@ type AddressOp struct {
 }
 
 // Name is the single operation it stands for, as hooks and operation counts see it.
-func (o AddressOp) Name() string {
-	if o.Unbind {
-		return "UnbindAddress"
-	}
-	return "BindAddress"
-}
+func (o AddressOp) Name() string { return either(o.Unbind, "UnbindAddress", "BindAddress") }
 
 // IPSets manages ipsets and their members. Implementations are safe for concurrent use.
 type IPSets interface {
@@ -81,61 +76,40 @@ type IPSets interface {
 	WriteEntries(ops []SetOp) []error
 }
 
+// OpKind says what a VirtualServerOp or RealServerOp does.
+type OpKind uint8
+
+// The kinds of VirtualServerOp and RealServerOp.
+const (
+	OpAdd OpKind = iota
+	OpUpdate
+	OpDelete
+)
+
+// String is "Add", "Update" or "Delete".
+func (k OpKind) String() string {
+	return [...]string{OpAdd: "Add", OpUpdate: "Update", OpDelete: "Delete"}[k]
+}
+
 // VirtualServerOp is one virtual server added, updated or deleted (a delete needs only
 // VS.VSKey).
 type VirtualServerOp struct {
 	VS   VirtualServer
-	Kind VirtualServerOpKind
+	Kind OpKind
 }
-
-// VirtualServerOpKind says what a VirtualServerOp does.
-type VirtualServerOpKind uint8
-
-// The kinds of VirtualServerOp.
-const (
-	AddVS VirtualServerOpKind = iota
-	UpdateVS
-	DeleteVS
-)
 
 // Name is the single operation it stands for, as hooks and operation counts see it.
-func (o VirtualServerOp) Name() string {
-	switch o.Kind {
-	case UpdateVS:
-		return "UpdateVirtualServer"
-	case DeleteVS:
-		return "DeleteVirtualServer"
-	}
-	return "AddVirtualServer"
-}
+func (o VirtualServerOp) Name() string { return o.Kind.String() + "VirtualServer" }
 
 // RealServerOp is one real server added, re-weighted or deleted.
 type RealServerOp struct {
 	VS   VSKey
 	RS   RealServer
-	Kind RealServerOpKind
+	Kind OpKind
 }
-
-// RealServerOpKind says what a RealServerOp does.
-type RealServerOpKind uint8
-
-// The kinds of RealServerOp.
-const (
-	AddRS RealServerOpKind = iota
-	UpdateRS
-	DeleteRS
-)
 
 // Name is the single operation it stands for, as hooks and operation counts see it.
-func (o RealServerOp) Name() string {
-	switch o.Kind {
-	case UpdateRS:
-		return "UpdateRealServer"
-	case DeleteRS:
-		return "DeleteRealServer"
-	}
-	return "AddRealServer"
-}
+func (o RealServerOp) Name() string { return o.Kind.String() + "RealServer" }
 
 // SetOp is one member added to or deleted from a set.
 type SetOp struct {
@@ -146,11 +120,14 @@ type SetOp struct {
 
 // Name is the single-entry operation it stands for: "AddEntry" or "DelEntry". Hooks and
 // operation counts see a batch as its ops.
-func (o SetOp) Name() string {
-	if o.Delete {
-		return "DelEntry"
+func (o SetOp) Name() string { return either(o.Delete, "DelEntry", "AddEntry") }
+
+// either is yes if cond holds, otherwise no.
+func either(cond bool, yes, no string) string {
+	if cond {
+		return yes
 	}
-	return "AddEntry"
+	return no
 }
 
 // Iptables applies the rendered rules of our own chains. Implementations are safe for

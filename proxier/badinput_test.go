@@ -24,45 +24,35 @@ func TestTranslateBadInput(t *testing.T) {
 		wantVS: map[string][]string{},
 		probs:  []string{"InvalidClusterIP"},
 	}, {
-		name: "port 0 skipped, other port kept",
-		svc: makeService("ns", "s", func(s *v1.Service) {
-			s.Spec.Ports = append(s.Spec.Ports, v1.ServicePort{Name: "zero", Port: 0})
-		}),
+		name:   "port 0 skipped, other port kept",
+		svc:    makeService("ns", "s", withPort(v1.ServicePort{Name: "zero", Port: 0})),
 		slices: []*discovery.EndpointSlice{good},
 		wantVS: map[string][]string{"TCP 10.20.30.41:80": {"10.180.0.1:80"}},
 		probs:  []string{"InvalidPort"},
 	}, {
-		name: "unknown protocol",
-		svc: makeService("ns", "s", func(s *v1.Service) {
-			s.Spec.Ports = append(s.Spec.Ports, v1.ServicePort{Name: "x", Port: 81, Protocol: "ICMP"})
-		}),
+		name:   "unknown protocol",
+		svc:    makeService("ns", "s", withPort(v1.ServicePort{Name: "x", Port: 81, Protocol: "ICMP"})),
 		slices: []*discovery.EndpointSlice{good},
 		wantVS: map[string][]string{"TCP 10.20.30.41:80": {"10.180.0.1:80"}},
 		probs:  []string{"UnsupportedProtocol"},
 	}, {
-		name: "duplicate ports",
-		svc: makeService("ns", "s", func(s *v1.Service) {
-			s.Spec.Ports = append(s.Spec.Ports, v1.ServicePort{Name: "again", Port: 80, Protocol: v1.ProtocolTCP})
-		}),
+		name:   "duplicate ports",
+		svc:    makeService("ns", "s", withPort(v1.ServicePort{Name: "again", Port: 80, Protocol: v1.ProtocolTCP})),
 		slices: []*discovery.EndpointSlice{good},
 		wantVS: map[string][]string{"TCP 10.20.30.41:80": {"10.180.0.1:80"}},
 		probs:  []string{"DuplicatePort"},
 	}, {
 		// A file may omit the protocol the API would default to TCP: still a duplicate.
-		name: "duplicate ports, one without a protocol",
-		svc: makeService("ns", "s", func(s *v1.Service) {
-			s.Spec.Ports = append(s.Spec.Ports, v1.ServicePort{Name: "again", Port: 80})
-		}),
+		name:   "duplicate ports, one without a protocol",
+		svc:    makeService("ns", "s", withPort(v1.ServicePort{Name: "again", Port: 80})),
 		slices: []*discovery.EndpointSlice{good},
 		wantVS: map[string][]string{"TCP 10.20.30.41:80": {"10.180.0.1:80"}},
 		probs:  []string{"DuplicatePort"},
 	}, {
 		// Found by FuzzPlan: one virtual server of two ports, the KUBE-NO-ENDPOINTS entry
 		// of the one without endpoints rejecting the other's traffic.
-		name: "two ports on one nodePort: the second gets none",
-		svc: makeService("ns", "s", withType(v1.ServiceTypeNodePort, 30081), func(s *v1.Service) {
-			s.Spec.Ports = append(s.Spec.Ports, v1.ServicePort{Name: "other", Port: 443, NodePort: 30081})
-		}),
+		name:   "two ports on one nodePort: the second gets none",
+		svc:    makeService("ns", "s", withType(v1.ServiceTypeNodePort, 30081), withPort(v1.ServicePort{Name: "other", Port: 443, NodePort: 30081})),
 		cfg:    []func(*Config){nodeIPs("192.168.0.10")},
 		slices: []*discovery.EndpointSlice{good},
 		wantVS: map[string][]string{"TCP 10.20.30.41:80": {"10.180.0.1:80"}, "TCP 10.20.30.41:443": {}, "TCP 192.168.0.10:30081": {"10.180.0.1:80"}},
@@ -183,9 +173,7 @@ func TestNoLocalEndpointCounters(t *testing.T) {
 	remoteOnly := makeSlice("ns", "s", "s1", v1.ProtocolTCP, remote("10.0.0.1"), remote("10.0.0.2"))
 	withLocal := makeSlice("ns", "s", "s1", v1.ProtocolTCP, local("10.0.0.1"), remote("10.0.0.2"))
 	remote6 := makeSlice("ns", "s", "s6", v1.ProtocolTCP, remote("fd00::1"))
-	twoPorts := func(s *v1.Service) {
-		s.Spec.Ports = append(s.Spec.Ports, v1.ServicePort{Name: "p81", Port: 81, Protocol: v1.ProtocolTCP, NodePort: 3002})
-	}
+	twoPorts := withPort(v1.ServicePort{Name: "p81", Port: 81, Protocol: v1.ProtocolTCP, NodePort: 3002})
 	dual := withClusterIPs("10.20.30.41", "fd00:20::41")
 	v4, v6, both := [2]bool{true, false}, [2]bool{false, true}, [2]bool{true, true}
 	cases := []struct {

@@ -62,6 +62,11 @@ func withProto(p v1.Protocol) func(*v1.Service) {
 	return func(s *v1.Service) { s.Spec.Ports[0].Protocol = p }
 }
 
+// withPort adds a port after the first.
+func withPort(p v1.ServicePort) func(*v1.Service) {
+	return func(s *v1.Service) { s.Spec.Ports = append(s.Spec.Ports, p) }
+}
+
 func withETPLocal(s *v1.Service) { s.Spec.ExternalTrafficPolicy = v1.ServiceExternalTrafficPolicyLocal }
 
 func withITPLocal(s *v1.Service) {

@@ -198,10 +198,8 @@ func TestTranslateAddresses(t *testing.T) {
 		wantVS:  map[string][]string{"TCP 10.20.30.41:80": {"10.180.0.1:80"}, "TCP 1.2.3.5:80": {"10.180.0.1:80"}},
 		wantSet: map[string][]string{"KUBE-LOAD-BALANCER": {"1.2.3.5,tcp:80"}},
 	}, {
-		name: "multi-port service binds its cluster IP once",
-		svc: makeService("ns", "mp", func(s *v1.Service) {
-			s.Spec.Ports = append(s.Spec.Ports, v1.ServicePort{Name: "dns", Port: 1236, Protocol: v1.ProtocolUDP})
-		}),
+		name:    "multi-port service binds its cluster IP once",
+		svc:     makeService("ns", "mp", withPort(v1.ServicePort{Name: "dns", Port: 1236, Protocol: v1.ProtocolUDP})),
 		wantVS:  map[string][]string{"TCP 10.20.30.41:80": {}, "UDP 10.20.30.41:1236": {}},
 		wantSet: map[string][]string{"KUBE-CLUSTER-IP": {"10.20.30.41,tcp:80", "10.20.30.41,udp:1236"}, "KUBE-IPVS-IPS": {"10.20.30.41"}},
 		bind:    []string{"10.20.30.41"},
@@ -404,19 +402,15 @@ func TestTranslateFirewallAndAffinity(t *testing.T) {
 		name:   "scheduler from --scheduler",
 		cfg:    []func(*Config){func(c *Config) { c.Scheduler = "lc" }},
 		svc:    makeService("ns", "s"),
-		slices: one,
-		sched:  "lc",
+		slices: one, sched: "lc",
 	}, {
 		name:   "scheduler annotation overrides the default",
 		svc:    makeService("ns", "s", annotate(AnnotationScheduler, "sed")),
-		slices: one,
-		sched:  "sed",
+		slices: one, sched: "sed",
 	}, {
 		name:   "sh with flags",
 		svc:    makeService("ns", "s", annotate(AnnotationScheduler, "sh", AnnotationSchedulerFlags, "sh-fallback,sh-port")),
-		slices: one,
-		sched:  "sh",
-		flags:  kernel.FlagSched1 | kernel.FlagSched2,
+		slices: one, sched: "sh", flags: kernel.FlagSched1 | kernel.FlagSched2,
 	}, {
 		name:   "mh gets the port flag by default, as in kube-proxy, and its fallback (kubernetes#139497)",
 		svc:    makeService("ns", "s", annotate(AnnotationScheduler, "mh"), affinity(0)),
@@ -424,26 +418,20 @@ func TestTranslateFirewallAndAffinity(t *testing.T) {
 	}, {
 		name:   "sh always gets its fallback: a draining real server must not refuse new clients",
 		svc:    makeService("ns", "s", annotate(AnnotationScheduler, "sh", AnnotationSchedulerFlags, "sh-port")),
-		slices: one,
-		sched:  "sh",
-		flags:  kernel.FlagSched1 | kernel.FlagSched2,
+		slices: one, sched: "sh", flags: kernel.FlagSched1 | kernel.FlagSched2,
 	}, {
 		name:   "sh as the default scheduler gets it too",
 		cfg:    []func(*Config){func(c *Config) { c.Scheduler = "sh" }},
 		svc:    makeService("ns", "s"),
-		slices: one,
-		sched:  "sh",
-		flags:  kernel.FlagSched1,
+		slices: one, sched: "sh", flags: kernel.FlagSched1,
 	}, {
 		name:   "unknown scheduler annotation falls back, with a problem",
 		svc:    makeService("ns", "s", annotate(AnnotationScheduler, "fastest")),
-		slices: one,
-		probs:  []string{"InvalidScheduler"},
+		slices: one, probs: []string{"InvalidScheduler"},
 	}, {
 		name:   "flags for another scheduler are refused",
 		svc:    makeService("ns", "s", annotate(AnnotationScheduler, "rr", AnnotationSchedulerFlags, "sh-port")),
-		slices: one,
-		probs:  []string{"InvalidSchedulerFlags"},
+		slices: one, probs: []string{"InvalidSchedulerFlags"},
 	}})
 }
 

@@ -18,6 +18,7 @@ import (
 	"go.uber.org/zap"
 	v1 "k8s.io/api/core/v1"
 	discovery "k8s.io/api/discovery/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/scheme"
 	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
@@ -229,7 +230,13 @@ func runProxy(o *options, r *resolved, log *zap.Logger, client kubernetes.Interf
 	if err := linux.WatchAddresses(dummy, ctx.Done(), tracker.AllChanged); err != nil {
 		log.Warn("Cannot watch node addresses; NodePorts follow them at the next full sync", zap.Error(err))
 	}
-	go drainTicker(ctx, syncer, runner)
+	// Wake the runner while real servers drain, so they are reaped on time even when
+	// nothing else changes.
+	go wait.UntilWithContext(ctx, func(context.Context) {
+		if syncer.Draining() > 0 {
+			runner.Run()
+		}
+	}, 5*time.Second)
 	go monitor.Run(ctx, o.conntrackInterval)
 	serve(ctx, log, "metrics", o.metricsAddr, metricsHandler(m, o.profiling))
 	hs := &health.Server{Proxy: proxyHealth, NodeEligible: func() bool { return nodeEligible(src.Node()) },
@@ -257,23 +264,6 @@ func syncOnce(syncer *reconcile.Syncer, proxyHealth *health.Proxy) func() error 
 			}
 		}
 		return err
-	}
-}
-
-// drainTicker wakes the runner while real servers drain, so they are reaped on time even
-// when nothing else changes.
-func drainTicker(ctx context.Context, s *reconcile.Syncer, r *reconcile.Runner) {
-	t := time.NewTicker(5 * time.Second)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-			if s.Draining() > 0 {
-				r.Run()
-			}
-		}
 	}
 }
 

@@ -119,7 +119,7 @@ func writeReport(dir, machine string, s settings, rs []result) error {
 	var b strings.Builder
 	fmt.Fprintf(&b, "# Data-plane benchmark: requests through a Service\n\nRun %s on %s.\n\n", time.Now().UTC().Format("2006-01-02 15:04 MST"), machine)
 	fmt.Fprintf(&b, "`make bench-dataplane` with DP_SIZES=%s, %d endpoints per workload Service; each load %v after %v of warm-up, %d concurrent requests; hairpin streams %v.\n\n",
-		joinInts(s.sizes), s.endpoints, s.load, s.warmup, s.workers, s.stream)
+		benchkit.JoinInts(s.sizes), s.endpoints, s.load, s.warmup, s.workers, s.stream)
 	b.WriteString("One proxy at a time on a wiped node, same VM, same apiserver objects. The measured ClusterIP has four pods on the node (`agent httpd`); the workload's Services (half NodePort, a tenth ETP=Local, a tenth with session affinity) are programmed beside it. Short: a new TCP connection per HTTP request from a client netns outside the cluster (masqueraded); keep-alive: requests on open connections. Hairpin: the pod streams to its own sink for the time given, through each path. Absolute numbers on an emulated (TCG) VM on shared cores mean little; compare within a size.\n\n")
 	b.WriteString("## Ratios\n\n| comparison | ratio | target | met |\n|---|---|---|---|\n")
 	for _, r := range ratios(rs) {
@@ -147,27 +147,13 @@ func writeReport(dir, machine string, s settings, rs []result) error {
 		b.WriteString("\n")
 	}
 	b.WriteString("\n![requests per second and connect p99 against the number of Services](dataplane.png)\n")
-	var notes []string
-	for _, r := range rs {
-		for _, n := range r.Notes {
-			notes = append(notes, fmt.Sprintf("- %s @ %d: %s", r.Proxy, r.Services, n))
-		}
-	}
-	if len(notes) > 0 {
-		b.WriteString("\n## Notes\n\n" + strings.Join(notes, "\n") + "\n")
+	if notes := benchkit.NoteLines(rs, func(r result) (string, int, []string) { return r.Proxy, r.Services, r.Notes }); notes != "" {
+		b.WriteString("\n## Notes\n\n" + notes)
 	}
 	if err := os.WriteFile(filepath.Join(dir, "dataplane.md"), []byte(b.String()), 0o644); err != nil {
 		return err
 	}
 	return chart(filepath.Join(dir, "dataplane.png"), rs)
-}
-
-func joinInts(ns []int) string {
-	var s []string
-	for _, n := range ns {
-		s = append(s, strconv.Itoa(n))
-	}
-	return strings.Join(s, ",")
 }
 
 func writeCSV(path string, rs []result) error {

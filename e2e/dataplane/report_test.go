@@ -1,13 +1,11 @@
 package main
 
 import (
-	"image/png"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/ipvs-proxier/ipvs-proxier/e2e/benchkit"
 	"github.com/ipvs-proxier/ipvs-proxier/e2e/loadgen"
 )
 
@@ -68,25 +66,9 @@ func TestWriteReport(t *testing.T) {
 	if err := writeReport(dir, "test machine", s, rs); err != nil {
 		t.Fatal(err)
 	}
-	md, _ := os.ReadFile(filepath.Join(dir, "dataplane.md"))
-	for _, want := range []string{"| 1000 | ipvs-proxier | 5 | 1234 | 1.00 / 2.50 / 5.00 |", "| 1000 | kube-proxy nftables | not ready |",
-		"| 1000 | ipvs-proxier | 900 | 800 | 0 | 0 |", "kube-proxy nftables @ 1000: not ready within 30m0s", "DP_SIZES=1000", "test machine"} {
-		if !strings.Contains(string(md), want) {
-			t.Errorf("dataplane.md lacks %q:\n%s", want, md)
-		}
-	}
-	csv, _ := os.ReadFile(filepath.Join(dir, "dataplane.csv"))
-	if lines := strings.Count(string(csv), "\n"); lines != 3 {
-		t.Errorf("dataplane.csv has %d lines, want a header and 2 rows:\n%s", lines, csv)
-	}
-	f, err := os.Open(filepath.Join(dir, "dataplane.png"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	if img, err := png.Decode(f); err != nil || img.Bounds().Dx() < 800 {
-		t.Errorf("dataplane.png: %v", err)
-	}
+	benchkit.CheckReport(t, dir, "dataplane.md", []string{"| 1000 | ipvs-proxier | 5 | 1234 | 1.00 / 2.50 / 5.00 |", "| 1000 | kube-proxy nftables | not ready |",
+		"| 1000 | ipvs-proxier | 900 | 800 | 0 | 0 |", "kube-proxy nftables @ 1000: not ready within 30m0s", "DP_SIZES=1000", "test machine"},
+		"dataplane.csv", 3, "dataplane.png")
 }
 
 func TestSynced(t *testing.T) {

@@ -65,20 +65,10 @@ func writeReport(dir, machine string, steps []int, rs []result) error {
 		fmt.Fprintf(&b, "| %d × %d | %s | %s | %s | %s | %s | %d | %.0f / %.0f | %.2f / %.2f | %d | %d | %d |\n", r.Services, r.Endpoints, r.Proxy,
 			secs(r.ColdStart), secs(r.SetsDone), ms(r.P50), ms(r.P99), r.Changes, r.SteadyRSS, r.PeakRSS, r.CPUIdle, r.CPUChurn, r.VS, r.RS, r.SetEntries)
 	}
-	var notes []string
-	for _, r := range rs {
-		for _, n := range r.Notes {
-			notes = append(notes, fmt.Sprintf("- %s @ %d: %s", r.Proxy, r.Services, n))
-		}
+	if notes := benchkit.NoteLines(rs, func(r result) (string, int, []string) { return r.Proxy, r.Services, r.Notes }); notes != "" {
+		b.WriteString("\nNotes:\n" + notes)
 	}
-	if len(notes) > 0 {
-		b.WriteString("\nNotes:\n" + strings.Join(notes, "\n") + "\n")
-	}
-	stepsS := make([]string, len(steps))
-	for i, s := range steps {
-		stepsS[i] = strconv.Itoa(s)
-	}
-	fmt.Fprintf(&b, "\n![change latency and memory](chart.png)\n\nReproduce: `SVC_SCALE_STEPS=%s make bench-scale` (or `cd e2e && go run ./scalebench`).\n", strings.Join(stepsS, ","))
+	fmt.Fprintf(&b, "\n![change latency and memory](chart.png)\n\nReproduce: `SVC_SCALE_STEPS=%s make bench-scale` (or `cd e2e && go run ./scalebench`).\n", benchkit.JoinInts(steps))
 	if err := os.WriteFile(filepath.Join(dir, "results.md"), []byte(b.String()), 0o644); err != nil {
 		return err
 	}

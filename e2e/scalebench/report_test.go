@@ -1,12 +1,10 @@
 package main
 
 import (
-	"image/png"
-	"os"
-	"path/filepath"
-	"strings"
 	"testing"
 	"time"
+
+	"github.com/ipvs-proxier/ipvs-proxier/e2e/benchkit"
 )
 
 // TestReport: the table, CSV and chart come out of a set of rows, unfinished ones
@@ -21,24 +19,7 @@ func TestReport(t *testing.T) {
 	if err := writeReport(dir, "test machine", []int{1000, 5000}, rs); err != nil {
 		t.Fatal(err)
 	}
-	md, _ := os.ReadFile(filepath.Join(dir, "results.md"))
-	for _, want := range []string{"| 1000 × 4 | ipvs-proxier | 3.0 | 3.0 | 900 | 1500 | 52 | 40 / 60 |", "| 5000 × 4 | kube-proxy | unfinished |",
-		"kube-proxy @ 5000: cold start unfinished", "SVC_SCALE_STEPS=1000,5000", "test machine"} {
-		if !strings.Contains(string(md), want) {
-			t.Errorf("results.md lacks %q:\n%s", want, md)
-		}
-	}
-	csv, _ := os.ReadFile(filepath.Join(dir, "results.csv"))
-	if lines := strings.Count(string(csv), "\n"); lines != 4 {
-		t.Errorf("results.csv has %d lines, want a header and 3 rows:\n%s", lines, csv)
-	}
-	f, err := os.Open(filepath.Join(dir, "chart.png"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	img, err := png.Decode(f)
-	if err != nil || img.Bounds().Dx() < 800 {
-		t.Errorf("chart.png: %v %v", err, img.Bounds())
-	}
+	benchkit.CheckReport(t, dir, "results.md", []string{"| 1000 × 4 | ipvs-proxier | 3.0 | 3.0 | 900 | 1500 | 52 | 40 / 60 |", "| 5000 × 4 | kube-proxy | unfinished |",
+		"kube-proxy @ 5000: cold start unfinished", "SVC_SCALE_STEPS=1000,5000", "test machine"},
+		"results.csv", 4, "chart.png")
 }

@@ -118,7 +118,7 @@ func (x *IPVS) WriteVirtualServers(ops []kernel.VirtualServerOp) []error {
 	x.send(errs, ipvsBatch{n: len(ops), idx: same, name: name,
 		msg: func(i int, family uint16, seq uint32) []byte { return ipvsServiceMessage(family, ops[i], seq) },
 		answer: func(i int, en syscall.Errno) error {
-			if (en == syscall.ESRCH || en == syscall.ENOENT) && ops[i].Kind == kernel.DeleteVS {
+			if (en == syscall.ESRCH || en == syscall.ENOENT) && ops[i].Kind == kernel.OpDelete {
 				return nil // already gone (the kernel answers ESRCH: no such service)
 			}
 			return wrapErr(name(i), en)
@@ -139,10 +139,10 @@ func (x *IPVS) WriteRealServers(ops []kernel.RealServerOp) []error {
 			msg: func(i int, family uint16, seq uint32) []byte { return ipvsDestMessage(family, ops[i], seq) },
 			answer: func(i int, en syscall.Errno) error {
 				switch {
-				case en == syscall.EEXIST && ops[i].Kind == kernel.AddRS:
+				case en == syscall.EEXIST && ops[i].Kind == kernel.OpAdd:
 					existing = append(existing, idx(i))
 					return nil
-				case en == syscall.ENOENT && ops[i].Kind == kernel.DeleteRS:
+				case en == syscall.ENOENT && ops[i].Kind == kernel.OpDelete:
 					return nil // already gone
 				}
 				return wrapErr(rsOpString(ops[i]), en)
@@ -153,7 +153,7 @@ func (x *IPVS) WriteRealServers(ops []kernel.RealServerOp) []error {
 		again := make([]kernel.RealServerOp, len(existing))
 		for j, i := range existing {
 			again[j] = ops[i]
-			again[j].Kind = kernel.UpdateRS
+			again[j].Kind = kernel.OpUpdate
 		}
 		idx := existing
 		existing = nil
@@ -172,10 +172,10 @@ func rsOpString(op kernel.RealServerOp) string {
 // a full mask, the persistence timeout and the netmask. A delete carries the key only:
 // the kernel reads the rest only for NEW and SET (ip_vs_genl_parse_service, need_full_svc).
 func ipvsServiceMessage(family uint16, op kernel.VirtualServerOp, seq uint32) []byte {
-	req := ipvsRequest(family, seq, [3]uint8{ipvsCmdNewSvc, ipvsCmdSetSvc, ipvsCmdDelSvc}, op.Kind == kernel.UpdateVS, op.Kind == kernel.DeleteVS)
+	req := ipvsRequest(family, seq, [3]uint8{ipvsCmdNewSvc, ipvsCmdSetSvc, ipvsCmdDelSvc}, op.Kind == kernel.OpUpdate, op.Kind == kernel.OpDelete)
 	vs := op.VS
 	svc := serviceKeyAttr(vs.VSKey)
-	if op.Kind != kernel.DeleteVS {
+	if op.Kind != kernel.OpDelete {
 		mask := uint32(0xffffffff)
 		if vs.Address.Unmap().Is6() {
 			mask = 128
@@ -226,7 +226,7 @@ func serviceKeyAttr(k kernel.VSKey) *nl.RtAttr {
 // server by family, protocol, address and port, the destination with NAT forwarding,
 // its weight and no thresholds (what moby/ipvs sends for our destinations).
 func ipvsDestMessage(family uint16, op kernel.RealServerOp, seq uint32) []byte {
-	req := ipvsRequest(family, seq, [3]uint8{ipvsCmdNewDest, ipvsCmdSetDest, ipvsCmdDelDest}, op.Kind == kernel.UpdateRS, op.Kind == kernel.DeleteRS)
+	req := ipvsRequest(family, seq, [3]uint8{ipvsCmdNewDest, ipvsCmdSetDest, ipvsCmdDelDest}, op.Kind == kernel.OpUpdate, op.Kind == kernel.OpDelete)
 	port := func(p uint16) []byte { return binary.BigEndian.AppendUint16(nil, p) }
 	req.AddData(serviceKeyAttr(op.VS))
 	dest := nl.NewRtAttr(ipvsCmdAttrDest, nil)

@@ -26,7 +26,7 @@ func TestIPVSBatchReal(t *testing.T) {
 	var vsOps, dels []kernel.VirtualServerOp
 	for i, k := range keys {
 		vsOps = append(vsOps, kernel.VirtualServerOp{VS: kernel.VirtualServer{VSKey: k, Scheduler: "rr"}})
-		dels = append(dels, kernel.VirtualServerOp{VS: kernel.VirtualServer{VSKey: k}, Kind: kernel.DeleteVS})
+		dels = append(dels, kernel.VirtualServerOp{VS: kernel.VirtualServer{VSKey: k}, Kind: kernel.OpDelete})
 		if i == 0 { // an unknown scheduler fails alone; the ops after it land
 			bogus := kernel.VirtualServer{VSKey: kernel.VSKey{Protocol: kernel.TCP, Address: a("10.96.5.3"), Port: 80}, Scheduler: "bogus"}
 			vsOps = append(vsOps, kernel.VirtualServerOp{VS: bogus})
@@ -76,9 +76,9 @@ func TestIPVSBatchReal(t *testing.T) {
 	}
 	// Deletes, present and absent, and an update.
 	more := []kernel.RealServerOp{
-		{VS: keys[1], RS: want[keys[1]][0], Kind: kernel.DeleteRS},
-		{VS: keys[1], RS: kernel.RealServer{Address: a("10.244.99.99"), Port: 8080}, Kind: kernel.DeleteRS},
-		{VS: keys[2], RS: kernel.RealServer{Address: want[keys[2]][1].Address, Port: 8080, Weight: 0}, Kind: kernel.UpdateRS},
+		{VS: keys[1], RS: want[keys[1]][0], Kind: kernel.OpDelete},
+		{VS: keys[1], RS: kernel.RealServer{Address: a("10.244.99.99"), Port: 8080}, Kind: kernel.OpDelete},
+		{VS: keys[2], RS: kernel.RealServer{Address: want[keys[2]][1].Address, Port: 8080, Weight: 0}, Kind: kernel.OpUpdate},
 	}
 	want[keys[1]] = want[keys[1]][1:]
 	want[keys[2]][1].Weight = 0

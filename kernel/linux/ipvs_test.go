@@ -29,8 +29,8 @@ func TestIPVSReal(t *testing.T) {
 	a := netip.MustParseAddr
 	key := kernel.VSKey{Protocol: kernel.TCP, Address: a("10.96.0.1"), Port: 80}
 	vs := kernel.VirtualServer{VSKey: key, Scheduler: "rr"}
-	must(t, writeVS(x, kernel.AddVS, vs))
-	if err := writeVS(x, kernel.AddVS, vs); !errors.Is(err, kernel.ErrExist) {
+	must(t, writeVS(x, kernel.OpAdd, vs))
+	if err := writeVS(x, kernel.OpAdd, vs); !errors.Is(err, kernel.ErrExist) {
 		t.Errorf("second add: %v, want ErrExist", err)
 	}
 	vss, err := x.ListVirtualServers()
@@ -39,20 +39,20 @@ func TestIPVSReal(t *testing.T) {
 		t.Errorf("listed %+v; want %+v with the kernel's HASHED bit (kubernetes#53801)", vss, vs)
 	}
 	rs := kernel.RealServer{Address: a("10.244.0.5"), Port: 8080, Weight: 1}
-	must(t, writeRS(x, kernel.AddRS, key, rs))
+	must(t, writeRS(x, kernel.OpAdd, key, rs))
 	// The batch contract: adding a present real server updates it.
-	if err := writeRS(x, kernel.AddRS, key, rs); err != nil {
+	if err := writeRS(x, kernel.OpAdd, key, rs); err != nil {
 		t.Errorf("second add rs: %v, want nil", err)
 	}
 	rs.Weight = 0
-	must(t, writeRS(x, kernel.UpdateRS, key, rs))
+	must(t, writeRS(x, kernel.OpUpdate, key, rs))
 	out := ipvsadm(t)
 	if !strings.Contains(out, "TCP  10.96.0.1:80 rr") || !strings.Contains(out, "-> 10.244.0.5:8080              Masq    0") {
 		t.Errorf("weight-0 update lost the forwarding method or weight:\n%s", out)
 	}
 	// In-place settings change: scheduler, persistence, sh flags.
 	vs.Scheduler, vs.Flags, vs.Timeout = "sh", kernel.FlagPersistent|kernel.FlagSched1|kernel.FlagSched2, 600
-	must(t, writeVS(x, kernel.UpdateVS, vs))
+	must(t, writeVS(x, kernel.OpUpdate, vs))
 	out = ipvsadm(t)
 	if !strings.Contains(out, "TCP  10.96.0.1:80 sh (sh-fallback,sh-port) persistent 600") {
 		t.Errorf("update not shown as expected:\n%s", out)
@@ -66,9 +66,9 @@ func TestIPVSReal(t *testing.T) {
 	if len(rss) != 1 || rss[0].AddrPort() != rs.AddrPort() || rss[0].Weight != 0 {
 		t.Errorf("real servers %+v", rss)
 	}
-	must(t, writeRS(x, kernel.DeleteRS, key, rs))
+	must(t, writeRS(x, kernel.OpDelete, key, rs))
 	// ... and deleting an absent one succeeds.
-	if err := writeRS(x, kernel.DeleteRS, key, rs); err != nil {
+	if err := writeRS(x, kernel.OpDelete, key, rs); err != nil {
 		t.Errorf("second delete rs: %v, want nil", err)
 	}
 	if rss, _ := x.ListRealServers(key); len(rss) != 0 {
@@ -77,17 +77,17 @@ func TestIPVSReal(t *testing.T) {
 	// Every scheduler module of the kernel loads; an unknown one is refused.
 	for i, s := range []string{"rr", "wrr", "lc", "wlc", "lblc", "lblcr", "dh", "sh", "sed", "nq", "mh"} {
 		k := kernel.VSKey{Protocol: kernel.UDP, Address: a("10.96.1.1"), Port: uint16(1000 + i)}
-		if err := writeVS(x, kernel.AddVS, kernel.VirtualServer{VSKey: k, Scheduler: s}); err != nil {
+		if err := writeVS(x, kernel.OpAdd, kernel.VirtualServer{VSKey: k, Scheduler: s}); err != nil {
 			t.Errorf("scheduler %s: %v", s, err)
 		}
 	}
-	if err := writeVS(x, kernel.AddVS, kernel.VirtualServer{VSKey: kernel.VSKey{Protocol: kernel.TCP, Address: a("10.96.1.2"), Port: 1}, Scheduler: "bogus"}); err == nil {
+	if err := writeVS(x, kernel.OpAdd, kernel.VirtualServer{VSKey: kernel.VSKey{Protocol: kernel.TCP, Address: a("10.96.1.2"), Port: 1}, Scheduler: "bogus"}); err == nil {
 		t.Error("unknown scheduler accepted")
 	}
 	// IPv6 and SCTP.
 	k6 := kernel.VSKey{Protocol: kernel.SCTP, Address: a("fd00::1"), Port: 9}
-	must(t, writeVS(x, kernel.AddVS, kernel.VirtualServer{VSKey: k6, Scheduler: "rr"}))
-	must(t, writeRS(x, kernel.AddRS, k6, kernel.RealServer{Address: a("fd00:244::5"), Port: 9, Weight: 1}))
+	must(t, writeVS(x, kernel.OpAdd, kernel.VirtualServer{VSKey: k6, Scheduler: "rr"}))
+	must(t, writeRS(x, kernel.OpAdd, k6, kernel.RealServer{Address: a("fd00:244::5"), Port: 9, Weight: 1}))
 	if out := ipvsadm(t); !strings.Contains(out, "SCTP [fd00::1]:9 rr") || !strings.Contains(out, "-> [fd00:244::5]:9") {
 		t.Errorf("IPv6 SCTP not shown:\n%s", out)
 	}
@@ -97,10 +97,10 @@ func TestIPVSReal(t *testing.T) {
 	}
 	vss, _ = x.ListVirtualServers()
 	for _, v := range vss {
-		must(t, writeVS(x, kernel.DeleteVS, v))
+		must(t, writeVS(x, kernel.OpDelete, v))
 	}
 	// The batch contract: deleting an absent virtual server succeeds.
-	if err := writeVS(x, kernel.DeleteVS, kernel.VirtualServer{VSKey: key}); err != nil {
+	if err := writeVS(x, kernel.OpDelete, kernel.VirtualServer{VSKey: key}); err != nil {
 		t.Errorf("delete missing VS: %v, want nil", err)
 	}
 }

@@ -13,11 +13,11 @@ var (
 	testSets  = &IPSets{}
 )
 
-func writeVS(x *IPVS, kind kernel.VirtualServerOpKind, vs kernel.VirtualServer) error {
+func writeVS(x *IPVS, kind kernel.OpKind, vs kernel.VirtualServer) error {
 	return x.WriteVirtualServers([]kernel.VirtualServerOp{{VS: vs, Kind: kind}})[0]
 }
 
-func writeRS(x *IPVS, kind kernel.RealServerOpKind, k kernel.VSKey, rs kernel.RealServer) error {
+func writeRS(x *IPVS, kind kernel.OpKind, k kernel.VSKey, rs kernel.RealServer) error {
 	return x.WriteRealServers([]kernel.RealServerOp{{VS: k, RS: rs, Kind: kind}})[0]
 }
 

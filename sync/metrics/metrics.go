@@ -7,6 +7,7 @@ package metrics
 
 import (
 	"errors"
+	"fmt"
 	"strconv"
 	"time"
 
@@ -130,6 +131,21 @@ func New(src Sources) *Metrics {
 	return m
 }
 
+// registerChanges registers kube-proxy's pair of change series,
+// kubeproxy_sync_proxy_rules_{service,endpoint}_changes_SUFFIX, as gauges or counters;
+// read returns the Service and the EndpointSlice value, help is formatted with each kind.
+func (m *Metrics) registerChanges(suffix, help string, counter bool, read func() (services, endpoints float64)) {
+	for i, kind := range []string{"Service", "EndpointSlice"} {
+		name := "kubeproxy_sync_proxy_rules_" + []string{"service", "endpoint"}[i] + "_changes_" + suffix
+		value := func() float64 { s, e := read(); return []float64{s, e}[i] }
+		if counter {
+			m.Registry.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{Name: name, Help: fmt.Sprintf(help, kind)}, value))
+		} else {
+			m.Registry.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: name, Help: fmt.Sprintf(help, kind)}, value))
+		}
+	}
+}
+
 // registerSources registers the scrape-time gauges and counters.
 func (m *Metrics) registerSources(src Sources) {
 	if src.Counts != nil {
@@ -149,18 +165,10 @@ func (m *Metrics) registerSources(src Sources) {
 			Help: "Real servers draining at weight 0."}, func() float64 { return float64(src.Draining()) }))
 	}
 	if src.Pending != nil {
-		m.Registry.MustRegister(
-			prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "kubeproxy_sync_proxy_rules_service_changes_pending", Help: "Pending Service changes."},
-				func() float64 { s, _ := src.Pending(); return float64(s) }),
-			prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "kubeproxy_sync_proxy_rules_endpoint_changes_pending", Help: "Pending EndpointSlice changes."},
-				func() float64 { _, e := src.Pending(); return float64(e) }))
+		m.registerChanges("pending", "Pending %s changes.", false, func() (float64, float64) { s, e := src.Pending(); return float64(s), float64(e) })
 	}
 	if src.ChangesTotal != nil {
-		m.Registry.MustRegister(
-			prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "kubeproxy_sync_proxy_rules_service_changes_total", Help: "Service events."},
-				func() float64 { s, _ := src.ChangesTotal(); return float64(s) }),
-			prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "kubeproxy_sync_proxy_rules_endpoint_changes_total", Help: "EndpointSlice events."},
-				func() float64 { _, e := src.ChangesTotal(); return float64(e) }))
+		m.registerChanges("total", "%s events.", true, func() (float64, float64) { s, e := src.ChangesTotal(); return float64(s), float64(e) })
 	}
 	if src.NoLocal != nil {
 		fams := src.Families

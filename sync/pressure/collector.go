@@ -2,21 +2,40 @@ package pressure
 
 import "github.com/prometheus/client_golang/prometheus"
 
-// The conntrack metrics, from the last sample.
-var (
-	descEntries      = prometheus.NewDesc("ipvs_proxier_conntrack_entries", "Conntrack table entries.", nil, nil)
-	descMax          = prometheus.NewDesc("ipvs_proxier_conntrack_max", "Conntrack table size (nf_conntrack_max).", nil, nil)
-	descUsage        = prometheus.NewDesc("ipvs_proxier_conntrack_usage_ratio", "Conntrack entries / max.", nil, nil)
-	descPressure     = prometheus.NewDesc("ipvs_proxier_conntrack_pressure", "1 while the conntrack table is under pressure.", nil, nil)
-	descDrop         = prometheus.NewDesc("ipvs_proxier_conntrack_drop_total", "Packets dropped because a flow could not be tracked (sum over CPUs).", nil, nil)
-	descEarlyDrop    = prometheus.NewDesc("ipvs_proxier_conntrack_early_drop_total", "Entries evicted early to make room (sum over CPUs).", nil, nil)
-	descInsertFailed = prometheus.NewDesc("ipvs_proxier_conntrack_insert_failed_total", "Failed conntrack insertions (sum over CPUs).", nil, nil)
-)
+// conntrackMetric is one of the conntrack metrics and how it reads a State.
+type conntrackMetric struct {
+	desc  *prometheus.Desc
+	kind  prometheus.ValueType
+	value func(State) float64
+}
+
+func conntrackDesc(name, help string) *prometheus.Desc {
+	return prometheus.NewDesc("ipvs_proxier_conntrack_"+name, help, nil, nil)
+}
+
+// conntrackMetrics are the conntrack metrics, each read from the last sample.
+var conntrackMetrics = []conntrackMetric{
+	{conntrackDesc("entries", "Conntrack table entries."), prometheus.GaugeValue, func(s State) float64 { return float64(s.Entries) }},
+	{conntrackDesc("max", "Conntrack table size (nf_conntrack_max)."), prometheus.GaugeValue, func(s State) float64 { return float64(s.Max) }},
+	{conntrackDesc("usage_ratio", "Conntrack entries / max."), prometheus.GaugeValue, func(s State) float64 { return s.Usage }},
+	{conntrackDesc("pressure", "1 while the conntrack table is under pressure."), prometheus.GaugeValue, func(s State) float64 {
+		if s.Pressure {
+			return 1
+		}
+		return 0
+	}},
+	{conntrackDesc("drop_total", "Packets dropped because a flow could not be tracked (sum over CPUs)."), prometheus.CounterValue,
+		func(s State) float64 { return float64(s.Drop) }},
+	{conntrackDesc("early_drop_total", "Entries evicted early to make room (sum over CPUs)."), prometheus.CounterValue,
+		func(s State) float64 { return float64(s.EarlyDrop) }},
+	{conntrackDesc("insert_failed_total", "Failed conntrack insertions (sum over CPUs)."), prometheus.CounterValue,
+		func(s State) float64 { return float64(s.InsertFailed) }},
+}
 
 // Describe implements prometheus.Collector.
 func (m *Monitor) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{descEntries, descMax, descUsage, descPressure, descDrop, descEarlyDrop, descInsertFailed} {
-		ch <- d
+	for _, c := range conntrackMetrics {
+		ch <- c.desc
 	}
 }
 
@@ -27,23 +46,7 @@ func (m *Monitor) Collect(ch chan<- prometheus.Metric) {
 	if s.Sampled.IsZero() {
 		return
 	}
-	p := 0.0
-	if s.Pressure {
-		p = 1
-	}
-	for _, v := range []struct {
-		d *prometheus.Desc
-		t prometheus.ValueType
-		v float64
-	}{
-		{descEntries, prometheus.GaugeValue, float64(s.Entries)},
-		{descMax, prometheus.GaugeValue, float64(s.Max)},
-		{descUsage, prometheus.GaugeValue, s.Usage},
-		{descPressure, prometheus.GaugeValue, p},
-		{descDrop, prometheus.CounterValue, float64(s.Drop)},
-		{descEarlyDrop, prometheus.CounterValue, float64(s.EarlyDrop)},
-		{descInsertFailed, prometheus.CounterValue, float64(s.InsertFailed)},
-	} {
-		ch <- prometheus.MustNewConstMetric(v.d, v.t, v.v)
+	for _, c := range conntrackMetrics {
+		ch <- prometheus.MustNewConstMetric(c.desc, c.kind, c.value(s))
 	}
 }

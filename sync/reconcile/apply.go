@@ -49,11 +49,11 @@ func (s *Syncer) applyVirtualServers(keys iter.Seq[kernel.VSKey], errs *[]error)
 		switch {
 		case !ok && have == nil:
 		case !ok:
-			ops = append(ops, kernel.VirtualServerOp{VS: kernel.VirtualServer{VSKey: key}, Kind: kernel.DeleteVS})
+			ops = append(ops, kernel.VirtualServerOp{VS: kernel.VirtualServer{VSKey: key}, Kind: kernel.OpDelete})
 		case have == nil:
 			ops = append(ops, kernel.VirtualServerOp{VS: want.VirtualServer})
 		case !have.vs.Equal(want.VirtualServer):
-			ops = append(ops, kernel.VirtualServerOp{VS: want.VirtualServer, Kind: kernel.UpdateVS})
+			ops = append(ops, kernel.VirtualServerOp{VS: want.VirtualServer, Kind: kernel.OpUpdate})
 		}
 	}
 	if adopted := s.writeVirtualServers(ops, errs); len(adopted) > 0 {
@@ -81,22 +81,22 @@ func (s *Syncer) writeVirtualServers(ops []kernel.VirtualServerOp, errs *[]error
 		op := ops[i]
 		key := op.VS.VSKey
 		switch {
-		case op.Kind == kernel.AddVS && errors.Is(err, kernel.ErrExist):
+		case op.Kind == kernel.OpAdd && errors.Is(err, kernel.ErrExist):
 			rss, lerr := s.k.IPVS.ListRealServers(key)
 			if lerr != nil {
 				s.failVS(key, lerr, errs)
 				continue
 			}
 			s.setVS(key, &programmedVS{rss: newRealServers(rss)})
-			adopted = append(adopted, kernel.VirtualServerOp{VS: op.VS, Kind: kernel.UpdateVS})
+			adopted = append(adopted, kernel.VirtualServerOp{VS: op.VS, Kind: kernel.OpUpdate})
 		case err != nil:
 			s.failVS(key, err, errs)
-		case op.Kind == kernel.AddVS:
+		case op.Kind == kernel.OpAdd:
 			want, _, _ := s.desired.VirtualServer(key)
 			s.setVS(key, &programmedVS{vs: op.VS, rss: make(realServers, 0, len(want.RealServers))})
-		case op.Kind == kernel.UpdateVS:
+		case op.Kind == kernel.OpUpdate:
 			s.vs[key].vs = op.VS
-		case op.Kind == kernel.DeleteVS:
+		case op.Kind == kernel.OpDelete:
 			s.deletedVS(key)
 		}
 	}
@@ -186,7 +186,7 @@ func (s *Syncer) syncRealServers(key kernel.VSKey, have *programmedVS, want []ke
 			// A draining server that is wanted again is restored in place, keeping its
 			// connections (kube-proxy's graceful-termination manager, pkg/proxy/ipvs/graceful_termination.go,
 			// deletes and re-adds it).
-			s.queueRS(kernel.RealServerOp{VS: key, RS: rs, Kind: kernel.UpdateRS}, nil)
+			s.queueRS(kernel.RealServerOp{VS: key, RS: rs, Kind: kernel.OpUpdate}, nil)
 		default:
 			continue
 		}
@@ -257,7 +257,7 @@ func (s *Syncer) removeRealServers(key kernel.VSKey, have *programmedVS, gone []
 	if key.Protocol == kernel.UDP {
 		for _, rs := range gone {
 			ap := rs.AddrPort()
-			s.queueRS(kernel.RealServerOp{VS: key, RS: rs, Kind: kernel.DeleteRS}, func() { s.clearUDP(vip, ap) })
+			s.queueRS(kernel.RealServerOp{VS: key, RS: rs, Kind: kernel.OpDelete}, func() { s.clearUDP(vip, ap) })
 			s.delRS(have, ap)
 		}
 		return nil
@@ -279,12 +279,12 @@ func (s *Syncer) removeRealServers(key kernel.VSKey, have *programmedVS, gone []
 	for _, rs := range fresh {
 		ap := rs.AddrPort()
 		if conns[ap] == 0 {
-			s.queueRS(kernel.RealServerOp{VS: key, RS: rs, Kind: kernel.DeleteRS}, nil)
+			s.queueRS(kernel.RealServerOp{VS: key, RS: rs, Kind: kernel.OpDelete}, nil)
 			s.delRS(have, ap)
 			continue
 		}
 		rs.Weight = 0
-		s.queueRS(kernel.RealServerOp{VS: key, RS: rs, Kind: kernel.UpdateRS}, nil)
+		s.queueRS(kernel.RealServerOp{VS: key, RS: rs, Kind: kernel.OpUpdate}, nil)
 		s.putRS(have, rs)
 		s.drain[drainKey{key, ap}] = now.Add(s.opts.GracefulTimeout)
 	}
@@ -339,7 +339,7 @@ func (s *Syncer) reapDrained() error {
 				delete(s.drain, drainKey{key, d})
 				continue
 			}
-			ops = append(ops, kernel.RealServerOp{VS: key, RS: rs, Kind: kernel.DeleteRS})
+			ops = append(ops, kernel.RealServerOp{VS: key, RS: rs, Kind: kernel.OpDelete})
 		}
 	}
 	if len(ops) == 0 {

@@ -36,6 +36,15 @@ func (r *recordingHC) ReplaceHealthChecks(all map[proxier.ServiceKey]proxier.Hea
 func (r *recordingHC) Apply()                        { r.applies++ }
 func (r *recordingHC) SetAddresses(ips []netip.Addr) { r.addrs = ips }
 
+// syncedAt is an observed harness on the clock *now, which the test moves, with
+// testdata/basic.yaml synced.
+func syncedAt(t *testing.T, now *time.Time) (*harness, *metrics.Metrics) {
+	h, m, _ := newObservedHarness(t, kernel.Kernel{}, nil, func() time.Time { return *now })
+	h.load(t, "testdata/basic.yaml")
+	h.mustSync(t)
+	return h, m
+}
+
 // newObservedHarness wires metrics the way the daemon does.
 func newObservedHarness(t *testing.T, k kernel.Kernel, fake *kernel.Fake, now func() time.Time) (*harness, *metrics.Metrics, *recordingHC) {
 	var h *harness
@@ -210,9 +219,7 @@ func TestMetricsKernelErrors(t *testing.T) {
 
 func TestMetricsNetworkProgramming(t *testing.T) {
 	now := time.Unix(10_000, 0)
-	h, m, _ := newObservedHarness(t, kernel.Kernel{}, nil, func() time.Time { return now })
-	h.load(t, "testdata/basic.yaml")
-	h.mustSync(t)
+	h, m := syncedAt(t, &now)
 	if v, _ := scrape(t, m).Value("kubeproxy_network_programming_duration_seconds", nil); v != 0 {
 		t.Fatalf("%v observations at start; slices older than the daemon must not count", v)
 	}
@@ -241,9 +248,7 @@ func TestMetricsNetworkProgramming(t *testing.T) {
 // programming latency counts under the family of the EndpointSlice that changed.
 func TestSyncMetricsPerFamily(t *testing.T) {
 	now := time.Unix(10_000, 0)
-	h, m, _ := newObservedHarness(t, kernel.Kernel{}, nil, func() time.Time { return now })
-	h.load(t, "testdata/basic.yaml")
-	h.mustSync(t)
+	h, m := syncedAt(t, &now)
 	f := scrape(t, m)
 	for _, fam := range []string{"IPv4", "IPv6"} {
 		l := map[string]string{"ip_family": fam}

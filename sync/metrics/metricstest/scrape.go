@@ -40,34 +40,34 @@ func Scrape(g prometheus.Gatherer) (Families, error) {
 // Value returns the value of the sample of name whose labels include want: a gauge's or
 // counter's value, or a histogram's count.
 func (f Families) Value(name string, want map[string]string) (float64, bool) {
-	mf, ok := f[name]
-	if !ok {
-		return 0, false
-	}
-	for _, m := range mf.GetMetric() {
-		have := map[string]string{}
-		for _, l := range m.GetLabel() {
-			have[l.GetName()] = l.GetValue()
-		}
-		match := true
-		for k, v := range want {
-			if have[k] != v {
-				match = false
-			}
-		}
-		if !match {
-			continue
-		}
-		switch {
-		case m.Gauge != nil:
-			return m.GetGauge().GetValue(), true
-		case m.Counter != nil:
-			return m.GetCounter().GetValue(), true
-		case m.Histogram != nil:
-			return float64(m.GetHistogram().GetSampleCount()), true
-		case m.Untyped != nil:
-			return m.GetUntyped().GetValue(), true
+	for _, m := range f[name].GetMetric() {
+		if hasLabels(m, want) {
+			return sample(m), true
 		}
 	}
 	return 0, false
+}
+
+// hasLabels reports whether m carries every label of want with its value.
+func hasLabels(m *dto.Metric, want map[string]string) bool {
+	n := 0
+	for _, l := range m.GetLabel() {
+		if v, ok := want[l.GetName()]; ok && v == l.GetValue() {
+			n++
+		}
+	}
+	return n == len(want)
+}
+
+// sample is m's value: a gauge's, counter's or untyped value, or a histogram's count.
+func sample(m *dto.Metric) float64 {
+	switch {
+	case m.Gauge != nil:
+		return m.GetGauge().GetValue()
+	case m.Counter != nil:
+		return m.GetCounter().GetValue()
+	case m.Histogram != nil:
+		return float64(m.GetHistogram().GetSampleCount())
+	}
+	return m.GetUntyped().GetValue()
 }
