@@ -86,9 +86,12 @@ const (
 	OpDelete
 )
 
-// String is "Add", "Update" or "Delete".
-func (k OpKind) String() string {
-	return [...]string{OpAdd: "Add", OpUpdate: "Update", OpDelete: "Delete"}[k]
+// opNames are the operation names of each kind, for virtual and for real servers, as
+// constants: Name runs for every op of a batch.
+var opNames = [...][2]string{
+	OpAdd:    {"AddVirtualServer", "AddRealServer"},
+	OpUpdate: {"UpdateVirtualServer", "UpdateRealServer"},
+	OpDelete: {"DeleteVirtualServer", "DeleteRealServer"},
 }
 
 // VirtualServerOp is one virtual server added, updated or deleted (a delete needs only
@@ -99,7 +102,7 @@ type VirtualServerOp struct {
 }
 
 // Name is the single operation it stands for, as hooks and operation counts see it.
-func (o VirtualServerOp) Name() string { return o.Kind.String() + "VirtualServer" }
+func (o VirtualServerOp) Name() string { return opNames[o.Kind][0] }
 
 // RealServerOp is one real server added, re-weighted or deleted.
 type RealServerOp struct {
@@ -109,7 +112,7 @@ type RealServerOp struct {
 }
 
 // Name is the single operation it stands for, as hooks and operation counts see it.
-func (o RealServerOp) Name() string { return o.Kind.String() + "RealServer" }
+func (o RealServerOp) Name() string { return opNames[o.Kind][1] }
 
 // SetOp is one member added to or deleted from a set.
 type SetOp struct {
