@@ -62,6 +62,9 @@ bench-micro: ## Go benchmarks (fake kernel, 30,000 Services x 4): one change, fu
 	@if [ -f bench/micro/baseline.txt ]; then $(GO) run $(BENCHSTAT) bench/micro/baseline.txt bench/micro/latest.txt; \
 	else echo "no bench/micro/baseline.txt: copy latest.txt there to start tracking"; fi
 
+bench-kernel: ## Real-kernel Go benchmarks in the VM: the IPVS dump, ours vs moby/ipvs, at IPVS_BENCH_VS virtual servers (default 60000)
+	./e2e/vm/kernel-tests.sh bench
+
 bench-scale: ## ipvs-proxier vs kube-proxy IPVS mode in the VM at SVC_SCALE_STEPS Services (default 1000,5000,10000,30000); results in bench/results/
 	cd e2e && $(GO) run ./scalebench
 
@@ -102,4 +105,4 @@ image: ## Build the container image with docker or podman (no engine runs in CI;
 plan-example: build ## Print what the daemon would program for examples/cluster.yaml
 	$(BIN) plan -f examples/cluster.yaml --hostname-override test-node --cluster-cidr 10.244.0.0/16
 
-.PHONY: help build test prebuild test-unit test-netns test-vm e2e e2e-kubelet lint fuzz bench bench-micro bench-scale bench-dataplane demo demo-exec demo-down image image-oci test-image plan-example
+.PHONY: help build test prebuild test-unit test-netns test-vm e2e e2e-kubelet lint fuzz bench bench-micro bench-kernel bench-scale bench-dataplane demo demo-exec demo-down image image-oci test-image plan-example

@@ -10,6 +10,14 @@ trap 'rm -rf "$payload"' EXIT
   CGO_ENABLED=0 go test -c -o "$payload/reconcile.test" ./sync/reconcile &&
   mkdir -p "$payload/testdata" && cp -r sync/reconcile/testdata/scenarios "$payload/testdata/")
 (cd "$here/.." && CGO_ENABLED=0 go build -o "$payload/agent" ./agent)
+if [ "${1:-}" = bench ]; then
+  cat > "$payload/scenario.sh" <<SCEN
+export IPVS_PROXIER_TEST_IPVS=1 IPVS_BENCH_VS=${IPVS_BENCH_VS:-60000}
+/linux.test -test.run '^\$' -test.bench . -test.benchtime 5x 2>&1
+SCEN
+  "$here/vm.sh" run "$payload"
+  exit
+fi
 cat > "$payload/scenario.sh" <<'SCEN'
 export IPVS_PROXIER_TEST_NETNS=1 IPVS_PROXIER_TEST_IPVS=1
 rc=0

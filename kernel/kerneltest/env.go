@@ -12,7 +12,7 @@ import (
 func InVM() bool { return os.Getenv("IPVS_PROXIER_TEST_IPVS") == "1" }
 
 // RequireIPVS skips t unless it runs in the VM.
-func RequireIPVS(t *testing.T) {
+func RequireIPVS(t testing.TB) {
 	t.Helper()
 	if !InVM() {
 		t.Skip("needs a kernel with IPVS: run through `make test-vm`")

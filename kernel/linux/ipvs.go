@@ -3,13 +3,12 @@ package linux
 import (
 	"errors"
 	"fmt"
-	"net"
-	"net/netip"
 	"sync"
-	"syscall"
 	"time"
 
 	"github.com/moby/ipvs"
+	"github.com/vishvananda/netlink/nl"
+	"golang.org/x/sys/unix"
 
 	"github.com/ipvs-proxier/ipvs-proxier/kernel"
 )
@@ -17,10 +16,13 @@ import (
 // ErrTimeout is returned when a netlink call did not answer within the deadline.
 var ErrTimeout = errors.New("ipvs netlink call timed out; handle recreated")
 
-// IPVS programs IPVS through one moby/ipvs handle. moby/ipvs is not goroutine-safe, so
-// calls are serialized; and since it loops forever on EAGAIN when a reply is lost
-// (moby/ipvs netlink_linux.go: execute retries the 3 s receive timeout's EAGAIN), every call has a deadline after which the handle is closed and
-// a new one made.
+// IPVS programs IPVS. Dumps (ipvs_dump.go) and writes (ipvs_batch.go) travel over our
+// own generic netlink socket, whose receive timeout ends a call that stalls; only the
+// global timeouts (SetTimeouts) go through a moby/ipvs handle. Calls are serialized
+// (moby/ipvs is not goroutine-safe, and a socket carries one request at a time), and
+// since moby/ipvs loops forever on EAGAIN when a reply is lost (netlink_linux.go:
+// execute retries the 3 s receive timeout's EAGAIN), its calls have a deadline after
+// which the handle is closed and a new one made.
 type IPVS struct {
 	mu      sync.Mutex
 	h       *ipvs.Handle
@@ -74,92 +76,46 @@ func (x *IPVS) do(op string, fn func(h *ipvs.Handle) error) error {
 	}
 }
 
-func toService(vs kernel.VirtualServer) *ipvs.Service {
-	s := &ipvs.Service{
-		Address: net.IP(vs.Address.AsSlice()), Protocol: uint16(vs.Protocol), Port: vs.Port,
-		SchedName: vs.Scheduler, Flags: vs.Flags & kernel.OwnFlags, Timeout: vs.Timeout,
-		AddressFamily: syscall.AF_INET, Netmask: 0xffffffff,
-	}
-	if vs.Address.Is6() {
-		s.AddressFamily, s.Netmask = syscall.AF_INET6, 128
-	}
-	return s
-}
-
-func keyService(k kernel.VSKey) *ipvs.Service { return toService(kernel.VirtualServer{VSKey: k}) }
-
-func fromService(s *ipvs.Service) (kernel.VirtualServer, bool) {
-	a, ok := netip.AddrFromSlice(s.Address)
-	if !ok || s.FWMark != 0 {
-		return kernel.VirtualServer{}, false
-	}
-	if s.AddressFamily == syscall.AF_INET {
-		a = a.Unmap()
-	}
-	return kernel.VirtualServer{VSKey: kernel.VSKey{Protocol: kernel.Protocol(s.Protocol), Address: a, Port: s.Port},
-		Scheduler: s.SchedName, Flags: s.Flags, Timeout: s.Timeout}, true
-}
-
-// ListVirtualServers implements kernel.IPVS with one dump; fwmark services are skipped.
+// ListVirtualServers implements kernel.IPVS with one dump, read as it streams in
+// (ipvs_dump.go); fwmark services are skipped.
 func (x *IPVS) ListVirtualServers() ([]kernel.VirtualServer, error) {
+	x.mu.Lock()
+	defer x.mu.Unlock()
 	var out []kernel.VirtualServer
-	err := x.do("list virtual servers", func(h *ipvs.Handle) error {
-		svcs, err := h.GetServices()
-		if err != nil {
-			return err
+	err := x.dump("list virtual servers", ipvsCmdGetSvc, nil, func(attrs []byte) {
+		if vs, _, ok := parseService(attrs); ok {
+			out = append(out, vs)
 		}
-		out = out[:0]
-		for _, s := range svcs {
-			if vs, ok := fromService(s); ok {
-				out = append(out, vs)
-			}
-		}
-		return nil
 	})
 	return out, err
 }
 
 // ListStats implements kernel.IPVS with the same one dump as ListVirtualServers.
 func (x *IPVS) ListStats() (map[kernel.VSKey]kernel.VSStats, error) {
+	x.mu.Lock()
+	defer x.mu.Unlock()
 	out := map[kernel.VSKey]kernel.VSStats{}
-	err := x.do("list virtual server stats", func(h *ipvs.Handle) error {
-		svcs, err := h.GetServices()
-		if err != nil {
-			return err
+	err := x.dump("list virtual server stats", ipvsCmdGetSvc, nil, func(attrs []byte) {
+		if vs, st, ok := parseService(attrs); ok {
+			out[vs.VSKey] = st
 		}
-		clear(out)
-		for _, s := range svcs {
-			if vs, ok := fromService(s); ok {
-				out[vs.VSKey] = kernel.VSStats{Connections: uint64(s.Stats.Connections), PacketsIn: uint64(s.Stats.PacketsIn),
-					PacketsOut: uint64(s.Stats.PacketsOut), BytesIn: s.Stats.BytesIn, BytesOut: s.Stats.BytesOut}
-			}
-		}
-		return nil
 	})
 	return out, err
 }
 
-// ListRealServers implements kernel.IPVS.
+// ListRealServers implements kernel.IPVS with one dump of k's destinations.
 func (x *IPVS) ListRealServers(k kernel.VSKey) ([]kernel.RealServer, error) {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	af := uint16(unix.AF_INET)
+	if k.Address.Unmap().Is6() {
+		af = unix.AF_INET6
+	}
 	var out []kernel.RealServer
-	err := x.do("list real servers of "+k.String(), func(h *ipvs.Handle) error {
-		ds, err := h.GetDestinations(keyService(k))
-		if err != nil {
-			return err
+	err := x.dump("list real servers of "+k.String(), ipvsCmdGetDest, []*nl.RtAttr{serviceKeyAttr(k)}, func(attrs []byte) {
+		if rs, ok := parseDest(attrs, af); ok {
+			out = append(out, rs)
 		}
-		out = out[:0]
-		for _, d := range ds {
-			a, ok := netip.AddrFromSlice(d.Address)
-			if !ok {
-				continue
-			}
-			if d.AddressFamily == syscall.AF_INET {
-				a = a.Unmap()
-			}
-			out = append(out, kernel.RealServer{Address: a, Port: d.Port, Weight: d.Weight,
-				ActiveConns: d.ActiveConnections, InactiveConns: d.InactiveConnections})
-		}
-		return nil
 	})
 	return out, err
 }
