@@ -6,6 +6,8 @@ import (
 	"net/netip"
 
 	"github.com/vishvananda/netlink"
+	"github.com/vishvananda/netlink/nl"
+	"golang.org/x/sys/unix"
 
 	"github.com/ipvs-proxier/ipvs-proxier/kernel"
 )
@@ -49,28 +51,70 @@ func link(dev string) (netlink.Link, error) {
 	return l, nil
 }
 
-// ListAddresses implements kernel.Addresses; link-local addresses are left out.
+// ListAddresses implements kernel.Addresses; link-local addresses are left out. The
+// dump (RTM_GETADDR) is read as it streams in, skipping other interfaces' addresses:
+// the dummy holds one address per Service IP, and netlink.AddrList built several
+// objects for each of them at every full sync. An interrupted dump is read again.
 func (x *Addresses) ListAddresses(dev string) ([]netip.Addr, error) {
 	l, err := link(dev)
 	if err != nil {
 		return nil, err
 	}
-	addrs, err := netlink.AddrList(l, netlink.FAMILY_ALL)
-	for try := 0; try < 5 && interrupted(err); try++ {
-		addrs, err = netlink.AddrList(l, netlink.FAMILY_ALL)
-	}
-	if err != nil {
-		return nil, wrapErr("list addresses of "+dev, err)
-	}
+	index := uint32(l.Attrs().Index)
+	c := &x.route
+	c.mu.Lock()
+	defer c.mu.Unlock()
 	var out []netip.Addr
-	for _, a := range addrs {
-		ip, ok := netip.AddrFromSlice(a.IP)
-		if !ok || ip.Unmap().IsLinkLocalUnicast() {
-			continue
+	var answer error = netlink.ErrDumpInterrupted
+	for try := 0; try < 5 && errors.Is(answer, netlink.ErrDumpInterrupted); try++ {
+		if err := c.open(); err != nil {
+			return nil, wrapErr("list addresses of "+dev, err)
 		}
-		out = append(out, ip.Unmap())
+		req := &nl.NetlinkRequest{NlMsghdr: unix.NlMsghdr{Len: unix.SizeofNlMsghdr, Type: unix.RTM_GETADDR}}
+		req.AddData(nl.NewIfAddrmsg(unix.AF_UNSPEC))
+		out = out[:0]
+		var sockErr error
+		answer, sockErr = dumpOn(c.sh, req, func(body []byte) {
+			if a, ok := parseAddr(body, index); ok {
+				out = append(out, a)
+			}
+		})
+		if sockErr != nil {
+			c.sh.Socket.Close()
+			c.sh = nil
+			return nil, wrapErr("list addresses of "+dev, sockErr)
+		}
+	}
+	if answer != nil {
+		return nil, wrapErr("list addresses of "+dev, answer)
 	}
 	return out, nil
+}
+
+// parseAddr reads one address of an RTM_GETADDR dump (struct ifaddrmsg, then its
+// attributes) if it is on the interface index and not link-local: IFA_LOCAL, or
+// IFA_ADDRESS where there is none (IPv6 sends only that).
+func parseAddr(body []byte, index uint32) (netip.Addr, bool) {
+	if len(body) < unix.SizeofIfAddrmsg || nl.NativeEndian().Uint32(body[4:8]) != index {
+		return netip.Addr{}, false
+	}
+	var local, address []byte
+	eachAttr(body[unix.SizeofIfAddrmsg:], func(t uint16, v []byte) {
+		switch t {
+		case unix.IFA_LOCAL:
+			local = v
+		case unix.IFA_ADDRESS:
+			address = v
+		}
+	})
+	if local == nil {
+		local = address
+	}
+	a, ok := netip.AddrFromSlice(local)
+	if !ok || a.Unmap().IsLinkLocalUnicast() {
+		return netip.Addr{}, false
+	}
+	return a.Unmap(), true
 }
 
 // LocalAddresses returns the node's addresses on every interface but skip (the dummy),

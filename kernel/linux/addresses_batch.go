@@ -17,6 +17,19 @@ type routeConn struct {
 	sh *nl.SocketHandle
 }
 
+// open opens the socket if there is none. Called with c.mu held.
+func (c *routeConn) open() error {
+	if c.sh != nil {
+		return nil
+	}
+	sock, err := openSocket(unix.NETLINK_ROUTE, ipsetTimeout)
+	if err != nil {
+		return err
+	}
+	c.sh = &nl.SocketHandle{Socket: sock}
+	return nil
+}
+
 // close drops the socket; the next write opens a new one.
 func (c *routeConn) close() {
 	c.mu.Lock()
@@ -53,12 +66,8 @@ func (x *Addresses) WriteAddresses(dev string, ops []kernel.AddressOp) []error {
 	c := &x.route
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.sh == nil {
-		sock, err := openSocket(unix.NETLINK_ROUTE, ipsetTimeout)
-		if err != nil {
-			return fail(err)
-		}
-		c.sh = &nl.SocketHandle{Socket: sock}
+	if err := c.open(); err != nil {
+		return fail(err)
 	}
 	out, sockErr := sendBatch(c.sh, len(ops), func(i int, seq uint32) []byte { return addrMessage(index, ops[i], seq) },
 		func(i int, en syscall.Errno) error {
