@@ -28,6 +28,7 @@ type IPVS struct {
 	h       *ipvs.Handle
 	timeout time.Duration
 	batch   *batchConn
+	lastVS  int // virtual servers in the last dump
 }
 
 // NewIPVS opens a handle in the current network namespace.
@@ -81,12 +82,15 @@ func (x *IPVS) do(op string, fn func(h *ipvs.Handle) error) error {
 func (x *IPVS) ListVirtualServers() ([]kernel.VirtualServer, error) {
 	x.mu.Lock()
 	defer x.mu.Unlock()
-	var out []kernel.VirtualServer
+	out := make([]kernel.VirtualServer, 0, x.lastVS) // as many as last time, without regrowing
 	err := x.dump("list virtual servers", ipvsCmdGetSvc, nil, func(attrs []byte) {
 		if vs, _, ok := parseService(attrs); ok {
 			out = append(out, vs)
 		}
 	})
+	if err == nil {
+		x.lastVS = len(out)
+	}
 	return out, err
 }
 
