@@ -1,0 +1,42 @@
+package benchkit
+
+import (
+	"context"
+	"os"
+	"testing"
+
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/ipvs-proxier/ipvs-proxier/e2e/harness"
+)
+
+// BenchmarkWorkloadGrow loads b.N Services of the workload into a fresh apiserver (no
+// node), through the admin client (JSON) and through LoaderClient (protobuf), so the
+// loader's rate can be compared within one run: `IPVS_PROXIER_E2E=1 go test -run '^$'
+// -bench WorkloadGrow -benchtime 3000x ./benchkit`.
+func BenchmarkWorkloadGrow(b *testing.B) {
+	if os.Getenv("IPVS_PROXIER_E2E") != "1" {
+		b.Skip("starts a control plane: set IPVS_PROXIER_E2E=1")
+	}
+	for _, enc := range []string{"json", "protobuf"} {
+		b.Run(enc, func(b *testing.B) {
+			cp, err := harness.StartControlPlane()
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer cp.Stop()
+			var c kubernetes.Interface = cp.Admin
+			if enc == "protobuf" {
+				if c, err = LoaderClient(cp.RESTCfg); err != nil {
+					b.Fatal(err)
+				}
+			}
+			w := &Workload{Client: c, Node: NodeName, Endpoints: 4, Parallel: 16}
+			b.ResetTimer()
+			if err := w.Grow(context.Background(), b.N); err != nil {
+				b.Fatal(err)
+			}
+			b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "Services/s")
+		})
+	}
+}
