@@ -1,6 +1,7 @@
 package linux
 
 import (
+	"net"
 	"net/netip"
 	"os"
 	"strconv"
@@ -8,6 +9,7 @@ import (
 	"time"
 
 	"github.com/moby/ipvs"
+	"golang.org/x/sys/unix"
 
 	"github.com/ipvs-proxier/ipvs-proxier/kernel"
 	"github.com/ipvs-proxier/ipvs-proxier/kernel/kerneltest"
@@ -17,7 +19,9 @@ import (
 // Services of the scale bench, half of them NodePorts on two node addresses) in the VM
 // (`make bench-kernel`): ours, read as it streams in, against moby/ipvs's GetServices,
 // which the daemon used before and which builds a struct and parses every attribute of
-// every service. Allocations per virtual server are reported.
+// every service. Allocations per virtual server are reported. Then the real servers of
+// one virtual server (4), ours against moby/ipvs's GetDestinations: a periodic full sync
+// reads those of a tenth of the virtual servers, one dump each.
 func BenchmarkIPVSDump(b *testing.B) {
 	kerneltest.RequireIPVS(b)
 	n := 60000
@@ -57,12 +61,12 @@ func BenchmarkIPVSDump(b *testing.B) {
 		}
 		b.ReportMetric(float64(testing.AllocsPerRun(1, func() { x.ListVirtualServers() }))/float64(n), "allocs/VS")
 	})
+	h, err := ipvs.New("")
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer h.Close()
 	b.Run("moby-ipvs", func(b *testing.B) {
-		h, err := ipvs.New("")
-		if err != nil {
-			b.Fatal(err)
-		}
-		defer h.Close()
 		b.ReportAllocs()
 		for b.Loop() {
 			svcs, err := h.GetServices()
@@ -71,5 +75,32 @@ func BenchmarkIPVSDump(b *testing.B) {
 			}
 		}
 		b.ReportMetric(float64(testing.AllocsPerRun(1, func() { h.GetServices() }))/float64(n), "allocs/VS")
+	})
+	key := ops[0].VS.VSKey
+	var rss []kernel.RealServerOp
+	for i := range 4 {
+		rss = append(rss, kernel.RealServerOp{VS: key, RS: kernel.RealServer{Address: netip.AddrFrom4([4]byte{10, 244, 0, byte(i + 1)}), Port: 8080, Weight: 1}})
+	}
+	for _, err := range x.WriteRealServers(rss) {
+		if err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.Run("real-servers/ipvs-proxier", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			if got, err := x.ListRealServers(key); err != nil || len(got) != 4 {
+				b.Fatalf("%d real servers, %v", len(got), err)
+			}
+		}
+	})
+	b.Run("real-servers/moby-ipvs", func(b *testing.B) {
+		svc := &ipvs.Service{AddressFamily: unix.AF_INET, Protocol: uint16(key.Protocol), Address: net.IP(key.Address.AsSlice()), Port: key.Port}
+		b.ReportAllocs()
+		for b.Loop() {
+			if got, err := h.GetDestinations(svc); err != nil || len(got) != 4 {
+				b.Fatalf("%d destinations, %v", len(got), err)
+			}
+		}
 	})
 }
