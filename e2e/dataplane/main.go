@@ -93,7 +93,11 @@ func run() error {
 		return err
 	}
 	machine := benchkit.Machine(node)
-	w := &benchkit.Workload{Client: cp.Admin, Node: nodeName, Endpoints: s.endpoints, Parallel: s.createInParallel}
+	loader, err := benchkit.LoaderClient(cp.RESTCfg)
+	if err != nil {
+		return err
+	}
+	w := &benchkit.Workload{Client: loader, Node: nodeName, Endpoints: s.endpoints, Parallel: s.createInParallel}
 	var results []result
 	for _, n := range s.sizes {
 		benchkit.Logf("creating %d Services x %d endpoints through the apiserver", n, s.endpoints)

@@ -45,8 +45,12 @@ func run() error {
 		return err
 	}
 	defer stop()
+	loader, err := benchkit.LoaderClient(cp.RESTCfg)
+	if err != nil {
+		return err
+	}
 	b := &bench{node: node, budget: budget, profiles: os.Getenv("BENCH_PROFILE"), changes: benchkit.EnvInt("BENCH_CHANGES", 52),
-		w: &benchkit.Workload{Client: cp.Admin, Node: benchkit.NodeName, Endpoints: benchkit.EnvInt("SVC_ENDPOINTS", 4), Parallel: benchkit.EnvInt("SVC_CREATE_PARALLEL", 16)}}
+		w: &benchkit.Workload{Client: loader, Node: benchkit.NodeName, Endpoints: benchkit.EnvInt("SVC_ENDPOINTS", 4), Parallel: benchkit.EnvInt("SVC_CREATE_PARALLEL", 16)}}
 	machine := benchkit.Machine(node)
 	var results []result
 	for _, n := range steps {
