@@ -2,7 +2,6 @@ package benchkit
 
 import (
 	"context"
-	"os"
 	"testing"
 
 	"k8s.io/client-go/kubernetes"
@@ -15,9 +14,7 @@ import (
 // loader's rate can be compared within one run: `IPVS_PROXIER_E2E=1 go test -run '^$'
 // -bench WorkloadGrow -benchtime 3000x ./benchkit`.
 func BenchmarkWorkloadGrow(b *testing.B) {
-	if os.Getenv("IPVS_PROXIER_E2E") != "1" {
-		b.Skip("starts a control plane: set IPVS_PROXIER_E2E=1")
-	}
+	harness.RequireE2E(b)
 	for _, enc := range []string{"json", "protobuf"} {
 		b.Run(enc, func(b *testing.B) {
 			cp, err := harness.StartControlPlane()

@@ -19,9 +19,7 @@ import (
 // kubectl with the kubeconfig it writes, a change the node follows (seen through
 // `make demo-exec`), `ipvs-proxier status` and /metrics through the forwarded ports.
 func TestDemo(t *testing.T) {
-	if os.Getenv("IPVS_PROXIER_E2E") != "1" {
-		t.Skip("set IPVS_PROXIER_E2E=1, or run `make e2e`")
-	}
+	harness.RequireE2E(t)
 	dir := t.TempDir()
 	env := append(os.Environ(), "IPVS_PROXIER_DEMO_DIR="+dir)
 	demo := exec.Command("make", "-s", "demo")

@@ -77,6 +77,15 @@ func WaitListening(port int, timeout time.Duration) error {
 	}
 }
 
+// RequireE2E skips t unless IPVS_PROXIER_E2E=1: it starts real processes (a control
+// plane, a VM, `make`).
+func RequireE2E(t testing.TB) {
+	t.Helper()
+	if os.Getenv("IPVS_PROXIER_E2E") != "1" {
+		t.Skip("set IPVS_PROXIER_E2E=1, or run `make e2e`")
+	}
+}
+
 // Main is an e2e package's TestMain: without IPVS_PROXIER_E2E=1 it says the package is
 // skipped and runs the tests (which skip themselves), else it exits with run's code, or
 // prints run's error (a setup that failed) and exits 1.

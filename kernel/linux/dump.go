@@ -1,6 +1,7 @@
 package linux
 
 import (
+	"encoding/binary"
 	"fmt"
 	gosync "sync"
 	"syscall"
@@ -137,6 +138,14 @@ func u16(v []byte) uint16 {
 		return 0
 	}
 	return nl.NativeEndian().Uint16(v)
+}
+
+// be16 reads a network-order (port) attribute value; a short one reads as 0.
+func be16(v []byte) uint16 {
+	if len(v) < 2 {
+		return 0
+	}
+	return binary.BigEndian.Uint16(v)
 }
 
 // u64or32 reads a counter that is 64 bits in IPVS_SVC_ATTR_STATS64 and, for the

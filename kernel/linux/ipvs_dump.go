@@ -1,7 +1,6 @@
 package linux
 
 import (
-	"encoding/binary"
 	"fmt"
 	"net/netip"
 
@@ -88,9 +87,7 @@ func parseService(attrs []byte) (vs kernel.VirtualServer, st kernel.VSStats, ok 
 		case ipvsSvcAttrAddr:
 			addr = v
 		case ipvsSvcAttrPort:
-			if len(v) >= 2 {
-				vs.Port = binary.BigEndian.Uint16(v)
-			}
+			vs.Port = be16(v)
 		case ipvsSvcAttrFWMark:
 			fwmark = u32(v)
 		case ipvsSvcAttrSched:
@@ -142,9 +139,7 @@ func parseDest(attrs []byte, svcAF uint16) (kernel.RealServer, bool) {
 		case ipvsDestAttrAddr:
 			addr = v
 		case ipvsDestAttrPort:
-			if len(v) >= 2 {
-				rs.Port = binary.BigEndian.Uint16(v)
-			}
+			rs.Port = be16(v)
 		case ipvsDestAttrWeight:
 			rs.Weight = int(int32(u32(v)))
 		case ipvsDestAttrActiveConns:

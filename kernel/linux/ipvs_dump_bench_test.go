@@ -51,31 +51,13 @@ func BenchmarkIPVSDump(b *testing.B) {
 		}
 		x.WriteVirtualServers(ops)
 	}()
-	b.Run("ipvs-proxier", func(b *testing.B) {
-		b.ReportAllocs()
-		for b.Loop() {
-			vss, err := x.ListVirtualServers()
-			if err != nil || len(vss) != n {
-				b.Fatalf("%d virtual servers, %v", len(vss), err)
-			}
-		}
-		b.ReportMetric(float64(testing.AllocsPerRun(1, func() { x.ListVirtualServers() }))/float64(n), "allocs/VS")
-	})
+	dumpBench(b, "ipvs-proxier", n, func() (int, error) { vss, err := x.ListVirtualServers(); return len(vss), err })
 	h, err := ipvs.New("")
 	if err != nil {
 		b.Fatal(err)
 	}
 	defer h.Close()
-	b.Run("moby-ipvs", func(b *testing.B) {
-		b.ReportAllocs()
-		for b.Loop() {
-			svcs, err := h.GetServices()
-			if err != nil || len(svcs) != n {
-				b.Fatalf("%d services, %v", len(svcs), err)
-			}
-		}
-		b.ReportMetric(float64(testing.AllocsPerRun(1, func() { h.GetServices() }))/float64(n), "allocs/VS")
-	})
+	dumpBench(b, "moby-ipvs", n, func() (int, error) { svcs, err := h.GetServices(); return len(svcs), err })
 	key := ops[0].VS.VSKey
 	var rss []kernel.RealServerOp
 	for i := range 4 {
@@ -86,21 +68,21 @@ func BenchmarkIPVSDump(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
-	b.Run("real-servers/ipvs-proxier", func(b *testing.B) {
+	dumpBench(b, "real-servers/ipvs-proxier", 4, func() (int, error) { rss, err := x.ListRealServers(key); return len(rss), err })
+	svc := &ipvs.Service{AddressFamily: unix.AF_INET, Protocol: uint16(key.Protocol), Address: net.IP(key.Address.AsSlice()), Port: key.Port}
+	dumpBench(b, "real-servers/moby-ipvs", 4, func() (int, error) { ds, err := h.GetDestinations(svc); return len(ds), err })
+}
+
+// dumpBench runs list, which must list want entries, as the sub-benchmark name, with
+// its allocations per entry.
+func dumpBench(b *testing.B, name string, want int, list func() (int, error)) {
+	b.Run(name, func(b *testing.B) {
 		b.ReportAllocs()
 		for b.Loop() {
-			if got, err := x.ListRealServers(key); err != nil || len(got) != 4 {
-				b.Fatalf("%d real servers, %v", len(got), err)
+			if got, err := list(); err != nil || got != want {
+				b.Fatalf("%d listed, want %d: %v", got, want, err)
 			}
 		}
-	})
-	b.Run("real-servers/moby-ipvs", func(b *testing.B) {
-		svc := &ipvs.Service{AddressFamily: unix.AF_INET, Protocol: uint16(key.Protocol), Address: net.IP(key.Address.AsSlice()), Port: key.Port}
-		b.ReportAllocs()
-		for b.Loop() {
-			if got, err := h.GetDestinations(svc); err != nil || len(got) != 4 {
-				b.Fatalf("%d destinations, %v", len(got), err)
-			}
-		}
+		b.ReportMetric(testing.AllocsPerRun(1, func() { _, _ = list() })/float64(want), "allocs/entry")
 	})
 }
