@@ -53,7 +53,7 @@ fuzz: ## Fuzz the translation, whole clusters (loader, syncer, plan) and --confi
 	$(GO) test ./sync/reconcile -run '^$$' -fuzz '^FuzzPlan$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./cmd/ipvs-proxier -run '^$$' -fuzz '^FuzzConfig$$' -fuzztime $(FUZZTIME)
 
-bench: bench-micro bench-scale bench-dataplane ## Every benchmark: Go microbenchmarks, the scale run and the data-plane run against kube-proxy (long; not part of make test)
+bench: bench-micro bench-kernel bench-scale bench-dataplane ## Every benchmark: Go microbenchmarks (fake kernel, then the real one in the VM), the scale run and the data-plane run against kube-proxy (long; not part of make test)
 
 bench-micro: ## Go benchmarks (fake kernel, 30,000 Services x 4): one change, full syncs, retained heap; benchstat against bench/micro/baseline.txt
 	@mkdir -p bench/micro
