@@ -80,6 +80,14 @@ func readDump(recv func([]byte) (int, error), seq uint32, each func([]byte)) (an
 			interrupted = interrupted || flags&unix.NLM_F_DUMP_INTR != 0
 			switch typ {
 			case unix.NLMSG_DONE:
+				// A dump that failed part-way ends with its errno in NLMSG_DONE's payload
+				// (net/netlink/af_netlink.c, netlink_dump: dump_done_errno), not in an
+				// error answer.
+				if len(body) >= 4 {
+					if code := -int32(h.Uint32(body[0:4])); code > 0 {
+						return syscall.Errno(code), nil
+					}
+				}
 				if interrupted {
 					return netlink.ErrDumpInterrupted, nil
 				}

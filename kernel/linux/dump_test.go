@@ -58,6 +58,8 @@ func TestReadDump(t *testing.T) {
 		{"two receives, a stale answer", recvs(join(frame(30, multi, 7, genl('a')), frame(30, multi, 6, genl('x')), frame(30, multi, 7, genl('b'))),
 			join(frame(30, multi, 7, genl('c')), frame(unix.NLMSG_DONE, multi, 7, nil))), "abc", nil, nil},
 		{"error answer", recvs(join(frame(30, multi, 7, genl('a')), frame(unix.NLMSG_ERROR, 0, 7, errAnswer(int32(unix.ENOENT))))), "a", syscall.ENOENT, nil},
+		{"failed part-way", recvs(join(frame(30, multi, 7, genl('a')), frame(unix.NLMSG_DONE, multi, 7, errAnswer(int32(unix.EMSGSIZE))))), "a", syscall.EMSGSIZE, nil},
+		{"done with no error", recvs(join(frame(30, multi, 7, genl('a')), frame(unix.NLMSG_DONE, multi, 7, errAnswer(0)))), "a", nil, nil},
 		{"interrupted", recvs(join(frame(30, multi|unix.NLM_F_DUMP_INTR, 7, genl('a')), frame(unix.NLMSG_DONE, multi, 7, nil))), "a", netlink.ErrDumpInterrupted, nil},
 		{"stalled", recvs(frame(30, multi, 7, genl('a'))), "a", nil, ErrTimeout},
 		{"truncated", recvs(frame(30, multi, 7, genl('a'))[:20]), "", nil, errors.New("malformed")},
