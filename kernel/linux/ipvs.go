@@ -13,8 +13,9 @@ import (
 	"github.com/ipvs-proxier/ipvs-proxier/kernel"
 )
 
-// ErrTimeout is returned when a netlink call did not answer within the deadline.
-var ErrTimeout = errors.New("ipvs netlink call timed out; handle recreated")
+// ErrTimeout is returned when a netlink call (an IPVS call, or a dump) did not answer
+// within its deadline; its socket or handle is replaced.
+var ErrTimeout = errors.New("netlink call timed out; socket replaced")
 
 // IPVS programs IPVS. Dumps (ipvs_dump.go) and writes (ipvs_batch.go) travel over our
 // own generic netlink socket, whose receive timeout ends a call that stalls; only the
