@@ -80,8 +80,7 @@ func (x *Addresses) ListAddresses(dev string) ([]netip.Addr, error) {
 			}
 		})
 		if sockErr != nil {
-			c.sh.Socket.Close()
-			c.sh = nil
+			c.drop() // the rest of this dump would arrive as the next request's answers
 			return nil, wrapErr("list addresses of "+dev, sockErr)
 		}
 	}

@@ -34,6 +34,12 @@ func (c *routeConn) open() error {
 func (c *routeConn) close() {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	c.drop()
+}
+
+// drop closes the socket, after a failure or on close, so the next call opens a new
+// one. Called with c.mu held.
+func (c *routeConn) drop() {
 	if c.sh != nil {
 		c.sh.Socket.Close()
 		c.sh = nil
@@ -78,8 +84,7 @@ func (x *Addresses) WriteAddresses(dev string, ops []kernel.AddressOp) []error {
 			return wrapErr(addrOpString(dev, ops[i]), en)
 		})
 	if sockErr != nil {
-		c.sh.Socket.Close()
-		c.sh = nil
+		c.drop()
 	}
 	return out
 }

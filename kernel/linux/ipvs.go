@@ -49,10 +49,7 @@ func (x *IPVS) Close() {
 		x.h.Close()
 		x.h = nil
 	}
-	if x.batch != nil {
-		x.batch.sh.Socket.Close()
-		x.batch = nil
-	}
+	x.dropBatch()
 }
 
 func (x *IPVS) do(op string, fn func(h *ipvs.Handle) error) error {

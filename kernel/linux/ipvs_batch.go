@@ -100,7 +100,15 @@ func (x *IPVS) send(errs []error, q ipvsBatch) {
 		}
 	}
 	if sockErr != nil {
-		b.sh.Socket.Close()
+		x.dropBatch()
+	}
+}
+
+// dropBatch closes the batch socket, after a socket failure or on Close, so the next
+// call opens a new one. Called with x.mu held.
+func (x *IPVS) dropBatch() {
+	if x.batch != nil {
+		x.batch.sh.Socket.Close()
 		x.batch = nil
 	}
 }

@@ -51,8 +51,7 @@ func (x *IPVS) dump(op string, cmd uint8, attrs []*nl.RtAttr, each func(attrs []
 		}
 	})
 	if sockErr != nil {
-		b.sh.Socket.Close() // the rest of this dump would arrive as the next one's answers
-		x.batch = nil
+		x.dropBatch() // the rest of this dump would arrive as the next one's answers
 		return wrapErr(op, sockErr)
 	}
 	return wrapErr(op, answer)
