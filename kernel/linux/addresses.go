@@ -12,11 +12,16 @@ import (
 	"github.com/ipvs-proxier/ipvs-proxier/kernel"
 )
 
-// Addresses manages the dummy interface with netlink.
-type Addresses struct{ route routeConn }
+// Addresses manages the dummy interface with netlink: writes over one rtnetlink socket,
+// the address dump over another, so a full sync's dump of 30,000 addresses never holds
+// up a sync's writes.
+type Addresses struct{ route, dump routeConn }
 
-// Close drops the socket; a later write opens a new one.
-func (x *Addresses) Close() { x.route.close() }
+// Close drops the sockets; a later call opens new ones.
+func (x *Addresses) Close() {
+	x.route.close()
+	x.dump.close()
+}
 
 // EnsureDummy implements kernel.Addresses. The link stays down, as kube-proxy leaves it:
 // addresses on a down dummy are still local, and it answers nothing by itself.
@@ -61,7 +66,7 @@ func (x *Addresses) ListAddresses(dev string) ([]netip.Addr, error) {
 		return nil, err
 	}
 	index := uint32(l.Attrs().Index)
-	c := &x.route
+	c := &x.dump
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	var out []netip.Addr

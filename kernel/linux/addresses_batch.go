@@ -10,8 +10,8 @@ import (
 	"github.com/ipvs-proxier/ipvs-proxier/kernel"
 )
 
-// routeConn is an Addresses' rtnetlink socket for batched address writes, opened on
-// first use and dropped on a socket failure.
+// routeConn is one of an Addresses' rtnetlink sockets (for batched address writes, or
+// for the address dump), opened on first use and dropped on a socket failure.
 type routeConn struct {
 	mu gosync.Mutex
 	sh *nl.SocketHandle

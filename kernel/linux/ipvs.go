@@ -3,7 +3,7 @@ package linux
 import (
 	"errors"
 	"fmt"
-	"sync"
+	gosync "sync"
 	"time"
 
 	"github.com/moby/ipvs"
@@ -17,19 +17,22 @@ import (
 // within its deadline; its socket or handle is replaced.
 var ErrTimeout = errors.New("netlink call timed out; socket replaced")
 
-// IPVS programs IPVS. Dumps (ipvs_dump.go) and writes (ipvs_batch.go) travel over our
-// own generic netlink socket, whose receive timeout ends a call that stalls; only the
-// global timeouts (SetTimeouts) go through a moby/ipvs handle. Calls are serialized
-// (moby/ipvs is not goroutine-safe, and a socket carries one request at a time), and
-// since moby/ipvs loops forever on EAGAIN when a reply is lost (netlink_linux.go:
-// execute retries the 3 s receive timeout's EAGAIN), its calls have a deadline after
-// which the handle is closed and a new one made.
+// IPVS programs IPVS. Writes (ipvs_batch.go) and dumps (ipvs_dump.go) travel over two
+// generic netlink sockets of our own, whose receive timeout ends a call that stalls: a
+// dump of every virtual server takes seconds at 30,000 Services (the kernel restarts its
+// walk of the service table for every answer it fills), and on a socket of its own it
+// never holds up a sync's writes. Only the global timeouts (SetTimeouts) go through a
+// moby/ipvs handle, serialized by mu (moby/ipvs is not goroutine-safe); since moby/ipvs
+// loops forever on EAGAIN when a reply is lost (netlink_linux.go: execute retries the
+// 3 s receive timeout's EAGAIN), its calls have a deadline after which the handle is
+// closed and a new one made.
 type IPVS struct {
-	mu      sync.Mutex
+	mu      gosync.Mutex
 	h       *ipvs.Handle
 	timeout time.Duration
-	batch   *batchConn
-	lastVS  int // virtual servers in the last dump
+	writes  ipvsSocket
+	reads   ipvsSocket
+	lastVS  int // virtual servers in the last dump; guarded by reads.mu
 }
 
 // NewIPVS opens a handle in the current network namespace.
@@ -38,18 +41,22 @@ func NewIPVS(timeout time.Duration) (*IPVS, error) {
 	if err != nil {
 		return nil, fmt.Errorf("ipvs: %w", err)
 	}
-	return &IPVS{h: h, timeout: timeout}, nil
+	return &IPVS{h: h, timeout: timeout, writes: ipvsSocket{timeout: timeout}, reads: ipvsSocket{timeout: timeout}}, nil
 }
 
-// Close releases the handle.
+// Close releases the handle and the sockets.
 func (x *IPVS) Close() {
 	x.mu.Lock()
-	defer x.mu.Unlock()
 	if x.h != nil {
 		x.h.Close()
 		x.h = nil
 	}
-	x.dropBatch()
+	x.mu.Unlock()
+	for _, s := range []*ipvsSocket{&x.writes, &x.reads} {
+		s.mu.Lock()
+		s.drop()
+		s.mu.Unlock()
+	}
 }
 
 func (x *IPVS) do(op string, fn func(h *ipvs.Handle) error) error {
@@ -78,8 +85,8 @@ func (x *IPVS) do(op string, fn func(h *ipvs.Handle) error) error {
 // ListVirtualServers implements kernel.IPVS with one dump, read as it streams in
 // (ipvs_dump.go); fwmark services are skipped.
 func (x *IPVS) ListVirtualServers() ([]kernel.VirtualServer, error) {
-	x.mu.Lock()
-	defer x.mu.Unlock()
+	x.reads.mu.Lock()
+	defer x.reads.mu.Unlock()
 	out := make([]kernel.VirtualServer, 0, x.lastVS) // as many as last time, without regrowing
 	err := x.dump("list virtual servers", ipvsCmdGetSvc, nil, func(attrs []byte) {
 		if vs, _, ok := parseService(attrs); ok {
@@ -94,8 +101,8 @@ func (x *IPVS) ListVirtualServers() ([]kernel.VirtualServer, error) {
 
 // ListStats implements kernel.IPVS with the same one dump as ListVirtualServers.
 func (x *IPVS) ListStats() (map[kernel.VSKey]kernel.VSStats, error) {
-	x.mu.Lock()
-	defer x.mu.Unlock()
+	x.reads.mu.Lock()
+	defer x.reads.mu.Unlock()
 	out := map[kernel.VSKey]kernel.VSStats{}
 	err := x.dump("list virtual server stats", ipvsCmdGetSvc, nil, func(attrs []byte) {
 		if vs, st, ok := parseService(attrs); ok {
@@ -107,8 +114,8 @@ func (x *IPVS) ListStats() (map[kernel.VSKey]kernel.VSStats, error) {
 
 // ListRealServers implements kernel.IPVS with one dump of k's destinations.
 func (x *IPVS) ListRealServers(k kernel.VSKey) ([]kernel.RealServer, error) {
-	x.mu.Lock()
-	defer x.mu.Unlock()
+	x.reads.mu.Lock()
+	defer x.reads.mu.Unlock()
 	af := uint16(unix.AF_INET)
 	if k.Address.Unmap().Is6() {
 		af = unix.AF_INET6

@@ -4,7 +4,9 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	gosync "sync"
 	"syscall"
+	"time"
 
 	"github.com/vishvananda/netlink"
 	"github.com/vishvananda/netlink/nl"
@@ -46,27 +48,45 @@ const (
 	ipvsConnFMasq = 0 // IP_VS_CONN_F_MASQ: NAT, as kube-proxy programs
 )
 
-// batchConn is the generic netlink socket for batched IPVS writes and the IPVS family
-// id; opened on first use, dropped on a socket failure. Guarded by IPVS.mu.
+// batchConn is a generic netlink socket to IPVS and the IPVS family id.
 type batchConn struct {
 	sh     *nl.SocketHandle
 	family uint16
 }
 
-func (x *IPVS) batchSocket() (*batchConn, error) {
-	if x.batch != nil {
-		return x.batch, nil
+// ipvsSocket is one generic netlink socket to IPVS, opened on first use and replaced
+// after a socket failure. Its mutex serializes the calls that share it: a socket
+// carries one request, batch or dump at a time.
+type ipvsSocket struct {
+	mu      gosync.Mutex
+	timeout time.Duration
+	conn    *batchConn
+}
+
+// open returns the socket, opening one if there is none. Called with s.mu held.
+func (s *ipvsSocket) open() (*batchConn, error) {
+	if s.conn != nil {
+		return s.conn, nil
 	}
 	fam, err := netlink.GenlFamilyGet("IPVS")
 	if err != nil {
 		return nil, fmt.Errorf("ipvs generic netlink family: %w", err)
 	}
-	sock, err := openSocket(unix.NETLINK_GENERIC, x.timeout)
+	sock, err := openSocket(unix.NETLINK_GENERIC, s.timeout)
 	if err != nil {
 		return nil, err
 	}
-	x.batch = &batchConn{sh: &nl.SocketHandle{Socket: sock}, family: fam.ID}
-	return x.batch, nil
+	s.conn = &batchConn{sh: &nl.SocketHandle{Socket: sock}, family: fam.ID}
+	return s.conn, nil
+}
+
+// drop closes the socket, after a socket failure or on Close, so the next call opens a
+// new one. Called with s.mu held.
+func (s *ipvsSocket) drop() {
+	if s.conn != nil {
+		s.conn.sh.Socket.Close()
+		s.conn = nil
+	}
 }
 
 // ipvsBatch is one batch of IPVS requests: n of them, request i named name(i) in
@@ -80,10 +100,10 @@ type ipvsBatch struct {
 	answer func(i int, en syscall.Errno) error
 }
 
-// send sends the batch (sendBatch) over the batch socket, which a socket failure drops.
-// Called with x.mu held.
+// send sends the batch (sendBatch) over the write socket, which a socket failure
+// drops. Called with x.writes.mu held.
 func (x *IPVS) send(errs []error, q ipvsBatch) {
-	b, err := x.batchSocket()
+	b, err := x.writes.open()
 	if err != nil {
 		for i := range q.n {
 			errs[q.idx(i)] = fmt.Errorf("%s: %w", q.name(i), err)
@@ -100,16 +120,7 @@ func (x *IPVS) send(errs []error, q ipvsBatch) {
 		}
 	}
 	if sockErr != nil {
-		x.dropBatch()
-	}
-}
-
-// dropBatch closes the batch socket, after a socket failure or on Close, so the next
-// call opens a new one. Called with x.mu held.
-func (x *IPVS) dropBatch() {
-	if x.batch != nil {
-		x.batch.sh.Socket.Close()
-		x.batch = nil
+		x.writes.drop()
 	}
 }
 
@@ -119,8 +130,8 @@ func same(i int) int { return i }
 // a cold start at 30,000 Services creates 45,000 virtual servers, which moby/ipvs sends
 // one request and one answer each (and a goroutine and a timer each in do).
 func (x *IPVS) WriteVirtualServers(ops []kernel.VirtualServerOp) []error {
-	x.mu.Lock()
-	defer x.mu.Unlock()
+	x.writes.mu.Lock()
+	defer x.writes.mu.Unlock()
 	errs := make([]error, len(ops))
 	name := func(i int) string { return ops[i].Name() + " " + ops[i].VS.VSKey.String() }
 	x.send(errs, ipvsBatch{n: len(ops), idx: same, name: name,
@@ -138,8 +149,8 @@ func (x *IPVS) WriteVirtualServers(ops []kernel.VirtualServerOp) []error {
 // of 10,000 Services adds 60,000 real servers, and a round trip each was the largest
 // part of it in the VM. Adds the kernel refuses as existing are sent again as updates.
 func (x *IPVS) WriteRealServers(ops []kernel.RealServerOp) []error {
-	x.mu.Lock()
-	defer x.mu.Unlock()
+	x.writes.mu.Lock()
+	defer x.writes.mu.Unlock()
 	errs := make([]error, len(ops))
 	var existing []int
 	send := func(ops []kernel.RealServerOp, idx func(int) int) {
@@ -157,7 +168,7 @@ func (x *IPVS) WriteRealServers(ops []kernel.RealServerOp) []error {
 			}})
 	}
 	send(ops, same)
-	if len(existing) > 0 && x.batch != nil {
+	if len(existing) > 0 && x.writes.conn != nil {
 		again := make([]kernel.RealServerOp, len(existing))
 		for j, i := range existing {
 			again[j] = ops[i]

@@ -30,13 +30,13 @@ const (
 	ipvsStatsAttrOutBytes = 5
 )
 
-// dump sends the IPVS dump request cmd (with attrs, if any) over the batch socket and
+// dump sends the IPVS dump request cmd (with attrs, if any) over the read socket and
 // calls each with the attributes of every answer (past the generic netlink header), as
 // they arrive: the dump is never held whole, and nothing is allocated per entry here. A
 // dump that makes progress never times out; the socket's receive timeout ends one that
-// stalls. Called with x.mu held.
+// stalls. Called with x.reads.mu held.
 func (x *IPVS) dump(op string, cmd uint8, attrs []*nl.RtAttr, each func(attrs []byte)) error {
-	b, err := x.batchSocket()
+	b, err := x.reads.open()
 	if err != nil {
 		return fmt.Errorf("%s: %w", op, err)
 	}
@@ -51,7 +51,7 @@ func (x *IPVS) dump(op string, cmd uint8, attrs []*nl.RtAttr, each func(attrs []
 		}
 	})
 	if sockErr != nil {
-		x.dropBatch() // the rest of this dump would arrive as the next one's answers
+		x.reads.drop() // the rest of this dump would arrive as the next one's answers
 		return wrapErr(op, sockErr)
 	}
 	return wrapErr(op, answer)
