@@ -261,9 +261,11 @@ func (o *options) resolve(hostname func() (string, error)) (*resolved, error) {
 		LocalMode: localMode, BridgeInterface: o.podBridge, InterfaceNamePrefix: o.podIfPrefix, ServiceCIDRs: serviceCIDRs,
 		DummyDevice: o.dummyDevice, MasqueradeBit: &o.masqueradeBit, MaxEndpoints: o.maxEndpoints,
 	}.WithDefaults()
-	// Real servers are re-read over 10 full syncs (5 min at the default syncPeriod): at
-	// 30,000 Services reading them all every syncPeriod was most of the idle CPU.
+	// Real servers are re-read over 10 full syncs (5 min at the default syncPeriod), or
+	// ~1,000 virtual servers per full sync past 10,000: at 30,000 Services reading them
+	// all every syncPeriod was most of the idle CPU. The periodic full sync runs beside
+	// the partial syncs, so a change never waits for its seconds of kernel dumps.
 	r.sync = reconcile.Options{Config: r.cfg, SyncPeriod: o.syncPeriod, GracefulTimeout: o.gracefulTimeout, ExcludeCIDRs: exclude,
-		CheckEvery: 10, NodeOptions: source.NodeOptions{NodePortPrimary: r.primaryNodePorts, BindAddress: bind.Unmap()}}
+		CheckEvery: 10, BackgroundFull: true, NodeOptions: source.NodeOptions{NodePortPrimary: r.primaryNodePorts, BindAddress: bind.Unmap()}}
 	return r, nil
 }

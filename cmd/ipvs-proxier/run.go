@@ -214,6 +214,7 @@ func runProxy(o *options, r *resolved, log *zap.Logger, client kubernetes.Interf
 	defer hc.Close()
 	r.sync.Logger, r.sync.Events, r.sync.Metrics, r.sync.HealthChecks = log, events, m, hc
 	r.sync.LocalAddresses = func() ([]netip.Addr, error) { return linux.LocalAddresses(dummy) }
+	r.sync.Wake = func() { runner.Run() } // a closure: runner is made below, from the syncer
 	syncer = reconcile.NewSyncer(r.sync, k, src, tracker)
 	runner = reconcile.NewRunner(syncOnce(syncer, proxyHealth), o.minSyncPeriod, o.syncPeriod)
 

@@ -62,6 +62,7 @@ func (s *Syncer) applyVirtualServers(keys iter.Seq[kernel.VSKey], errs *[]error)
 	for key := range keys {
 		want, _, ok := s.desired.VirtualServer(key)
 		if have := s.vs[key]; ok && have != nil {
+			s.touchVS(key) // its real servers may change
 			if err := s.syncRealServers(key, have, want.RealServers); err != nil {
 				s.failVS(key, err, errs)
 			}
@@ -96,6 +97,7 @@ func (s *Syncer) writeVirtualServers(ops []kernel.VirtualServerOp, errs *[]error
 			s.setVS(key, &programmedVS{vs: op.VS, rss: make(realServers, 0, len(want.RealServers))})
 		case op.Kind == kernel.OpUpdate:
 			s.vs[key].vs = op.VS
+			s.touchVS(key)
 		case op.Kind == kernel.OpDelete:
 			s.deletedVS(key)
 		}
@@ -133,6 +135,9 @@ func (s *Syncer) deletedVS(key kernel.VSKey) {
 func (s *Syncer) applyAddress(a netip.Addr) {
 	want := s.desired.HasAddress(a)
 	_, have := s.addrs[a]
+	if want != have {
+		s.touchAddr(a)
+	}
 	switch {
 	case want && !have:
 		s.addrQueue = append(s.addrQueue, kernel.AddressOp{Addr: a})
@@ -353,6 +358,7 @@ func (s *Syncer) reapDrained() error {
 			errs = append(errs, err)
 			continue
 		}
+		s.touchVS(op.VS)
 		s.delRS(s.vs[op.VS], op.RS.AddrPort())
 		delete(s.drain, drainKey{op.VS, op.RS.AddrPort()})
 	}

@@ -23,7 +23,8 @@ import (
 // its steps.
 func (s *Syncer) syncFull(keys map[proxier.ServiceKey]struct{}, ph *phases) error {
 	start := s.opts.Now()
-	s.needFull = true
+	s.needFull, s.fullRunning = true, true
+	defer func() { s.fullRunning = false }()
 	// changed collects the set members whose desire changed since the last sync: the
 	// ones that failed then, and those of the Services changed since. Sets whose count
 	// matches are not listed, so these must be written explicitly.
@@ -47,28 +48,32 @@ func (s *Syncer) syncFull(keys map[proxier.ServiceKey]struct{}, ph *phases) erro
 			s.pendingSets[set.Name] = struct{}{}
 		}
 	}
-	addrs, err := s.k.Addresses.ListAddresses(s.cfg.DummyDevice)
+	// The reads, with s.mu released (read.go).
+	var addrs []netip.Addr
+	var vss []kernel.VirtualServer
+	var err error
+	dev := s.cfg.DummyDevice
+	s.unlocked(func() {
+		if addrs, err = s.k.Addresses.ListAddresses(dev); err == nil {
+			vss, err = s.k.IPVS.ListVirtualServers()
+		}
+	})
 	if err != nil {
-		return errors.Join(append(errs, err)...)
-	}
-	vss, err := s.k.IPVS.ListVirtualServers()
-	if err != nil {
+		s.endRead()
 		return errors.Join(append(errs, err)...)
 	}
 	ph.mark("dump")
-
-	s.addrs = make(map[netip.Addr]struct{}, len(addrs))
-	for _, a := range addrs {
-		s.addrs[a] = struct{}{}
-	}
-
+	s.mergeAddresses(addrs)
+	var rss map[kernel.VSKey]rsRead
+	toRead := s.realServersToRead(vss)
+	s.unlocked(func() { rss = s.readRealServers(toRead) })
 	round := s.fullRound + 1
-	errs = append(errs, s.refreshCache(vss, round)...)
+	errs = append(errs, s.refreshCache(vss, round, rss, s.endRead())...)
 	ph.mark("readRealServers")
 
 	// The dumps that decide ownership worked: from here on, failures are retried one
-	// object at a time.
-	s.needFull, s.lastFull = false, start
+	// object at a time (unless a change to every Service came during the reads).
+	s.needFull, s.fullAgain, s.lastFull = s.fullAgain, false, start
 	s.fullRound = round
 
 	errs = append(errs, s.syncSets(sets, changed, listAll))
@@ -108,28 +113,36 @@ func (s *Syncer) refreshDesired(keys map[proxier.ServiceKey]struct{}, changed *p
 // refreshCache updates the programmed cache from the virtual-server dump vss, in place,
 // not rebuilt: at 30,000 Services a new map and a delta naming every object were most of
 // a full sync's garbage. The real servers of a virtual server are re-read when it is new,
-// unwanted, or its turn in the CheckEvery rotation has come.
-func (s *Syncer) refreshCache(vss []kernel.VirtualServer, round int) []error {
+// unwanted, or its turn in the CheckEvery rotation has come (checkRealServers): read
+// holds those read before, with s.mu released. What a sync wrote during the reads
+// (written) keeps its cached state.
+func (s *Syncer) refreshCache(vss []kernel.VirtualServer, round int, read map[kernel.VSKey]rsRead, written *touched) []error {
 	var errs []error
 	for _, vs := range vss {
 		key := vs.VSKey
-		vs.Flags &= kernel.OwnFlags
-		_, _, wanted := s.desired.VirtualServer(key)
-		p := s.vs[key]
-		if !wanted && p == nil && !s.owns(key) {
-			continue // someone else's: never touched
+		if written.hasVS(key) {
+			continue // the dump is older than the cache here
 		}
-		if p != nil && wanted && !s.checkRealServersNow(key) {
+		vs.Flags &= kernel.OwnFlags
+		ours, reread := s.checkRealServers(key)
+		p := s.vs[key]
+		switch {
+		case !ours:
+			continue // someone else's: never touched
+		case !reread:
 			// Known and unchanged at the virtual-server level: keep the cached real
 			// servers; this virtual server's turn to be re-read comes within
 			// CheckEvery full syncs.
 			p.vs, p.seen = vs, round
 			continue
 		}
-		rss, err := s.k.IPVS.ListRealServers(key)
-		if err != nil {
-			errs = append(errs, err)
-			if wanted {
+		r, ok := read[key]
+		if !ok { // its state moved between the list of reads and now
+			r.rss, r.err = s.k.IPVS.ListRealServers(key)
+		}
+		if r.err != nil {
+			errs = append(errs, r.err)
+			if _, _, wanted := s.desired.VirtualServer(key); wanted {
 				s.dropVS(key) // left out of the cache: re-added, which adopts and corrects it
 				continue
 			}
@@ -138,8 +151,13 @@ func (s *Syncer) refreshCache(vss []kernel.VirtualServer, round int) []error {
 			p = &programmedVS{}
 			s.setVS(key, p)
 		}
-		s.rsTotal += len(rss) - len(p.rss)
-		p.vs, p.rss, p.seen = vs, newRealServers(rss), round
+		s.rsTotal += len(r.rss) - len(p.rss)
+		p.vs, p.rss, p.seen = vs, newRealServers(r.rss), round
+	}
+	for key := range written.vs {
+		if p := s.vs[key]; p != nil {
+			p.seen = round
+		}
 	}
 	for key, p := range s.vs {
 		if p.seen != round {
@@ -252,16 +270,23 @@ func (s *Syncer) reconcileSets() error {
 	return errors.Join(errs...)
 }
 
-// checkRealServersNow reports whether this full sync re-reads key's real servers. Each
-// full sync reads a rotating 1/CheckEvery of our virtual servers: moby/ipvs
-// has no dump of all destinations, so reading them all is one netlink dump per virtual
-// server, which at 30,000 Services made the periodic full sync the daemon's main idle
-// cost. Virtual servers themselves are checked every full sync (one dump).
+// realServerReads is how many virtual servers' real servers a full sync reads at most
+// in its rotation: one netlink dump each (IPVS_CMD_GET_DEST names one service), ~0.35 ms
+// each in the VM, so at 30,000 Services (60,000 virtual servers) a tenth was 6,000 dumps
+// and most of each full sync.
+const realServerReads = 1000
+
+// checkRealServersNow reports whether this full sync re-reads key's real servers. With
+// CheckEvery > 1, each full sync reads a rotating 1/CheckEvery of our virtual servers,
+// and no more than about realServerReads of them: reading them all is one netlink dump
+// per virtual server. So hand-made real-server drift is repaired within
+// max(CheckEvery, N/realServerReads) syncPeriods. Virtual servers themselves are checked
+// every full sync (one dump).
 func (s *Syncer) checkRealServersNow(key kernel.VSKey) bool {
-	every := uint32(s.opts.CheckEvery)
-	if every <= 1 {
+	if s.opts.CheckEvery <= 1 {
 		return true
 	}
+	every := uint32(max(s.opts.CheckEvery, (len(s.vs)+realServerReads-1)/realServerReads))
 	h := uint32(key.Port)*2654435761 ^ uint32(key.Protocol)
 	for _, b := range key.Address.AsSlice() {
 		h = h*31 + uint32(b)

@@ -66,6 +66,7 @@ func (p *programmedVS) hasRS(ap netip.AddrPort) bool {
 
 // setVS caches p as the virtual server at key.
 func (s *Syncer) setVS(key kernel.VSKey, p *programmedVS) {
+	s.touchVS(key)
 	if old := s.vs[key]; old != nil {
 		s.rsTotal -= len(old.rss)
 	}
@@ -75,6 +76,7 @@ func (s *Syncer) setVS(key kernel.VSKey, p *programmedVS) {
 
 // dropVS forgets the virtual server at key.
 func (s *Syncer) dropVS(key kernel.VSKey) {
+	s.touchVS(key)
 	if p := s.vs[key]; p != nil {
 		s.rsTotal -= len(p.rss)
 		delete(s.vs, key)

@@ -296,3 +296,27 @@ func TestFullSyncSpreadsRealServerChecks(t *testing.T) {
 		t.Errorf("real server or set member not restored within 10 full syncs:\n%s", diffLines(got, want))
 	}
 }
+
+// TestFullSyncBoundsRealServerReads: past realServerReads × CheckEvery virtual servers, a
+// full sync reads the real servers of about realServerReads of them, and a real server
+// deleted by hand is back within N/realServerReads full syncs.
+func TestFullSyncBoundsRealServerReads(t *testing.T) {
+	h := newHarness(t, kernel.Kernel{}, nil, func(o *Options) { o.CheckEvery = 2 })
+	addServices(h, 4000) // one virtual server each: 4 full syncs per round
+	h.mustSync(t)
+	want := h.fake.Dump()
+	key := kernel.VSKey{Protocol: kernel.TCP, Address: netip.MustParseAddr("10.100.0.7"), Port: 80}
+	rss, _ := h.fake.ListRealServers(key)
+	must(t, h.fake.DeleteRealServer(key, rss[0]))
+	for i := range 4 {
+		h.fake.ResetOps()
+		h.tracker.AllChanged()
+		h.mustSync(t)
+		if n := h.fake.Ops()["ListRealServers"]; n < realServerReads/2 || n > realServerReads*3/2 {
+			t.Errorf("full sync %d listed the real servers of %d of 4,000 virtual servers, want about %d", i, n, realServerReads)
+		}
+	}
+	if got := h.fake.Dump(); got != want {
+		t.Errorf("real server not restored within 4 full syncs:\n%s", diffLines(got, want))
+	}
+}

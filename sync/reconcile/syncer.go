@@ -26,6 +26,12 @@ type Options struct {
 	GracefulTimeout time.Duration
 	// ExcludeCIDRs: virtual servers there are never pruned (--ipvs-exclude-cidrs).
 	ExcludeCIDRs []netip.Prefix
+	// BackgroundFull runs the periodic full sync on a goroutine of its own, so that the
+	// partial syncs go on while it reads the kernel (read.go); Wake, if set, is called
+	// when it failed, for the next sync to retry soon. Off, every full sync runs inside
+	// Sync (the tests' deterministic mode; the first sync always does).
+	BackgroundFull bool
+	Wake           func()
 	// CheckEvery spreads the deep checks over full syncs. Each full sync re-reads the
 	// real servers of 1/CheckEvery of our virtual servers, and lists only the sets whose
 	// member count differs from the desired one, every set on each CheckEvery-th. So
@@ -91,6 +97,11 @@ type Syncer struct {
 	saved    map[kernel.Family]string
 	drain    map[drainKey]time.Time
 	needFull bool
+	// fullRunning is set while a full sync runs (its reads release mu); fullAgain asks
+	// for another after it, for a change to every Service that came during its reads.
+	fullRunning, fullAgain bool
+	// touched records what syncs write while a full sync reads (read.go); nil otherwise.
+	touched  *touched
 	lastFull time.Time
 	// fullRound counts full syncs, to rotate the real-server checks.
 	fullRound int
@@ -176,6 +187,24 @@ func (s *Syncer) Sync() error {
 	start := s.opts.Now()
 	keys, all := s.tracker.Drain()
 	full := s.needFull || all || start.Sub(s.lastFull) >= s.opts.SyncPeriod
+	switch {
+	case full && s.fullRunning:
+		// A full sync reads the kernel meanwhile (read.go) and repairs what this one
+		// would; one that began before a change to every Service is followed by another.
+		s.fullAgain = s.fullAgain || all
+		full = false
+	case full && s.opts.BackgroundFull && !s.needFull && !all:
+		s.fullRunning = true
+		go s.backgroundFull()
+		full = false
+	}
+	return s.run(start, keys, full)
+}
+
+// run is one sync, partial or full, begun at start for the changed Services keys, and
+// what follows it: draining servers reaped, health checks applied, status and metrics
+// recorded. Called with s.mu held.
+func (s *Syncer) run(start time.Time, keys map[proxier.ServiceKey]struct{}, full bool) error {
 	var err error
 	var ph *phases // a full sync's step times, for its log line
 	if full {

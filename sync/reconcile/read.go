@@ -1,0 +1,142 @@
+package reconcile
+
+import (
+	"net/netip"
+
+	"github.com/ipvs-proxier/ipvs-proxier/kernel"
+)
+
+// A full sync reads the kernel (the address and virtual-server dumps, then the real
+// servers of the virtual servers it checks) with s.mu released: at 30,000 Services the
+// reads took most of a 100 s full sync in the VM, and every change that came meanwhile
+// waited for them. A partial sync may run in that window. Its writes make the full
+// sync's dumps stale for what it wrote, so it records what it wrote (touched), and the
+// full sync keeps the cache's state for those keys instead of the dump's. One more
+// effect: the kernel dumps virtual servers by position in its service table
+// (ip_vs_genl_dump_services skips the entries already sent), so a delete meanwhile can
+// hide an untouched virtual server from the dump; the full sync then forgets it, and
+// re-adding it meets "exists", which adopts it (reads its real servers): a few extra
+// writes, never a wrong state.
+
+// touched names what syncs wrote while a full sync read the kernel.
+type touched struct {
+	vs    map[kernel.VSKey]struct{}
+	addrs map[netip.Addr]struct{}
+}
+
+func (t *touched) hasVS(k kernel.VSKey) bool {
+	_, ok := t.vs[k]
+	return ok
+}
+
+// touchVS records a cache change of the virtual server k (or of its real servers)
+// while a full sync reads the kernel.
+func (s *Syncer) touchVS(k kernel.VSKey) {
+	if s.touched != nil {
+		s.touched.vs[k] = struct{}{}
+	}
+}
+
+// touchAddr records a cache change of the address a while a full sync reads.
+func (s *Syncer) touchAddr(a netip.Addr) {
+	if s.touched != nil {
+		s.touched.addrs[a] = struct{}{}
+	}
+}
+
+// unlocked runs read with s.mu released, recording from then on what syncs write
+// (until endRead). Called with s.mu held; returns with it held.
+func (s *Syncer) unlocked(read func()) {
+	if s.touched == nil {
+		s.touched = &touched{vs: map[kernel.VSKey]struct{}{}, addrs: map[netip.Addr]struct{}{}}
+	}
+	s.mu.Unlock()
+	defer s.mu.Lock()
+	read()
+}
+
+// endRead stops recording writes and returns what was written since the read began
+// (empty if no read did).
+func (s *Syncer) endRead() *touched {
+	t := s.touched
+	s.touched = nil
+	if t == nil {
+		t = &touched{}
+	}
+	return t
+}
+
+// mergeAddresses makes the address cache the dumped addresses, except for those a sync
+// wrote during the read, which keep their cached state.
+func (s *Syncer) mergeAddresses(dumped []netip.Addr) {
+	old := s.addrs
+	s.addrs = make(map[netip.Addr]struct{}, len(dumped))
+	for _, a := range dumped {
+		s.addrs[a] = struct{}{}
+	}
+	if s.touched == nil {
+		return
+	}
+	for a := range s.touched.addrs {
+		if _, bound := old[a]; bound {
+			s.addrs[a] = struct{}{}
+		} else {
+			delete(s.addrs, a)
+		}
+	}
+}
+
+// rsRead is the outcome of reading one virtual server's real servers.
+type rsRead struct {
+	rss []kernel.RealServer
+	err error
+}
+
+// realServersToRead lists the dumped virtual servers whose real servers this full sync
+// reads (checkRealServers). Called with s.mu held.
+func (s *Syncer) realServersToRead(vss []kernel.VirtualServer) []kernel.VSKey {
+	var keys []kernel.VSKey
+	for _, vs := range vss {
+		if ours, read := s.checkRealServers(vs.VSKey); ours && read {
+			keys = append(keys, vs.VSKey)
+		}
+	}
+	return keys
+}
+
+// readRealServers reads the real servers of each key; called with s.mu released.
+func (s *Syncer) readRealServers(keys []kernel.VSKey) map[kernel.VSKey]rsRead {
+	out := make(map[kernel.VSKey]rsRead, len(keys))
+	for _, k := range keys {
+		rss, err := s.k.IPVS.ListRealServers(k)
+		out[k] = rsRead{rss, err}
+	}
+	return out
+}
+
+// checkRealServers says what a full sync does with a virtual server found in the
+// kernel: nothing if it is not ours; else keep its cached real servers, or (read) read
+// them: when it is new to the cache, unwanted, or its turn in the rotation has come.
+func (s *Syncer) checkRealServers(key kernel.VSKey) (ours, read bool) {
+	_, _, wanted := s.desired.VirtualServer(key)
+	p := s.vs[key]
+	if !wanted && p == nil && !s.owns(key) {
+		return false, false
+	}
+	return true, p == nil || !wanted || s.checkRealServersNow(key)
+}
+
+// backgroundFull is a periodic full sync on its own goroutine (Options.BackgroundFull):
+// while it reads the kernel, the Runner's partial syncs go on. What it could not write
+// is retried by the next sync, which it asks for with Options.Wake.
+func (s *Syncer) backgroundFull() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	defer s.publish()
+	keys, _ := s.tracker.Drain() // a change to every Service makes any full sync re-translate
+	err := s.run(s.opts.Now(), keys, true)
+	s.fullRunning = false
+	if (err != nil || s.needFull) && s.opts.Wake != nil {
+		s.opts.Wake()
+	}
+}
