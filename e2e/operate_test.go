@@ -57,18 +57,22 @@ func metricValue(fams map[string]*dto.MetricFamily, name string, want map[string
 	return 0, false
 }
 
+// countersLag bounds how long the per-VS counters take to show traffic: a syncPeriod
+// (30 s) until the next full sync, its reads, and the kernel estimator's 2 s.
+const countersLag = 45 * time.Second
+
 // TestMetricsAndHealth: /metrics parses, the per-virtual-server counters rise with real
 // traffic, and the health endpoints answer with kube-proxy's contract.
 func TestMetricsAndHealth(t *testing.T) {
 	requireEnv(t)
 	svc, vip := createProgrammed(t, service("metered"), 80, v1.ProtocolTCP, podEP{"10.244.0.11", "node-1"})
 	labels := map[string]string{"namespace": "default", "name": "metered", "vip": svc.Spec.ClusterIP, "port": "80", "protocol": "TCP"}
-	// /metrics reads the snapshot the sync publishes when it ends, which can be a moment
-	// after ipvsadm shows its virtual server.
+	// The per-VS counters are the last full sync's dump (syncPeriod 30 s in deploy/),
+	// so a new virtual server's series appears within a syncPeriod and that sync.
 	var fams map[string]*dto.MetricFamily
 	var before float64
 	ok := false
-	_ = waitFor(10*time.Second, func() bool {
+	_ = waitFor(countersLag, func() bool {
 		fams = scrape(t)
 		before, ok = metricValue(fams, "ipvs_connections_total", labels)
 		return ok
@@ -94,9 +98,9 @@ func TestMetricsAndHealth(t *testing.T) {
 		}
 	}
 	// The kernel folds its per-CPU counters into the totals every 2 s (the IPVS
-	// estimator), so the counters lag the traffic by up to that.
+	// estimator), and the next full sync's dump reads them.
 	var after, in float64
-	_ = waitFor(10*time.Second, func() bool {
+	_ = waitFor(countersLag, func() bool {
 		fams = scrape(t)
 		after, _ = metricValue(fams, "ipvs_connections_total", labels)
 		in, _ = metricValue(fams, "ipvs_incoming_packets_total", labels)

@@ -91,15 +91,15 @@ func (f *Fake) Dumped() int {
 }
 
 // ListVirtualServers implements IPVS. Like the kernel, it reports the HASHED flag.
-func (f *Fake) ListVirtualServers() ([]VirtualServer, error) {
+func (f *Fake) ListVirtualServers() ([]DumpedVS, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.count("ListVirtualServers")
-	out := make([]VirtualServer, 0, len(f.vs))
+	out := make([]DumpedVS, 0, len(f.vs))
 	for _, v := range f.vs {
 		vs := v.vs
 		vs.Flags |= FlagHashed
-		out = append(out, vs)
+		out = append(out, DumpedVS{vs, v.stats})
 	}
 	f.dumped += len(out)
 	return out, nil
@@ -240,18 +240,6 @@ func (f *Fake) SetConnections(key VSKey, dest netip.AddrPort, active, inactive i
 			v.rss[dest] = rs
 		}
 	}
-}
-
-// ListStats implements IPVS.
-func (f *Fake) ListStats() (map[VSKey]VSStats, error) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	f.count("ListStats")
-	out := make(map[VSKey]VSStats, len(f.vs))
-	for k, v := range f.vs {
-		out[k] = v.stats
-	}
-	return out, nil
 }
 
 // AddTraffic adds to a virtual server's counters, as traffic through it would.

@@ -45,14 +45,11 @@ func call1[T any](w *wrapped, op string, fn func() (T, error)) (T, error) {
 
 type wrappedIPVS struct{ w *wrapped }
 
-func (x wrappedIPVS) ListVirtualServers() ([]VirtualServer, error) {
+func (x wrappedIPVS) ListVirtualServers() ([]DumpedVS, error) {
 	return call1(x.w, "ListVirtualServers", x.w.inner.IPVS.ListVirtualServers)
 }
 func (x wrappedIPVS) ListRealServers(k VSKey) ([]RealServer, error) {
 	return call1(x.w, "ListRealServers", func() ([]RealServer, error) { return x.w.inner.IPVS.ListRealServers(k) })
-}
-func (x wrappedIPVS) ListStats() (map[VSKey]VSStats, error) {
-	return call1(x.w, "ListStats", x.w.inner.IPVS.ListStats)
 }
 
 // WriteVirtualServers passes each op through the hooks as the operation it stands for.

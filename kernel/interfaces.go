@@ -21,8 +21,9 @@ var (
 
 // IPVS programs virtual and real servers. Implementations are safe for concurrent use.
 type IPVS interface {
-	// ListVirtualServers dumps every virtual server on the host (one netlink dump).
-	ListVirtualServers() ([]VirtualServer, error)
+	// ListVirtualServers dumps every virtual server on the host, with its counters (one
+	// netlink dump).
+	ListVirtualServers() ([]DumpedVS, error)
 	// WriteVirtualServers applies ops in order, batched into as few kernel round trips
 	// as the implementation can. Adding a present virtual server fails with ErrExist
 	// (the caller adopts it: its real servers are someone's, unknown to it); updating an
@@ -35,8 +36,6 @@ type IPVS interface {
 	// the implementation can. Adding a present real server updates it; deleting an
 	// absent one succeeds. It returns one error (nil for success) per op.
 	WriteRealServers(ops []RealServerOp) []error
-	// ListStats dumps the traffic counters of every virtual server (one netlink dump).
-	ListStats() (map[VSKey]VSStats, error)
 }
 
 // Addresses manages the dummy interface that holds the service VIPs.

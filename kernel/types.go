@@ -124,8 +124,16 @@ func (r RealServer) AddrPort() netip.AddrPort { return netip.AddrPortFrom(r.Addr
 // Connections is the number of IPVS connection entries still using the destination.
 func (r RealServer) Connections() int { return r.ActiveConns + r.InactiveConns }
 
-// VSStats are a virtual server's traffic counters since it was created. The kernel keeps
-// 64-bit counters; moby/ipvs reads the 32-bit packet fields, so packet counts wrap at 2^32.
+// DumpedVS is a virtual server as a dump found it, with its traffic counters: the syncer
+// keeps the virtual server, and /metrics and /status read the counters of the full sync's
+// last dump instead of dumping every virtual server again per request.
+type DumpedVS struct {
+	VirtualServer
+	Stats VSStats
+}
+
+// VSStats are a virtual server's traffic counters since it was created (the kernel's
+// 64-bit ones where it sends them, Linux 4.x+; else the 32-bit ones).
 type VSStats struct {
 	Connections uint64
 	PacketsIn   uint64

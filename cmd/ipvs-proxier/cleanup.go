@@ -143,7 +143,7 @@ func cleanupVirtualServers(dummy string, exclude []netip.Prefix) (int, error) {
 	var ops []kernel.VirtualServerOp
 	for _, vs := range vss {
 		if reconcile.Owns(vs.VSKey, onDummy[vs.Address], nodeIPs, exclude, 30000, 32767, named) {
-			ops = append(ops, kernel.VirtualServerOp{VS: vs, Kind: kernel.OpDelete})
+			ops = append(ops, kernel.VirtualServerOp{VS: vs.VirtualServer, Kind: kernel.OpDelete})
 		}
 	}
 	n := 0

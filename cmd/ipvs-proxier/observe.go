@@ -8,7 +8,6 @@ import (
 	"net/http"
 	"net/http/pprof"
 	"slices"
-	"strings"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus/promhttp"
@@ -156,7 +155,6 @@ type statusSources struct {
 	proxy   *health.Proxy
 	monitor *pressure.Monitor
 	hc      *health.Services
-	ipvs    kernel.IPVS
 	api     *health.APIServer
 }
 
@@ -173,27 +171,31 @@ func (s statusSources) report() any {
 	}
 	r.Conntrack = s.monitor.State()
 	r.HealthCheckNodePorts = len(s.hc.Ports())
-	r.TopVirtualServers = topVirtualServers(s.ipvs, s.syncer.Owners(), 10)
+	dump, _ := s.syncer.VSDump()
+	r.TopVirtualServers = topVirtualServers(dump, s.syncer.Owners(), 10)
 	return r
 }
 
-// topVirtualServers returns our n busiest virtual servers by connections scheduled.
-func topVirtualServers(ipvs kernel.IPVS, owners map[kernel.VSKey]metrics.Owner, n int) []topVS {
-	stats, err := ipvs.ListStats()
-	if err != nil {
-		return nil
-	}
-	var out []topVS
-	for k, s := range stats {
-		if o, ok := owners[k]; ok {
-			out = append(out, topVS{Service: o.Namespace + "/" + o.Name, VirtualServer: k.String(), Connections: s.Connections, BytesIn: s.BytesIn, BytesOut: s.BytesOut})
+// topVirtualServers returns our n busiest virtual servers by connections scheduled, as
+// the last full sync's dump counted them. Only those n are formatted: /status is read
+// while 60,000 virtual servers are programmed.
+func topVirtualServers(dump []kernel.DumpedVS, owners map[kernel.VSKey]metrics.Owner, n int) []topVS {
+	var owned []kernel.DumpedVS
+	for _, d := range dump {
+		if _, ok := owners[d.VSKey]; ok {
+			owned = append(owned, d)
 		}
 	}
-	slices.SortFunc(out, func(a, b topVS) int {
-		if c := cmp.Compare(b.Connections, a.Connections); c != 0 {
+	slices.SortFunc(owned, func(a, b kernel.DumpedVS) int {
+		if c := cmp.Compare(b.Stats.Connections, a.Stats.Connections); c != 0 {
 			return c
 		}
-		return strings.Compare(a.VirtualServer, b.VirtualServer)
+		return kernel.CompareVSKeys(a.VSKey, b.VSKey)
 	})
-	return out[:min(n, len(out))]
+	out := make([]topVS, 0, min(n, len(owned)))
+	for _, d := range owned[:min(n, len(owned))] {
+		o := owners[d.VSKey]
+		out = append(out, topVS{Service: o.Namespace + "/" + o.Name, VirtualServer: d.VSKey.String(), Connections: d.Stats.Connections, BytesIn: d.Stats.BytesIn, BytesOut: d.Stats.BytesOut})
+	}
+	return out
 }

@@ -220,7 +220,7 @@ func runProxy(o *options, r *resolved, log *zap.Logger, client kubernetes.Interf
 
 	monitor := pressure.New(k.Conntrack.Stats, o.conntrackPressure, log, nodeEvents{recorder: recorder, node: r.nodeName}, nil)
 	m.Register(monitor)
-	m.Register(&metrics.VSCollector{Stats: k.IPVS.ListStats, Owners: syncer.Owners, Limit: o.vsSeriesLimit})
+	m.Register(&metrics.VSCollector{Dump: syncer.VSDump, Owners: syncer.Owners, Limit: o.vsSeriesLimit})
 
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
@@ -241,7 +241,7 @@ func runProxy(o *options, r *resolved, log *zap.Logger, client kubernetes.Interf
 	go monitor.Run(ctx, o.conntrackInterval)
 	serve(ctx, log, "metrics", o.metricsAddr, metricsHandler(m, o.profiling))
 	hs := &health.Server{Proxy: proxyHealth, NodeEligible: func() bool { return nodeEligible(src.Node()) },
-		Status:       statusSources{node: r.nodeName, syncer: syncer, proxy: proxyHealth, monitor: monitor, hc: hc, ipvs: k.IPVS, api: api}.report,
+		Status:       statusSources{node: r.nodeName, syncer: syncer, proxy: proxyHealth, monitor: monitor, hc: hc, api: api}.report,
 		CountHealthz: m.Healthz, CountLivez: m.Livez, APIServer: api}
 	serve(ctx, log, "health", o.healthzAddr, hs.Handler())
 	log.Info("Running", zap.Duration("minSyncPeriod", o.minSyncPeriod), zap.Duration("syncPeriod", o.syncPeriod),

@@ -83,32 +83,19 @@ func (x *IPVS) do(op string, fn func(h *ipvs.Handle) error) error {
 }
 
 // ListVirtualServers implements kernel.IPVS with one dump, read as it streams in
-// (ipvs_dump.go); fwmark services are skipped.
-func (x *IPVS) ListVirtualServers() ([]kernel.VirtualServer, error) {
+// (ipvs_dump.go), counters included; fwmark services are skipped.
+func (x *IPVS) ListVirtualServers() ([]kernel.DumpedVS, error) {
 	x.reads.mu.Lock()
 	defer x.reads.mu.Unlock()
-	out := make([]kernel.VirtualServer, 0, x.lastVS) // as many as last time, without regrowing
+	out := make([]kernel.DumpedVS, 0, x.lastVS) // as many as last time, without regrowing
 	err := x.dump("list virtual servers", ipvsCmdGetSvc, nil, func(attrs []byte) {
-		if vs, _, ok := parseService(attrs); ok {
-			out = append(out, vs)
+		if vs, st, ok := parseService(attrs); ok {
+			out = append(out, kernel.DumpedVS{VirtualServer: vs, Stats: st})
 		}
 	})
 	if err == nil {
 		x.lastVS = len(out)
 	}
-	return out, err
-}
-
-// ListStats implements kernel.IPVS with the same one dump as ListVirtualServers.
-func (x *IPVS) ListStats() (map[kernel.VSKey]kernel.VSStats, error) {
-	x.reads.mu.Lock()
-	defer x.reads.mu.Unlock()
-	out := map[kernel.VSKey]kernel.VSStats{}
-	err := x.dump("list virtual server stats", ipvsCmdGetSvc, nil, func(attrs []byte) {
-		if vs, st, ok := parseService(attrs); ok {
-			out[vs.VSKey] = st
-		}
-	})
 	return out, err
 }
 

@@ -99,7 +99,7 @@ func TestIPVSReal(t *testing.T) {
 	}
 	vss, _ = x.ListVirtualServers()
 	for _, v := range vss {
-		must(t, writeVS(x, kernel.OpDelete, v))
+		must(t, writeVS(x, kernel.OpDelete, v.VirtualServer))
 	}
 	// The batch contract: deleting an absent virtual server succeeds.
 	if err := writeVS(x, kernel.OpDelete, kernel.VirtualServer{VSKey: key}); err != nil {
@@ -207,7 +207,7 @@ func TestIPVSWriteBesideDump(t *testing.T) {
 	beside(&x.reads, func() error { return writeVS(x, kernel.OpAdd, vs) })
 	beside(&x.writes, func() error {
 		vss, err := x.ListVirtualServers()
-		if err == nil && !slices.ContainsFunc(vss, vs.Equal) {
+		if err == nil && !slices.ContainsFunc(vss, func(d kernel.DumpedVS) bool { return d.Equal(vs) }) {
 			err = fmt.Errorf("dumped %v, want %v among them", vss, vs)
 		}
 		return err

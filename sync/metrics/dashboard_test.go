@@ -41,7 +41,7 @@ func TestDashboardUsesRealMetrics(t *testing.T) {
 	})
 	key := kernel.VSKey{Protocol: kernel.TCP, Address: netip.MustParseAddr("10.96.0.1"), Port: 443}
 	m.Register(&metrics.VSCollector{
-		Stats: func() (map[kernel.VSKey]kernel.VSStats, error) { return map[kernel.VSKey]kernel.VSStats{key: {}}, nil },
+		Dump: func() ([]kernel.DumpedVS, bool) { return []kernel.DumpedVS{{VirtualServer: kernel.VirtualServer{VSKey: key}}}, false },
 		Owners: func() map[kernel.VSKey]metrics.Owner {
 			return map[kernel.VSKey]metrics.Owner{key: {Namespace: "default", Name: "kubernetes"}}
 		},

@@ -16,14 +16,14 @@ type Owner struct{ Namespace, Name string }
 
 var vsLabels = []string{"namespace", "name", "vip", "port", "protocol"}
 
-// The per-virtual-server counters, read from IPVS at scrape time (one netlink dump).
+// The per-virtual-server counters, as the last full sync's dump read them.
 var (
 	vsConnections = prometheus.NewDesc("ipvs_connections_total", "Connections scheduled by the virtual server.", vsLabels, nil)
 	vsPacketsIn   = prometheus.NewDesc("ipvs_incoming_packets_total", "Packets from clients to the virtual server.", vsLabels, nil)
 	vsPacketsOut  = prometheus.NewDesc("ipvs_outgoing_packets_total", "Packets from the real servers back to clients.", vsLabels, nil)
 	vsBytesIn     = prometheus.NewDesc("ipvs_incoming_bytes_total", "Bytes from clients to the virtual server.", vsLabels, nil)
 	vsBytesOut    = prometheus.NewDesc("ipvs_outgoing_bytes_total", "Bytes from the real servers back to clients.", vsLabels, nil)
-	vsScrapeError = prometheus.NewDesc("ipvs_proxier_ipvs_stats_scrape_error", "1 when the last IPVS stats dump failed.", nil, nil)
+	vsScrapeError = prometheus.NewDesc("ipvs_proxier_ipvs_stats_scrape_error", "1 when the last full sync's IPVS dump failed (the counters are the dump's before).", nil, nil)
 	vsOmitted     = prometheus.NewDesc("ipvs_proxier_ipvs_stats_series_omitted",
 		"Owned virtual servers left out of the per-virtual-server ipvs_* series by --metrics-per-vs-limit (their traffic is in the ipvs_proxier_ipvs_*_total sums).", nil, nil)
 )
@@ -43,12 +43,16 @@ var vsTotals = [5]*prometheus.Desc{
 const DefaultVSSeriesLimit = 500
 
 // VSCollector exports the IPVS counters of the virtual servers we own, labelled with
-// their Service. Virtual servers of other owners are left out. With Limit > 0 only the
+// their Service, from the last full sync's dump (at most a syncPeriod and that sync's
+// reads old): a dump per scrape was seconds of kernel time at 30,000 Services, and
+// scrapes timed out behind the full sync's own reads. Virtual servers of other owners
+// are left out. With Limit > 0 only the
 // Limit virtual servers with the most connections get their own series; the sums over
 // all of them are exported always, kept monotonic across scrapes (a deleted virtual
 // server's traffic stays counted), so rate() over them never sees a reset.
 type VSCollector struct {
-	Stats  func() (map[kernel.VSKey]kernel.VSStats, error)
+	// Dump returns the last full sync's dump and whether the last full sync's dump failed.
+	Dump   func() ([]kernel.DumpedVS, bool)
 	Owners func() map[kernel.VSKey]Owner
 	// Limit caps the virtual servers with their own series; 0 exports every one.
 	Limit int
@@ -83,20 +87,17 @@ type ownedStats struct {
 
 // Collect implements prometheus.Collector.
 func (c *VSCollector) Collect(ch chan<- prometheus.Metric) {
-	stats, err := c.Stats()
-	failed := 0.0
-	if err != nil {
-		failed = 1
+	dump, failed := c.Dump()
+	scrapeError := 0.0
+	if failed {
+		scrapeError = 1
 	}
-	ch <- prometheus.MustNewConstMetric(vsScrapeError, prometheus.GaugeValue, failed)
-	if err != nil {
-		return
-	}
+	ch <- prometheus.MustNewConstMetric(vsScrapeError, prometheus.GaugeValue, scrapeError)
 	owners := c.Owners()
 	owned := make([]ownedStats, 0, len(owners))
-	for k, s := range stats {
-		if o, ok := owners[k]; ok {
-			owned = append(owned, ownedStats{k, o, s})
+	for _, d := range dump {
+		if o, ok := owners[d.VSKey]; ok {
+			owned = append(owned, ownedStats{d.VSKey, o, d.Stats})
 		}
 	}
 	for i, t := range c.addToTotals(owned) {

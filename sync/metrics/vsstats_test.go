@@ -20,10 +20,19 @@ type vsTraffic struct {
 func newTraffic() *vsTraffic {
 	v := &vsTraffic{stats: map[kernel.VSKey]kernel.VSStats{}, owners: map[kernel.VSKey]metrics.Owner{}}
 	v.c = &metrics.VSCollector{
-		Stats:  func() (map[kernel.VSKey]kernel.VSStats, error) { return v.stats, nil },
+		Dump:   v.dump,
 		Owners: func() map[kernel.VSKey]metrics.Owner { return v.owners },
 	}
 	return v
+}
+
+// dump is the stats as a dump of every virtual server.
+func (v *vsTraffic) dump() ([]kernel.DumpedVS, bool) {
+	var out []kernel.DumpedVS
+	for k, s := range v.stats {
+		out = append(out, kernel.DumpedVS{VirtualServer: kernel.VirtualServer{VSKey: k}, Stats: s})
+	}
+	return out, false
 }
 
 func vip(s string) kernel.VSKey {

@@ -50,7 +50,7 @@ func (s *Syncer) syncFull(keys map[proxier.ServiceKey]struct{}, ph *phases) erro
 	}
 	// The reads, with s.mu released (read.go).
 	var addrs []netip.Addr
-	var vss []kernel.VirtualServer
+	var vss []kernel.DumpedVS
 	var err error
 	dev := s.cfg.DummyDevice
 	s.unlocked(func() {
@@ -58,10 +58,12 @@ func (s *Syncer) syncFull(keys map[proxier.ServiceKey]struct{}, ph *phases) erro
 			vss, err = s.k.IPVS.ListVirtualServers()
 		}
 	})
+	s.dumpFailed = err != nil
 	if err != nil {
 		s.endRead()
 		return errors.Join(append(errs, err)...)
 	}
+	s.lastDump = vss
 	ph.mark("dump")
 	s.mergeAddresses(addrs)
 	var rss map[kernel.VSKey]rsRead
@@ -116,10 +118,10 @@ func (s *Syncer) refreshDesired(keys map[proxier.ServiceKey]struct{}, changed *p
 // unwanted, or its turn in the CheckEvery rotation has come (checkRealServers): read
 // holds those read before, with s.mu released. What a sync wrote during the reads
 // (written) keeps its cached state.
-func (s *Syncer) refreshCache(vss []kernel.VirtualServer, round int, read map[kernel.VSKey]rsRead, written *touched) []error {
+func (s *Syncer) refreshCache(vss []kernel.DumpedVS, round int, read map[kernel.VSKey]rsRead, written *touched) []error {
 	var errs []error
-	for _, vs := range vss {
-		key := vs.VSKey
+	for _, d := range vss {
+		key, vs := d.VSKey, d.VirtualServer
 		if written.hasVS(key) {
 			continue // the dump is older than the cache here
 		}

@@ -64,7 +64,7 @@ func newObservedHarness(t *testing.T, k kernel.Kernel, fake *kernel.Fake, now fu
 	h = newHarness(t, kernel.Wrap(k, m.KernelHooks()), fake, func(o *Options) {
 		o.Metrics, o.HealthChecks, o.Now = m, hc, now
 	})
-	m.Register(&metrics.VSCollector{Stats: h.syncer.k.IPVS.ListStats, Owners: h.syncer.Owners})
+	m.Register(&metrics.VSCollector{Dump: h.syncer.VSDump, Owners: h.syncer.Owners})
 	return h, m, hc
 }
 
@@ -181,8 +181,20 @@ func TestMetricsVirtualServerStats(t *testing.T) {
 	// A virtual server someone else owns is not exported.
 	foreign := kernel.VirtualServer{VSKey: kernel.VSKey{Protocol: kernel.TCP, Address: mustAddr("192.0.2.99"), Port: 1}, Scheduler: "rr"}
 	must(t, h.fake.AddVirtualServer(foreign))
-	f := scrape(t, m)
 	labels := map[string]string{"namespace": "shop", "name": "front", "vip": "10.96.1.1", "port": "443", "protocol": "TCP"}
+	// A scrape reads the last full sync's dump, not the kernel, and that one (the
+	// first sync's) was taken before anything was programmed.
+	h.fake.ResetOps()
+	f := scrape(t, m)
+	if got, ok := f.Value("ipvs_connections_total", labels); ok {
+		t.Errorf("before the next full sync: ipvs_connections_total = %v, want no series yet", got)
+	}
+	if ops := h.fake.Ops(); len(ops) != 0 {
+		t.Errorf("a scrape called the kernel: %v", ops)
+	}
+	h.tracker.AllChanged()
+	h.mustSync(t)
+	f = scrape(t, m)
 	for name, want := range map[string]float64{"ipvs_connections_total": 7, "ipvs_incoming_packets_total": 70,
 		"ipvs_outgoing_packets_total": 60, "ipvs_incoming_bytes_total": 7000, "ipvs_outgoing_bytes_total": 9000} {
 		if got, ok := f.Value(name, labels); !ok || got != want {

@@ -94,7 +94,7 @@ type rsRead struct {
 
 // realServersToRead lists the dumped virtual servers whose real servers this full sync
 // reads (checkRealServers). Called with s.mu held.
-func (s *Syncer) realServersToRead(vss []kernel.VirtualServer) []kernel.VSKey {
+func (s *Syncer) realServersToRead(vss []kernel.DumpedVS) []kernel.VSKey {
 	var keys []kernel.VSKey
 	for _, vs := range vss {
 		if ours, read := s.checkRealServers(vs.VSKey); ours && read {

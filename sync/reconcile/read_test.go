@@ -16,7 +16,7 @@ import (
 // hasVS reports whether the fake kernel holds the virtual server k.
 func hasVS(f *kernel.Fake, k kernel.VSKey) bool {
 	vss, _ := f.ListVirtualServers()
-	return slices.ContainsFunc(vss, func(v kernel.VirtualServer) bool { return v.VSKey == k })
+	return slices.ContainsFunc(vss, func(v kernel.DumpedVS) bool { return v.VSKey == k })
 }
 
 // changeThree adds Service "new", deletes svc-1 and gives svc-2 a fifth endpoint.
@@ -49,7 +49,7 @@ type afterRead struct {
 	after func(op string, k kernel.VSKey)
 }
 
-func (a afterRead) ListVirtualServers() ([]kernel.VirtualServer, error) {
+func (a afterRead) ListVirtualServers() ([]kernel.DumpedVS, error) {
 	vss, err := a.Fake.ListVirtualServers()
 	a.after("ListVirtualServers", kernel.VSKey{})
 	return vss, err

@@ -71,12 +71,14 @@ func (r *realKernel) dump(t *testing.T, part string) string {
 			t.Fatal(err)
 		}
 		rss := map[kernel.VSKey][]kernel.RealServer{}
-		for _, vs := range vss {
+		plain := make([]kernel.VirtualServer, len(vss))
+		for i, vs := range vss {
+			plain[i] = vs.VirtualServer
 			if rss[vs.VSKey], err = r.k.IPVS.ListRealServers(vs.VSKey); err != nil {
 				t.Fatal(err)
 			}
 		}
-		return strings.TrimSpace(kernel.FormatIPVS(vss, rss)) + "\n"
+		return strings.TrimSpace(kernel.FormatIPVS(plain, rss)) + "\n"
 	case "addrs":
 		addrs, err := r.k.Addresses.ListAddresses("kube-ipvs0")
 		if err != nil {
@@ -117,7 +119,7 @@ func (r *realKernel) load(t *testing.T, text string) error {
 	vsOps := make([]kernel.VirtualServerOp, len(vss))
 	for i, vs := range vss {
 		vs.Flags &= kernel.OwnFlags
-		vsOps[i] = kernel.VirtualServerOp{VS: vs}
+		vsOps[i] = kernel.VirtualServerOp{VS: vs.VirtualServer}
 	}
 	if err := errors.Join(r.k.IPVS.WriteVirtualServers(vsOps)...); err != nil {
 		return err

@@ -24,6 +24,12 @@ type Snapshot struct {
 	// snapshots while no owner changes (endpoint changes do not copy it).
 	Owners map[kernel.VSKey]metrics.Owner
 
+	// Dump is the last full sync's dump of every virtual server, with its counters (ours
+	// and others'; shared, read-only); DumpFailed is set when the last full sync could
+	// not dump (Dump is then the one before).
+	Dump       []kernel.DumpedVS
+	DumpFailed bool
+
 	// ownersOf and ownersGen name the desired state Owners was built from.
 	ownersOf  *proxier.Desired
 	ownersGen uint64
@@ -34,7 +40,8 @@ func (s *Syncer) Snapshot() *Snapshot { return s.snap.Load() }
 
 // publish builds and publishes the snapshot; s.mu is held.
 func (s *Syncer) publish() {
-	n := &Snapshot{Status: s.status, Draining: len(s.drain), ownersOf: s.desired, ownersGen: s.desired.OwnersGeneration()}
+	n := &Snapshot{Status: s.status, Draining: len(s.drain), Dump: s.lastDump, DumpFailed: s.dumpFailed,
+		ownersOf: s.desired, ownersGen: s.desired.OwnersGeneration()}
 	for _, f := range []kernel.Family{kernel.IPv4, kernel.IPv6} {
 		in, ex := s.desired.NoLocal(f)
 		n.NoLocal[proxier.FamilyIndex(f)] = [2]int{in, ex}
@@ -68,6 +75,13 @@ func (s *Syncer) Counts() metrics.Counts { return s.Snapshot().Counts }
 // Owners returns the Service that owns each desired virtual server. The map is shared:
 // the caller must not modify it.
 func (s *Syncer) Owners() map[kernel.VSKey]metrics.Owner { return s.Snapshot().Owners }
+
+// VSDump returns the last full sync's dump of every virtual server, with its counters,
+// and whether the last full sync's dump failed (metrics.VSCollector.Dump).
+func (s *Syncer) VSDump() ([]kernel.DumpedVS, bool) {
+	n := s.Snapshot()
+	return n.Dump, n.DumpFailed
+}
 
 // NoLocal returns the no-local-endpoint fallback counts (internal, external) of family f.
 func (s *Syncer) NoLocal(f kernel.Family) (int, int) {

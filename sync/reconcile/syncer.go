@@ -100,6 +100,10 @@ type Syncer struct {
 	// fullRunning is set while a full sync runs (its reads release mu); fullAgain asks
 	// for another after it, for a change to every Service that came during its reads.
 	fullRunning, fullAgain bool
+	// lastDump is the last full sync's dump of every virtual server, counters included,
+	// published for /metrics and /status; dumpFailed is set when the last dump failed.
+	lastDump   []kernel.DumpedVS
+	dumpFailed bool
 	// touched records what syncs write while a full sync reads (read.go); nil otherwise.
 	touched  *touched
 	lastFull time.Time
