@@ -41,7 +41,9 @@ func TestDashboardUsesRealMetrics(t *testing.T) {
 	})
 	key := kernel.VSKey{Protocol: kernel.TCP, Address: netip.MustParseAddr("10.96.0.1"), Port: 443}
 	m.Register(&metrics.VSCollector{
-		Dump: func() ([]kernel.DumpedVS, bool) { return []kernel.DumpedVS{{VirtualServer: kernel.VirtualServer{VSKey: key}}}, false },
+		Dump: func() ([]kernel.DumpedVS, bool) {
+			return []kernel.DumpedVS{{VirtualServer: kernel.VirtualServer{VSKey: key}}}, false
+		},
 		Owners: func() map[kernel.VSKey]metrics.Owner {
 			return map[kernel.VSKey]metrics.Owner{key: {Namespace: "default", Name: "kubernetes"}}
 		},
