@@ -17,8 +17,8 @@ import (
 // Namespace holds the benchmarks' Services.
 const Namespace = "bench"
 
-// Workload creates the benchmarks' Services through the apiserver, as the TKE network
-// benchmark does: half ClusterIP, half NodePort; every tenth a NodePort with
+// Workload creates the benchmarks' Services, as the TKE network benchmark does: half
+// ClusterIP, half NodePort (one in NodePortEvery); every tenth a NodePort with
 // ETP=Local, every tenth (another one) with ClientIP session affinity. Their endpoints
 // are addresses on Node that nothing answers on.
 type Workload struct {
@@ -27,6 +27,52 @@ type Workload struct {
 	Endpoints int
 	Parallel  int
 	VIPs      []string // ClusterIP of Service i
+	// Etcd, if set, is the apiserver's etcd: Grow writes all but the first few of each
+	// step's Services there directly (etcdload.go).
+	Etcd string
+	// NodePortEvery makes Service i a NodePort when i % NodePortEvery is 1 (0 means 2:
+	// half of them). 100,000 Services need 4: the NodePort range holds 40,000.
+	NodePortEvery int
+}
+
+// The shapes of the workload's Services, or-ed.
+const (
+	shapeNodePort = 1 << iota
+	shapeLocal    // ETP=Local (NodePorts only)
+	shapeAffinity // ClientIP session affinity
+)
+
+// shape is Service i's shape.
+func (w *Workload) shape(i int) int {
+	s := 0
+	if i%max(w.NodePortEvery, 2) == 1 {
+		s |= shapeNodePort
+		if i%10 == 1 {
+			s |= shapeLocal
+		}
+	}
+	if i%10 == 4 {
+		s |= shapeAffinity
+	}
+	return s
+}
+
+// Describe says what the Services are, for a report.
+func (w *Workload) Describe() string {
+	every := max(w.NodePortEvery, 2)
+	if every == 2 {
+		return "Half ClusterIP, half NodePort (a tenth ETP=Local), a tenth with session affinity"
+	}
+	return fmt.Sprintf("One in %d a NodePort (those among every tenth ETP=Local), the rest ClusterIP, a tenth with session affinity", every)
+}
+
+// period is the length of the cycle of shapes: any run of it has every shape.
+func (w *Workload) period() int {
+	p := 10
+	for p%max(w.NodePortEvery, 2) != 0 {
+		p += 10
+	}
+	return p
 }
 
 // SvcName is Service i's name.
@@ -38,13 +84,14 @@ func EpIP(i, j int) string { return fmt.Sprintf("10.%d.%d.%d", 128+j, (i>>8)&255
 func (w *Workload) service(name string, i int) *v1.Service {
 	s := &v1.Service{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: Namespace},
 		Spec: v1.ServiceSpec{Ports: []v1.ServicePort{{Name: "p", Port: 80, Protocol: v1.ProtocolTCP}}}}
-	if i%2 == 1 {
+	shape := w.shape(i)
+	if shape&shapeNodePort != 0 {
 		s.Spec.Type = v1.ServiceTypeNodePort
-		if i%10 == 1 {
+		if shape&shapeLocal != 0 {
 			s.Spec.ExternalTrafficPolicy = v1.ServiceExternalTrafficPolicyLocal
 		}
 	}
-	if i%10 == 4 {
+	if shape&shapeAffinity != 0 {
 		s.Spec.SessionAffinity = v1.ServiceAffinityClientIP
 	}
 	return s
@@ -106,7 +153,7 @@ func (w *Workload) Delete(ctx context.Context, name string) error {
 	return w.Client.CoreV1().Services(Namespace).Delete(ctx, name, metav1.DeleteOptions{})
 }
 
-// Grow creates Services until there are n, with w.Parallel workers.
+// Grow creates Services until there are n.
 func (w *Workload) Grow(ctx context.Context, n int) error {
 	if len(w.VIPs) == 0 {
 		_, err := w.Client.CoreV1().Namespaces().Create(ctx, &v1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: Namespace}}, metav1.CreateOptions{})
@@ -119,6 +166,15 @@ func (w *Workload) Grow(ctx context.Context, n int) error {
 		return nil
 	}
 	w.VIPs = append(w.VIPs, make([]string, n-from)...)
+	if w.Etcd != "" {
+		return w.growDirect(ctx, from, n)
+	}
+	return w.growAPI(ctx, from, n)
+}
+
+// growAPI creates Services from through n-1 through the apiserver, with w.Parallel
+// workers.
+func (w *Workload) growAPI(ctx context.Context, from, n int) error {
 	jobs := make(chan int)
 	errs := make(chan error, w.Parallel)
 	var wg gosync.WaitGroup

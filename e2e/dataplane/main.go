@@ -11,7 +11,7 @@
 // three are kube-proxy's modes); DP_SECONDS [30] per load; DP_WARMUP [5] seconds before
 // each; DP_WORKERS [8] concurrent requests; DP_STREAM_SECONDS [10] per hairpin stream;
 // BENCH_STEP_BUDGET [30m] for a proxy to program a size; SVC_CREATE_PARALLEL [16];
-// BENCH_OUT [<repo>/bench/results].
+// BENCH_OUT [<repo>/bench/results]; BENCH_LOAD [etcd; api: through the apiserver].
 package main
 
 import (
@@ -97,7 +97,7 @@ func run() error {
 	if err != nil {
 		return err
 	}
-	w := &benchkit.Workload{Client: loader, Node: nodeName, Endpoints: s.endpoints, Parallel: s.createInParallel}
+	w := &benchkit.Workload{Client: loader, Node: nodeName, Endpoints: s.endpoints, Parallel: s.createInParallel, Etcd: benchkit.LoadVia(cp)}
 	var results []result
 	for _, n := range s.sizes {
 		benchkit.Logf("creating %d Services x %d endpoints through the apiserver", n, s.endpoints)

@@ -27,8 +27,10 @@ const StockKubeProxyDir = "var/lib/stock-kube-proxy"
 
 // ControlPlane is etcd plus kube-apiserver on loopback.
 type ControlPlane struct {
-	Dir     string
-	Port    int
+	Dir  string
+	Port int
+	// EtcdURL is etcd's client URL (the benchmarks' loader writes objects there).
+	EtcdURL string
 	CACert  string
 	saKey   string
 	Admin   *kubernetes.Clientset
@@ -65,6 +67,7 @@ func StartControlPlane(extraArgs ...string) (*ControlPlane, error) {
 		}
 	}
 	etcdURL, peerURL := fmt.Sprintf("http://127.0.0.1:%d", ports[0]), fmt.Sprintf("http://127.0.0.1:%d", ports[1])
+	cp.EtcdURL = etcdURL
 	cp.Port = ports[2]
 	if err := os.WriteFile(filepath.Join(dir, "tokens.csv"), []byte(adminToken+`,admin,admin,"system:masters"`+"\n"), 0o600); err != nil {
 		return nil, err

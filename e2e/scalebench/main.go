@@ -6,9 +6,11 @@
 // table, a CSV and a PNG chart.
 //
 // Environment (defaults in brackets): SVC_SCALE_STEPS [1000,5000,10000,30000],
-// SVC_ENDPOINTS [4], SVC_CREATE_PARALLEL [16], BENCH_STEP_BUDGET [20m] (per proxy and
+// SVC_ENDPOINTS [4], SVC_NODEPORT_EVERY [2: half the Services are NodePorts; 100,000
+// need 4], SVC_CREATE_PARALLEL [16], BENCH_STEP_BUDGET [20m] (per proxy and
 // step; what does not finish in it is reported as unfinished), BENCH_CHANGES [52],
-// BENCH_OUT [<repo>/bench/results], BENCH_PROXIES [ipvs-proxier,kube-proxy],
+// BENCH_OUT [<repo>/bench/results], BENCH_LOAD [etcd: Services written to etcd
+// directly (benchkit/etcdload.go); api: through the apiserver], BENCH_PROXIES [ipvs-proxier,kube-proxy],
 // BENCH_PROFILE [unset: a directory for ipvs-proxier's CPU, heap and allocs profiles at
 // each step; `go tool pprof -top <file>`].
 package main
@@ -50,7 +52,8 @@ func run() error {
 		return err
 	}
 	b := &bench{node: node, budget: budget, profiles: os.Getenv("BENCH_PROFILE"), changes: benchkit.EnvInt("BENCH_CHANGES", 52),
-		w: &benchkit.Workload{Client: loader, Node: benchkit.NodeName, Endpoints: benchkit.EnvInt("SVC_ENDPOINTS", 4), Parallel: benchkit.EnvInt("SVC_CREATE_PARALLEL", 16)}}
+		w: &benchkit.Workload{Client: loader, Node: benchkit.NodeName, Endpoints: benchkit.EnvInt("SVC_ENDPOINTS", 4), Parallel: benchkit.EnvInt("SVC_CREATE_PARALLEL", 16), Etcd: benchkit.LoadVia(cp),
+			NodePortEvery: benchkit.EnvInt("SVC_NODEPORT_EVERY", 2)}}
 	machine := benchkit.Machine(node)
 	var results []result
 	for _, n := range steps {
@@ -72,7 +75,7 @@ func run() error {
 			r := b.run(ctx, p, n)
 			results = append(results, r)
 			benchkit.Logf("%s @ %d: %s", p.Name, n, r.summary())
-			if err := writeReport(out, machine, steps, results); err != nil {
+			if err := writeReport(out, machine, b.w.Describe(), steps, results); err != nil {
 				return err
 			}
 		}

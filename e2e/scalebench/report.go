@@ -35,7 +35,7 @@ func (r result) summary() string {
 
 // writeReport writes results.md, results.csv and chart.png; it is called after every
 // row, so a run cut short still leaves what it measured.
-func writeReport(dir, machine string, steps []int, rs []result) error {
+func writeReport(dir, machine, workload string, steps []int, rs []result) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}
@@ -58,7 +58,7 @@ func writeReport(dir, machine string, steps []int, rs []result) error {
 
 	var b strings.Builder
 	fmt.Fprintf(&b, "# Scale benchmark: ipvs-proxier vs kube-proxy (IPVS mode)\n\nRun %s on %s.\n\n", time.Now().UTC().Format("2006-01-02 15:04 MST"), machine)
-	b.WriteString("Same apiserver objects, same kernel, one proxy at a time on a wiped node. Half ClusterIP, half NodePort (a tenth ETP=Local), a tenth with session affinity. Absolute times on an emulated (TCG) VM on shared cores are not stable; compare the two proxies within a row pair.\n\n")
+	b.WriteString("Same apiserver objects, same kernel, one proxy at a time on a wiped node. " + workload + ". Absolute times on an emulated (TCG) VM on shared cores are not stable; compare the two proxies within a row pair.\n\n")
 	b.WriteString("Cold start: process start to every ClusterIP virtual server with all its real servers; sets complete: and every ClusterIP in `KUBE-CLUSTER-IP`. CPU: the proxy's and that of the programs it runs (iptables, ipset), counted since 2026-12-03; earlier runs counted the proxy's own only.\n\n")
 	b.WriteString("| Services × endpoints | proxy | cold start (s) | sets complete (s) | change p50 (ms) | change p99 (ms) | changes | RSS steady / peak (MiB) | CPU idle / churn (s/min) | VS | RS | ipset entries |\n|---|---|---|---|---|---|---|---|---|---|---|---|\n")
 	for _, r := range rs {

@@ -16,7 +16,7 @@ func TestReport(t *testing.T) {
 		{Services: 1000, Endpoints: 4, Proxy: "kube-proxy", ColdStart: 9 * time.Second, P50: 1100 * time.Millisecond, P99: 2500 * time.Millisecond, Changes: 52, SteadyRSS: 80, PeakRSS: 90},
 		{Services: 5000, Endpoints: 4, Proxy: "kube-proxy", Notes: []string{"cold start unfinished after 20m0s"}},
 	}
-	if err := writeReport(dir, "test machine", []int{1000, 5000}, rs); err != nil {
+	if err := writeReport(dir, "test machine", (&benchkit.Workload{}).Describe(), []int{1000, 5000}, rs); err != nil {
 		t.Fatal(err)
 	}
 	benchkit.CheckReport(t, dir, "results.md", []string{"| 1000 × 4 | ipvs-proxier | 3.0 | 3.0 | 900 | 1500 | 52 | 40 / 60 |", "| 5000 × 4 | kube-proxy | unfinished |",
