@@ -245,7 +245,7 @@ func runProxy(o *options, r *resolved, log *zap.Logger, client kubernetes.Interf
 		CountHealthz: m.Healthz, CountLivez: m.Livez, APIServer: api}
 	serve(ctx, log, "health", o.healthzAddr, hs.Handler())
 	log.Info("Running", zap.Duration("minSyncPeriod", o.minSyncPeriod), zap.Duration("syncPeriod", o.syncPeriod),
-		zap.String("scheduler", o.scheduler))
+		zap.String("scheduler", o.scheduler), zap.Int64("memoryLimitBytes", debug.SetMemoryLimit(-1)))
 	runner.Loop(ctx)
 }
 

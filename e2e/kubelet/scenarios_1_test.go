@@ -3,6 +3,7 @@ package kubelet
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -43,6 +44,12 @@ func TestApplyOnEmptyNode(t *testing.T) {
 	kubectl(t, "apply", "-k", deployCopy(t))
 	p := waitPodReady(t, 8*time.Minute, nil)
 	t.Logf("pod %s Ready %v after kubectl apply (image %s)", p.Name, time.Since(start).Round(time.Second), p.Status.ContainerStatuses[0].Image)
+	// The Go runtime's memory limit is the container's memory request (GOMEMLIMIT through
+	// the downward API), as the daemon reports it when it starts.
+	if want := p.Spec.Containers[0].Resources.Requests.Memory().Value(); want == 0 ||
+		!strings.Contains(daemonLog(t), fmt.Sprintf(`"memoryLimitBytes":%d`, want)) {
+		t.Errorf("the daemon's log does not report a memory limit of the request, %d bytes", want)
+	}
 	var r harness.HTTPResult
 	var err error
 	if werr := waitFor(time.Minute, func() bool {
