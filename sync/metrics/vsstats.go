@@ -46,10 +46,10 @@ const DefaultVSSeriesLimit = 500
 // their Service, from the last full sync's dump (at most a syncPeriod and that sync's
 // reads old): a dump per scrape was seconds of kernel time at 30,000 Services, and
 // scrapes timed out behind the full sync's own reads. Virtual servers of other owners
-// are left out. With Limit > 0 only the
-// Limit virtual servers with the most connections get their own series; the sums over
-// all of them are exported always, kept monotonic across scrapes (a deleted virtual
-// server's traffic stays counted), so rate() over them never sees a reset.
+// are left out. With Limit > 0 only the Limit virtual servers with the most
+// connections get their own series; the sums over all of them are exported always,
+// kept monotonic across scrapes (a deleted virtual server's traffic stays counted), so
+// rate() over them never sees a reset.
 type VSCollector struct {
 	// Dump returns the last full sync's dump and whether the last full sync's dump failed.
 	Dump   func() ([]kernel.DumpedVS, bool)
