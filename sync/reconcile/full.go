@@ -66,11 +66,10 @@ func (s *Syncer) syncFull(keys map[proxier.ServiceKey]struct{}, ph *phases) erro
 	s.lastDump = vss
 	ph.mark("dump")
 	s.mergeAddresses(addrs)
-	var rss map[kernel.VSKey]rsRead
-	toRead := s.realServersToRead(vss)
-	s.unlocked(func() { rss = s.readRealServers(toRead) })
+	reads := s.realServersToRead(vss)
+	s.unlocked(func() { s.readRealServers(vss, reads) })
 	round := s.fullRound + 1
-	errs = append(errs, s.refreshCache(vss, round, rss, s.endRead())...)
+	errs = append(errs, s.refreshCache(vss, round, reads, s.endRead())...)
 	ph.mark("readRealServers")
 
 	// The dumps that decide ownership worked: from here on, failures are retried one
@@ -116,11 +115,11 @@ func (s *Syncer) refreshDesired(keys map[proxier.ServiceKey]struct{}, changed *p
 // not rebuilt: at 30,000 Services a new map and a delta naming every object were most of
 // a full sync's garbage. The real servers of a virtual server are re-read when it is new,
 // unwanted, or its turn in the CheckEvery rotation has come (checkRealServers): read
-// holds those read before, with s.mu released. What a sync wrote during the reads
-// (written) keeps its cached state.
-func (s *Syncer) refreshCache(vss []kernel.DumpedVS, round int, read map[kernel.VSKey]rsRead, written *touched) []error {
+// holds those read before, with s.mu released (reads[i] for vss[i]). What a sync wrote
+// during the reads (written) keeps its cached state.
+func (s *Syncer) refreshCache(vss []kernel.DumpedVS, round int, reads []rsRead, written *touched) []error {
 	var errs []error
-	for _, d := range vss {
+	for i, d := range vss {
 		key, vs := d.VSKey, d.VirtualServer
 		if written.hasVS(key) {
 			continue // the dump is older than the cache here
@@ -138,8 +137,8 @@ func (s *Syncer) refreshCache(vss []kernel.DumpedVS, round int, read map[kernel.
 			p.vs, p.seen = vs, round
 			continue
 		}
-		r, ok := read[key]
-		if !ok { // its state moved between the list of reads and now
+		r := reads[i]
+		if !r.read { // its state moved between the list of reads and now
 			r.rss, r.err = s.k.IPVS.ListRealServers(key)
 		}
 		if r.err != nil {
