@@ -100,7 +100,7 @@ func run() error {
 	w := &benchkit.Workload{Client: loader, Node: nodeName, Endpoints: s.endpoints, Parallel: s.createInParallel, Etcd: benchkit.LoadVia(cp)}
 	var results []result
 	for _, n := range s.sizes {
-		benchkit.Logf("creating %d Services x %d endpoints through the apiserver", n, s.endpoints)
+		benchkit.Logf("creating %d Services x %d endpoints", n, s.endpoints)
 		start := time.Now()
 		// The last proxy measured would follow every new Service, and the emulation of
 		// its work takes host CPU from the apiserver while it loads.

@@ -57,7 +57,7 @@ func run() error {
 	machine := benchkit.Machine(node)
 	var results []result
 	for _, n := range steps {
-		benchkit.Logf("creating %d Services x %d endpoints through the apiserver", n, b.w.Endpoints)
+		benchkit.Logf("creating %d Services x %d endpoints", n, b.w.Endpoints)
 		start := time.Now()
 		// The last proxy measured would follow every new Service, and the emulation of
 		// its work takes host CPU from the apiserver while it loads.
