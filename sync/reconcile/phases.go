@@ -20,7 +20,7 @@ type phases struct {
 }
 
 func newPhases(now func() time.Time) *phases {
-	return &phases{now: now, last: now(), fields: make([]zap.Field, 0, 8)}
+	return &phases{now: now, last: now(), fields: make([]zap.Field, 0, 9)}
 }
 
 // mark ends the step called name.
