@@ -113,12 +113,18 @@ func (s *Syncer) refreshDesired(keys map[proxier.ServiceKey]struct{}, changed *p
 // refreshCache updates the programmed cache from the virtual-server dump vss, in place,
 // not rebuilt: at 30,000 Services a new map and a delta naming every object were most of
 // a full sync's garbage. The real servers of a virtual server are re-read when it is new,
-// unwanted, or its turn in the CheckEvery rotation has come (checkRealServers): read
-// holds those read before, with s.mu released (reads[i] for vss[i]). What a sync wrote
-// during the reads (written) keeps its cached state.
+// unwanted, or its turn in the CheckEvery rotation has come (checkRealServers): reads
+// holds those read before, with s.mu released, in dump order. What a sync wrote during
+// the reads (written) keeps its cached state.
 func (s *Syncer) refreshCache(vss []kernel.DumpedVS, round int, reads []rsRead, written *touched) []error {
 	var errs []error
 	for i, d := range vss {
+		var r rsRead
+		if len(reads) > 0 && reads[0].i == i {
+			r, reads = reads[0], reads[1:]
+		} else {
+			r.i = -1 // not read before
+		}
 		key, vs := d.VSKey, d.VirtualServer
 		if written.hasVS(key) {
 			continue // the dump is older than the cache here
@@ -136,8 +142,7 @@ func (s *Syncer) refreshCache(vss []kernel.DumpedVS, round int, reads []rsRead, 
 			p.vs, p.seen = vs, round
 			continue
 		}
-		r := reads[i]
-		if !r.read { // its state moved between the list of reads and now
+		if r.i < 0 { // its state moved between the list of reads and now
 			r.rss, r.err = s.k.IPVS.ListRealServers(key)
 		}
 		if r.err != nil {

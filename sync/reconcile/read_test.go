@@ -173,3 +173,32 @@ func TestBackgroundFullSyncLetsPartialSyncsThrough(t *testing.T) {
 	}
 	assertSettled(t, h)
 }
+
+// TestFullSyncReadsRealServersUnlocked: a full sync lists real servers with the
+// syncer's lock released, on the first sync (all of them) as on later ones.
+func TestFullSyncReadsRealServersUnlocked(t *testing.T) {
+	fake := kernel.NewFake()
+	var h *harness
+	reads, locked := 0, 0
+	k := fake.Kernel()
+	k.IPVS = afterRead{fake, func(op string, _ kernel.VSKey) {
+		if op != "ListRealServers" {
+			return
+		}
+		reads++
+		if !h.syncer.mu.TryLock() {
+			locked++
+			return
+		}
+		h.syncer.mu.Unlock()
+	}}
+	h = newHarness(t, k, fake)
+	addServices(h, 50)
+	must(t, fake.AddVirtualServer(kernel.VirtualServer{VSKey: kernel.VSKey{Protocol: kernel.TCP, Address: mustAddr("10.100.0.1"), Port: 80}, Scheduler: "rr"}))
+	h.mustSync(t)
+	h.tracker.AllChanged()
+	h.mustSync(t)
+	if reads < 51 || locked != 0 {
+		t.Errorf("%d real-server lists, %d of them under the lock; want 51 (one adopted at the first sync, 50 at the second), none", reads, locked)
+	}
+}
