@@ -134,9 +134,8 @@ func (s *Syncer) backgroundFull() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	defer s.publish()
-	keys, _ := s.tracker.Drain() // a change to every Service makes any full sync re-translate
-	err := s.run(s.opts.Now(), keys, true)
-	s.fullRunning = false
+	keys, _ := s.tracker.Drain()           // a change to every Service makes any full sync re-translate
+	err := s.run(s.opts.Now(), keys, true) // syncFull clears fullRunning, set when this was started
 	if (err != nil || s.needFull) && s.opts.Wake != nil {
 		s.opts.Wake()
 	}
