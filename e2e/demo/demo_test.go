@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -32,13 +33,22 @@ func TestDemo(t *testing.T) {
 	if err := demo.Start(); err != nil {
 		t.Fatal(err)
 	}
+	// The quick start follows the "==> up:" line in a second write; its last line is
+	// the curl of /metrics. Waiting for that line (not the "up" one) keeps the check
+	// below from racing the pipe (a CI run once read "up" before the block arrived).
 	up := make(chan string, 1)
+	var mu sync.Mutex
 	var printed strings.Builder
+	output := func() string { mu.Lock(); defer mu.Unlock(); return printed.String() }
 	go func() {
 		sc := bufio.NewScanner(out)
+		seenUp := false
 		for sc.Scan() {
+			mu.Lock()
 			printed.WriteString(sc.Text() + "\n")
-			if strings.HasPrefix(sc.Text(), "==> up:") {
+			mu.Unlock()
+			seenUp = seenUp || strings.HasPrefix(sc.Text(), "==> up:")
+			if seenUp && strings.Contains(sc.Text(), "curl -s http://") {
 				up <- sc.Text()
 			}
 		}
@@ -62,7 +72,7 @@ func TestDemo(t *testing.T) {
 	select {
 	case <-up:
 	case <-time.After(15 * time.Minute):
-		t.Fatalf("the demo was not up within 15 min:\n%s", printed.String())
+		t.Fatalf("the demo was not up within 15 min:\n%s", output())
 	}
 	var st state
 	b, err := os.ReadFile(filepath.Join(dir, "state.json"))
@@ -70,8 +80,8 @@ func TestDemo(t *testing.T) {
 		t.Fatalf("state.json: %v %s", err, b)
 	}
 	for _, want := range []string{"export KUBECONFIG=" + st.Kubeconfig, "make demo-exec CMD='ipvsadm -Ln'", "status --address " + st.Health, st.Metrics + "/metrics"} {
-		if !strings.Contains(printed.String(), want) {
-			t.Errorf("the demo does not print %q:\n%s", want, printed.String())
+		if !strings.Contains(output(), want) {
+			t.Errorf("the demo does not print %q:\n%s", want, output())
 		}
 	}
 
