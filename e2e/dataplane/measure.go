@@ -16,6 +16,8 @@ import (
 type result struct {
 	Services int
 	Proxy    string
+	// Run counts the proxy's measurements at this size, from 1.
+	Run int
 	// Ready is the time from the proxy's start to its first completed sync with the
 	// measured Services answering; 0 when that did not happen within the budget.
 	Ready            time.Duration
@@ -30,7 +32,15 @@ type result struct {
 
 func (r *result) note(format string, args ...any) {
 	r.Notes = append(r.Notes, fmt.Sprintf(format, args...))
-	benchkit.Logf("%s @ %d: %s", r.Proxy, r.Services, r.Notes[len(r.Notes)-1])
+	benchkit.Logf("%s @ %d: %s", r.label(), r.Services, r.Notes[len(r.Notes)-1])
+}
+
+// label names the row: the proxy, and its run after the first.
+func (r result) label() string {
+	if r.Run > 1 {
+		return fmt.Sprintf("%s (run %d)", r.Proxy, r.Run)
+	}
+	return r.Proxy
 }
 
 func (r result) summary() string {

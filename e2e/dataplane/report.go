@@ -24,27 +24,12 @@ type ratio struct {
 	met string
 }
 
-// measured is the row of proxy at n with a request load, or nil.
-func measured(rs []result, proxy string, n int) *result {
-	for i := range rs {
-		if rs[i].Proxy == proxy && rs[i].Services == n && rs[i].Short.RPS > 0 {
-			return &rs[i]
-		}
-	}
-	return nil
-}
-
 // ratios compares ipvs-proxier at the largest size with itself at the smallest, and
-// with each kube-proxy mode at each size: the targets of the data-plane issue.
+// with each kube-proxy mode at each size: the targets of the data-plane issue. Each
+// side is the median of its runs at that size.
 func ratios(rs []result) []ratio {
 	var out []ratio
-	sizes := []int{}
-	for _, r := range rs {
-		if !slices.Contains(sizes, r.Services) {
-			sizes = append(sizes, r.Services)
-		}
-	}
-	slices.Sort(sizes)
+	sizes := sizesOf(rs)
 	check := func(ok bool) string {
 		if ok {
 			return "yes"
@@ -53,10 +38,13 @@ func ratios(rs []result) []ratio {
 	}
 	const ours = "ipvs-proxier"
 	for _, n := range sizes {
-		a, b := measured(rs, ours, n), measured(rs, ours+" "+again, n)
-		if a != nil && b != nil {
-			out = append(out, ratio{fmt.Sprintf("%s short-connection req/s, measured again ÷ first, %d Services (the VM's drift)", ours, n), b.Short.RPS / a.Short.RPS, "(shown)", ""})
-			out = append(out, ratio{fmt.Sprintf("%s connect p99, measured again ÷ first, %d Services", ours, n), b.Short.Connect.P99 / a.Short.Connect.P99, "(shown)", ""})
+		for _, p := range []string{ours, "kube-proxy"} {
+			if runs := measuredRuns(rs, p, n); len(runs) > 1 {
+				out = append(out, ratio{fmt.Sprintf("%s short-connection req/s, highest ÷ lowest of %d runs, %d Services (the VM's drift)", display(p), len(runs), n),
+					spread(runs, func(r result) float64 { return r.Short.RPS }), "(shown)", ""})
+				out = append(out, ratio{fmt.Sprintf("%s connect p99, highest ÷ lowest of %d runs, %d Services", display(p), len(runs), n),
+					spread(runs, func(r result) float64 { return r.Short.Connect.P99 }), "(shown)", ""})
+			}
 		}
 	}
 	if len(sizes) > 1 {
@@ -128,10 +116,10 @@ func writeReport(dir, machine string, s settings, rs []result) error {
 	b.WriteString("\n## Requests through one ClusterIP\n\n| Services | proxy | ready (s) | short req/s | connect p50 / p99 / p99.9 (ms) | short latency p99 (ms) | short errors | keep-alive req/s | keep-alive p99 (ms) | proxy CPU under load (s/min) |\n|---|---|---|---|---|---|---|---|---|---|\n")
 	for _, r := range rs {
 		if r.Ready == 0 {
-			fmt.Fprintf(&b, "| %d | %s | not ready | | | | | | | |\n", r.Services, r.Proxy)
+			fmt.Fprintf(&b, "| %d | %s | not ready | | | | | | | |\n", r.Services, r.label())
 			continue
 		}
-		fmt.Fprintf(&b, "| %d | %s | %s | %s | %s / %s / %s | %s | %d | %s | %s | %s |\n", r.Services, r.Proxy, f0(r.Ready.Seconds()),
+		fmt.Fprintf(&b, "| %d | %s | %s | %s | %s / %s / %s | %s | %d | %s | %s | %s |\n", r.Services, r.label(), f0(r.Ready.Seconds()),
 			f0(r.Short.RPS), f2(r.Short.Connect.P50), f2(r.Short.Connect.P99), f2(r.Short.Connect.P999), f2(r.Short.Latency.P99),
 			r.Short.Errors, f0(r.KeepAlive.RPS), f2(r.KeepAlive.Latency.P99), f2(r.ProxyCPU))
 	}
@@ -140,14 +128,14 @@ func writeReport(dir, machine string, s settings, rs []result) error {
 		if r.Ready == 0 {
 			continue
 		}
-		fmt.Fprintf(&b, "| %d | %s |", r.Services, r.Proxy)
+		fmt.Fprintf(&b, "| %d | %s |", r.Services, r.label())
 		for _, p := range hairpinPaths {
 			fmt.Fprintf(&b, " %s |", f0(r.Hairpin[p].Mbps))
 		}
 		b.WriteString("\n")
 	}
 	b.WriteString("\n![requests per second and connect p99 against the number of Services](dataplane.png)\n")
-	if notes := benchkit.NoteLines(rs, func(r result) (string, int, []string) { return r.Proxy, r.Services, r.Notes }); notes != "" {
+	if notes := benchkit.NoteLines(rs, func(r result) (string, int, []string) { return r.label(), r.Services, r.Notes }); notes != "" {
 		b.WriteString("\n## Notes\n\n" + notes)
 	}
 	if err := os.WriteFile(filepath.Join(dir, "dataplane.md"), []byte(b.String()), 0o644); err != nil {
@@ -163,10 +151,10 @@ func writeCSV(path string, rs []result) error {
 	}
 	defer f.Close()
 	w := csv.NewWriter(f)
-	_ = w.Write([]string{"services", "proxy", "ready_s", "short_rps", "connect_p50_ms", "connect_p99_ms", "connect_p999_ms", "short_p99_ms", "short_errors",
+	_ = w.Write([]string{"services", "proxy", "run", "ready_s", "short_rps", "connect_p50_ms", "connect_p99_ms", "connect_p999_ms", "short_p99_ms", "short_errors",
 		"keepalive_rps", "keepalive_p99_ms", "keepalive_errors", "proxy_cpu_s_per_min", "hairpin_pod_mbps", "hairpin_clusterip_mbps", "hairpin_nodeport_mbps", "hairpin_nodeport_local_mbps", "notes"})
 	for _, r := range rs {
-		row := []string{strconv.Itoa(r.Services), r.Proxy, f2(r.Ready.Seconds()), f0(r.Short.RPS), f2(r.Short.Connect.P50), f2(r.Short.Connect.P99), f2(r.Short.Connect.P999),
+		row := []string{strconv.Itoa(r.Services), r.Proxy, strconv.Itoa(r.Run), f2(r.Ready.Seconds()), f0(r.Short.RPS), f2(r.Short.Connect.P50), f2(r.Short.Connect.P99), f2(r.Short.Connect.P999),
 			f2(r.Short.Latency.P99), strconv.Itoa(r.Short.Errors), f0(r.KeepAlive.RPS), f2(r.KeepAlive.Latency.P99), strconv.Itoa(r.KeepAlive.Errors), f2(r.ProxyCPU)}
 		for _, p := range hairpinPaths {
 			row = append(row, f0(r.Hairpin[p].Mbps))
@@ -178,7 +166,7 @@ func writeCSV(path string, rs []result) error {
 }
 
 // chart draws short-connection requests per second and connect p99 against the number
-// of Services, one line per proxy.
+// of Services, one line per proxy through the medians of its runs.
 func chart(path string, rs []result) error {
 	rps := benchkit.Panel{Title: "Short-connection requests per second", XLabel: "Services", YLabel: "req/s"}
 	p99 := benchkit.Panel{Title: "Connect p99", XLabel: "Services", YLabel: "ms"}
@@ -189,11 +177,11 @@ func chart(path string, rs []result) error {
 		}
 	}
 	for _, name := range names {
-		a, c := benchkit.Series{Name: name}, benchkit.Series{Name: name}
-		for _, r := range rs {
-			if r.Proxy == name && r.Short.RPS > 0 {
-				a.XYs = append(a.XYs, plotter.XY{X: float64(r.Services), Y: r.Short.RPS})
-				c.XYs = append(c.XYs, plotter.XY{X: float64(r.Services), Y: r.Short.Connect.P99})
+		a, c := benchkit.Series{Name: display(name)}, benchkit.Series{Name: display(name)}
+		for _, n := range sizesOf(rs) {
+			if m := measured(rs, name, n); m != nil {
+				a.XYs = append(a.XYs, plotter.XY{X: float64(n), Y: m.Short.RPS})
+				c.XYs = append(c.XYs, plotter.XY{X: float64(n), Y: m.Short.Connect.P99})
 			}
 		}
 		rps.Series, p99.Series = append(rps.Series, a), append(p99.Series, c)

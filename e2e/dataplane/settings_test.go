@@ -16,7 +16,7 @@ func TestReadSettings(t *testing.T) {
 	for _, p := range s.proxies {
 		names = append(names, p.Name)
 	}
-	if got := strings.Join(names, ","); got != "ipvs-proxier,kube-proxy nftables,kube-proxy,ipvs-proxier again" {
+	if got := strings.Join(names, ","); got != "ipvs-proxier,kube-proxy nftables,kube-proxy,ipvs-proxier" {
 		t.Errorf("proxies %s", got)
 	}
 	if !strings.Contains(s.proxies[1].Start, "mode: nftables") || len(s.sizes) != 2 || s.sizes[1] != 2000 {
