@@ -80,7 +80,7 @@ func (b *bench) run(ctx context.Context, p benchkit.Proxy, n int) result {
 	}
 	time.Sleep(10 * time.Second) // let the first full sync and its follow-ups settle
 	if m.p.Name == "ipvs-proxier" {
-		m.full0[0], m.full0[1], _ = m.fullSyncs()
+		m.full0 = m.firstFullSync()
 	}
 	m.idle()
 	m.changeLatency(ctx)
@@ -98,6 +98,20 @@ type measurement struct {
 	deadline time.Time
 	// full0 is ours' full-sync histogram (sum, count) before the idle measurement.
 	full0 [2]float64
+}
+
+// firstFullSync waits (within the budget) until ours has recorded its first full sync
+// and returns the histogram then: the cold start ends when the virtual servers are
+// programmed, and at 30,000 Services the first sync was still binding addresses, so
+// the mean "periodic" full sync included it (2026-12-03: 28.7 s over 8).
+func (m *measurement) firstFullSync() [2]float64 {
+	for {
+		sum, count, ok := m.fullSyncs()
+		if (ok && count >= 1) || time.Now().After(m.deadline) {
+			return [2]float64{sum, count}
+		}
+		time.Sleep(2 * time.Second)
+	}
 }
 
 // fullSyncs reads ours' full-sync duration histogram: the sum of the durations and the
