@@ -7,10 +7,12 @@
 // namespaces; results go to bench/results/dataplane.{md,csv,png}.
 //
 // Environment (defaults in brackets): DP_SIZES [1000,30000] Services x SVC_ENDPOINTS [4]
-// besides the measured ones; DP_PROXIES [ipvs-proxier,ipvs,iptables,nftables] (the last
-// three are kube-proxy's modes); DP_SECONDS [30] per load; DP_WARMUP [5] seconds before
+// besides the measured ones; DP_PROXIES [ipvs-proxier,ipvs,ipvs-proxier,ipvs,ipvs-proxier,
+// iptables,nftables] (ipvs, iptables and nftables are kube-proxy's modes; a proxy named
+// again is measured again and the ratios take medians); DP_SECONDS [30] per load; DP_WARMUP [5] seconds before
 // each; DP_WORKERS [8] concurrent requests; DP_STREAM_SECONDS [10] per hairpin stream;
-// BENCH_STEP_BUDGET [30m] for a proxy to program a size; SVC_CREATE_PARALLEL [16];
+// BENCH_STEP_BUDGET [30m] for a proxy to program a size, DP_BUDGETS [unset;
+// e.g. 1000=20m,30000=8m] by size; SVC_CREATE_PARALLEL [16];
 // BENCH_OUT [<repo>/bench/results]; BENCH_LOAD [etcd; api: through the apiserver].
 package main
 
@@ -18,6 +20,7 @@ import (
 	"context"
 	"fmt"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"time"
 
@@ -29,11 +32,13 @@ func main() { benchkit.Main(run) }
 
 // settings are the run's knobs, from the environment.
 type settings struct {
-	sizes                       []int
-	proxies                     []benchkit.Proxy
-	load, warmup, stream        time.Duration
-	workers                     int
-	budget                      time.Duration
+	sizes                []int
+	proxies              []benchkit.Proxy
+	load, warmup, stream time.Duration
+	workers              int
+	budget               time.Duration
+	// budgets overrides budget by size (DP_BUDGETS).
+	budgets                     map[int]time.Duration
 	out                         string
 	endpoints, createInParallel int
 }
@@ -72,7 +77,38 @@ func readSettings() (settings, error) {
 	if s.budget, err = time.ParseDuration(benchkit.Env("BENCH_STEP_BUDGET", "30m")); err != nil {
 		return s, fmt.Errorf("BENCH_STEP_BUDGET: %w", err)
 	}
-	return s, nil
+	s.budgets, err = parseBudgets(benchkit.Env("DP_BUDGETS", ""))
+	return s, err
+}
+
+// parseBudgets reads DP_BUDGETS, "SIZE=DURATION,...": kube-proxy's IPVS mode needed
+// ~10 min to be ready at 1,000 Services in the VM, and no kube-proxy mode finished a
+// sync within 15 min at 30,000, so one budget for both sizes either cut the first
+// short or spent an hour waiting at the second.
+func parseBudgets(v string) (map[int]time.Duration, error) {
+	out := map[int]time.Duration{}
+	for _, f := range strings.Split(v, ",") {
+		if f = strings.TrimSpace(f); f == "" {
+			continue
+		}
+		n, d, ok := strings.Cut(f, "=")
+		size, err := strconv.Atoi(n)
+		if !ok || err != nil {
+			return nil, fmt.Errorf("DP_BUDGETS: %q is not SIZE=DURATION", f)
+		}
+		if out[size], err = time.ParseDuration(d); err != nil {
+			return nil, fmt.Errorf("DP_BUDGETS: %w", err)
+		}
+	}
+	return out, nil
+}
+
+// budgetFor is the time a proxy has to be ready with n Services.
+func (s settings) budgetFor(n int) time.Duration {
+	if d, ok := s.budgets[n]; ok {
+		return d
+	}
+	return s.budget
 }
 
 func run() error {

@@ -70,9 +70,9 @@ func measure(node *harness.Node, t targets, s settings, p benchkit.Proxy, n int)
 		r.note("start: %v", err)
 		return r
 	}
-	if err := waitReady(node, t, start.Add(s.budget)); err != nil {
+	if err := waitReady(node, t, start.Add(s.budgetFor(n))); err != nil {
 		progress, _ := node.MustExec(`echo "$(ipvsadm -Ln | grep -cE '^(TCP|UDP|SCTP)') virtual servers, $(ipset save 2>/dev/null | grep -c '^add ') ipset entries, $(iptables-save | grep -c '^-A') iptables rules, $(nft list ruleset 2>/dev/null | grep -c .) lines of nftables ruleset"`)
-		r.note("not ready within %v: %v; by then: %s", s.budget, err, strings.TrimSpace(progress))
+		r.note("not ready within %v: %v; by then: %s", s.budgetFor(n), err, strings.TrimSpace(progress))
 		return r
 	}
 	r.Ready = time.Since(start)

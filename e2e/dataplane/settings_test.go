@@ -3,11 +3,13 @@ package main
 import (
 	"strings"
 	"testing"
+	"time"
 )
 
 func TestReadSettings(t *testing.T) {
 	t.Setenv("DP_PROXIES", "ipvs-proxier, nftables,ipvs,ipvs-proxier")
 	t.Setenv("DP_SIZES", "100,2000")
+	t.Setenv("DP_BUDGETS", "2000=3m")
 	s, err := readSettings()
 	if err != nil {
 		t.Fatal(err)
@@ -22,6 +24,14 @@ func TestReadSettings(t *testing.T) {
 	if !strings.Contains(s.proxies[1].Start, "mode: nftables") || len(s.sizes) != 2 || s.sizes[1] != 2000 {
 		t.Errorf("settings %+v", s)
 	}
+	if s.budgetFor(2000) != 3*time.Minute || s.budgetFor(100) != 30*time.Minute {
+		t.Errorf("budgets %v, %v", s.budgetFor(2000), s.budgetFor(100))
+	}
+	t.Setenv("DP_BUDGETS", "2000:3m")
+	if _, err := readSettings(); err == nil {
+		t.Error("a malformed DP_BUDGETS was accepted")
+	}
+	t.Setenv("DP_BUDGETS", "")
 	t.Setenv("DP_PROXIES", "cilium")
 	if _, err := readSettings(); err == nil {
 		t.Error("an unknown proxy was accepted")
