@@ -140,7 +140,7 @@ var localDump routeConn
 // One dump, read as it streams in (dumpAddresses): the kernel sends every interface's
 // addresses whatever the request names, and the dummy holds one per Service IP, so
 // netlink.AddrList built ~30 MB of objects for them at every full sync at 30,000
-// Services, only to drop them here (a heap profile at 30,000 in the VM; a host benchmark
+// Services, only to drop them here (bench/results/2026-12-03-profile-30000; a host benchmark
 // with 30,000 addresses: 42 MB and 241,000 allocations per call before, 32 kB and 198 now).
 func LocalAddresses(skip string) ([]netip.Addr, error) {
 	skipIndex := uint32(0) // no interface has index 0
