@@ -80,6 +80,16 @@ func measure(node *harness.Node, t targets, s settings, p benchkit.Proxy, n int)
 	time.Sleep(10 * time.Second) // let the start's aftermath (a first periodic sync) settle
 	_, _, cpu0, cpuErr := benchkit.Proc(node, p)
 	loadStart := time.Now()
+	if s.stopped[p.Name] {
+		if _, err := node.MustExec("kill -STOP $(cat " + p.PIDFile + ")"); err != nil {
+			r.note("stop: %v", err)
+		}
+		defer func() {
+			if _, err := node.MustExec("kill -CONT $(cat " + p.PIDFile + ")"); err != nil {
+				r.note("continue: %v", err)
+			}
+		}()
+	}
 	var err error
 	if r.Short, err = load(node, client, "short", t.web, s.load, s.workers, s.warmup); err != nil {
 		r.note("short: %v", err)

@@ -25,6 +25,8 @@ func TestRatios(t *testing.T) {
 		row(30000, "ipvs-proxier", 940, 2.4, 3000), // the median: below both own-scale targets
 		row(30000, "kube-proxy iptables", 100, 20, 1000),
 		row(30000, "ipvs-proxier", 893, 2.3, 3000),
+		row(1000, "ipvs-proxier"+stoppedSuffix, 1000, 2, 3000),
+		row(30000, "ipvs-proxier"+stoppedSuffix, 990, 2.1, 3000),
 		{Services: 30000, Proxy: "kube-proxy nftables", Notes: []string{"not ready within 30m0s"}},
 	}
 	got := map[string]ratio{}

@@ -7,7 +7,7 @@ import (
 )
 
 func TestReadSettings(t *testing.T) {
-	t.Setenv("DP_PROXIES", "ipvs-proxier, nftables,ipvs,ipvs-proxier")
+	t.Setenv("DP_PROXIES", "ipvs-proxier, nftables,ipvs,ipvs-proxier,ipvs-proxier-stopped")
 	t.Setenv("DP_SIZES", "100,2000")
 	t.Setenv("DP_BUDGETS", "2000=3m")
 	s, err := readSettings()
@@ -18,8 +18,11 @@ func TestReadSettings(t *testing.T) {
 	for _, p := range s.proxies {
 		names = append(names, p.Name)
 	}
-	if got := strings.Join(names, ","); got != "ipvs-proxier,kube-proxy nftables,kube-proxy,ipvs-proxier" {
+	if got := strings.Join(names, ","); got != "ipvs-proxier,kube-proxy nftables,kube-proxy,ipvs-proxier,ipvs-proxier, stopped during the loads" {
 		t.Errorf("proxies %s", got)
+	}
+	if !s.stopped[s.proxies[4].Name] || s.stopped[s.proxies[0].Name] {
+		t.Errorf("stopped %v", s.stopped)
 	}
 	if !strings.Contains(s.proxies[1].Start, "mode: nftables") || len(s.sizes) != 2 || s.sizes[1] != 2000 {
 		t.Errorf("settings %+v", s)
