@@ -32,11 +32,8 @@ func main() { benchkit.Main(run) }
 
 // settings are the run's knobs, from the environment.
 type settings struct {
-	sizes   []int
-	proxies []benchkit.Proxy
-	// stopped names the proxies stopped (SIGSTOP) during the loads: the data path
-	// alone, without the proxy's own CPU use in the VM.
-	stopped              map[string]bool
+	sizes                []int
+	proxies              []benchkit.Proxy
 	load, warmup, stream time.Duration
 	workers              int
 	budget               time.Duration
@@ -46,18 +43,19 @@ type settings struct {
 	endpoints, createInParallel int
 }
 
-// defaultProxies interleaves ipvs-proxier with kube-proxy's IPVS mode, the pair with a
-// ±3 % target: one proxy measured twice at 1,000 differed by 23 % (the shared host
-// drifts), so each is measured more than once, between the other's runs, and the
-// ratio is of medians.
 // stoppedOurs in DP_PROXIES is ipvs-proxier stopped (SIGSTOP) once ready, for the loads:
 // at 30,000 Services its periodic full sync took a third of a vCPU of the emulated VM
 // during the loads, which the load generator and the servers share.
 const stoppedOurs = "ipvs-proxier-stopped"
 
-// stoppedSuffix ends the name of the rows of ours stopped during the loads.
+// stoppedSuffix ends the name of ours stopped during the loads (its rows, and what
+// measure checks).
 const stoppedSuffix = ", stopped during the loads"
 
+// defaultProxies interleaves ipvs-proxier with kube-proxy's IPVS mode, the pair with a
+// ±3 % target: one proxy measured twice at 1,000 differed by 23 % (the shared host
+// drifts), so each is measured more than once, between the other's runs, and the
+// ratio is of medians.
 const defaultProxies = "ipvs-proxier,ipvs,ipvs-proxier,ipvs,ipvs-proxier,iptables,nftables"
 
 func readSettings() (settings, error) {
@@ -79,10 +77,6 @@ func readSettings() (settings, error) {
 		case stoppedOurs:
 			p = benchkit.IPVSProxier
 			p.Name += stoppedSuffix
-			if s.stopped == nil {
-				s.stopped = map[string]bool{}
-			}
-			s.stopped[p.Name] = true
 		case "ipvs", "iptables", "nftables":
 			p = benchkit.KubeProxy(f)
 		default:

@@ -80,7 +80,7 @@ func measure(node *harness.Node, t targets, s settings, p benchkit.Proxy, n int)
 	time.Sleep(10 * time.Second) // let the start's aftermath (a first periodic sync) settle
 	_, _, cpu0, cpuErr := benchkit.Proc(node, p)
 	loadStart := time.Now()
-	if s.stopped[p.Name] {
+	if strings.HasSuffix(p.Name, stoppedSuffix) { // the data path alone, without ours' CPU in the VM
 		if _, err := node.MustExec("kill -STOP $(cat " + p.PIDFile + ")"); err != nil {
 			r.note("stop: %v", err)
 		}
