@@ -18,7 +18,7 @@ import (
 // sync to retry (Syncer.retry), which the Runner schedules early; it is not a full sync.
 func (s *Syncer) apply(delta *proxier.Delta) error {
 	var errs []error
-	s.applyVirtualServers(maps.Keys(delta.VirtualServers), &errs)
+	s.applyVirtualServers(maps.Keys(delta.VirtualServers), nil, &errs)
 	s.flushRealServers(&errs)
 	for a := range delta.Addresses {
 		s.applyAddress(a)
@@ -41,7 +41,9 @@ func (s *Syncer) apply(delta *proxier.Delta) error {
 // applyVirtualServers syncs the virtual servers keys yields (each once) in two steps:
 // every virtual-server write they need as one batch, then the real servers of each,
 // queued for flushRealServers. A failure is added to errs and its key queued for retry.
-func (s *Syncer) applyVirtualServers(keys iter.Seq[kernel.VSKey], errs *[]error) {
+// rsDue, if not nil, says which unwritten virtual servers' real servers may differ from
+// the desired ones (the others are skipped in the second step); nil means all.
+func (s *Syncer) applyVirtualServers(keys iter.Seq[kernel.VSKey], rsDue func(kernel.VSKey) bool, errs *[]error) {
 	var ops []kernel.VirtualServerOp
 	for key := range keys {
 		want, _, ok := s.desired.VirtualServer(key)
@@ -59,7 +61,17 @@ func (s *Syncer) applyVirtualServers(keys iter.Seq[kernel.VSKey], errs *[]error)
 	if adopted := s.writeVirtualServers(ops, errs); len(adopted) > 0 {
 		s.writeVirtualServers(adopted, errs)
 	}
+	var written map[kernel.VSKey]struct{}
+	if rsDue != nil && len(ops) > 0 {
+		written = make(map[kernel.VSKey]struct{}, len(ops))
+		for _, op := range ops {
+			written[op.VS.VSKey] = struct{}{}
+		}
+	}
 	for key := range keys {
+		if _, w := written[key]; rsDue != nil && !w && !rsDue(key) {
+			continue
+		}
 		want, _, ok := s.desired.VirtualServer(key)
 		if have := s.vs[key]; ok && have != nil {
 			s.touchVS(key) // its real servers may change

@@ -279,6 +279,14 @@ func TestFullSyncSpreadsRealServerChecks(t *testing.T) {
 	if d := h.fake.Dump(); !strings.Contains(d, "add KUBE-CLUSTER-IP 10.99.0.1,tcp:80") || !strings.Contains(d, "10.99.0.1:80") {
 		t.Errorf("a Service changed before a full sync is not fully programmed:\n%s", d)
 	}
+	// Its endpoints changed just before a full sync that does not read its real servers.
+	h.src.SetSlice(slice("bench", "late", "late-1", 8080, v1.ProtocolTCP, "10.98.0.2"))
+	h.tracker.ServiceChanged(k)
+	h.tracker.AllChanged()
+	h.mustSync(t)
+	if d := h.fake.Dump(); !strings.Contains(d, "10.98.0.2:8080") || strings.Contains(d, "10.98.0.1:8080") {
+		t.Errorf("new endpoints before a full sync are not programmed:\n%s", d)
+	}
 	h.src.DeleteService(k)
 	h.tracker.ServiceChanged(k)
 	h.mustSync(t)

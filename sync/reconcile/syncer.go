@@ -58,8 +58,9 @@ type Options struct {
 type programmedVS struct {
 	vs  kernel.VirtualServer
 	rss realServers
-	// seen is the full-sync round that last found it in the kernel.
-	seen int
+	// seen is the full-sync round that last found it in the kernel; read the one that
+	// last read its real servers from it.
+	seen, read int
 }
 
 type drainKey struct {
