@@ -4,12 +4,14 @@
 // for ipvs-proxier and stock kube-proxy v1.37 in its IPVS, iptables and nftables modes.
 // Same VM, same apiserver objects, one proxy at a time on a wiped node. The load
 // generator is the agent's (`agent load`, package loadgen), run in the VM's network
-// namespaces; results go to bench/results/dataplane.{md,csv,png}.
+// namespaces; each run also loads the pods directly as its baseline. Results go to bench/results/dataplane.{md,csv,png}.
 //
 // Environment (defaults in brackets): DP_SIZES [1000,30000] Services x SVC_ENDPOINTS [4]
 // besides the measured ones; DP_PROXIES [ipvs-proxier,ipvs,ipvs-proxier,ipvs,ipvs-proxier,
 // iptables,nftables] (ipvs, iptables and nftables are kube-proxy's modes; a proxy named
-// again is measured again and the ratios take medians); DP_SECONDS [30] per load; DP_WARMUP [5] seconds before
+// again is measured again and the ratios take medians; ipvs-proxier-stopped and
+// ipvs-proxier-bare are ours stopped during the loads, the second without the rules
+// kube-proxy's IPVS mode lacks); DP_SECONDS [30] per load; DP_WARMUP [5] seconds before
 // each; DP_WORKERS [8] concurrent requests; DP_STREAM_SECONDS [10] per hairpin stream;
 // BENCH_STEP_BUDGET [30m] for a proxy to program a size, DP_BUDGETS [unset;
 // e.g. 1000=20m,30000=8m] by size; SVC_CREATE_PARALLEL [16];
@@ -52,6 +54,19 @@ const stoppedOurs = "ipvs-proxier-stopped"
 // measure checks).
 const stoppedSuffix = ", stopped during the loads"
 
+// bareOurs in DP_PROXIES is ours stopped during the loads, with the filter rules on a new
+// connection's path that kube-proxy's IPVS mode lacks deleted first (stripExtraRules):
+// against stoppedOurs, what those rules cost, measured by removing them.
+const bareOurs = "ipvs-proxier-bare"
+
+// bareSuffix ends the name of bareOurs' rows.
+const bareSuffix = ", stopped, without the rules kube-proxy IPVS lacks"
+
+// stoppedDuringLoads says whether the proxy named so is stopped during the loads.
+func stoppedDuringLoads(name string) bool {
+	return strings.HasSuffix(name, stoppedSuffix) || strings.HasSuffix(name, bareSuffix)
+}
+
 // defaultProxies interleaves ipvs-proxier with kube-proxy's IPVS mode, the pair with a
 // ±3 % target: one proxy measured twice at 1,000 differed by 23 % (the shared host
 // drifts), so each is measured more than once, between the other's runs, and the
@@ -77,10 +92,13 @@ func readSettings() (settings, error) {
 		case stoppedOurs:
 			p = benchkit.IPVSProxier
 			p.Name += stoppedSuffix
+		case bareOurs:
+			p = benchkit.IPVSProxier
+			p.Name += bareSuffix
 		case "ipvs", "iptables", "nftables":
 			p = benchkit.KubeProxy(f)
 		default:
-			return s, fmt.Errorf("DP_PROXIES: %q is not ipvs-proxier, %s, ipvs, iptables or nftables", f, stoppedOurs)
+			return s, fmt.Errorf("DP_PROXIES: %q is not ipvs-proxier, %s, %s, ipvs, iptables or nftables", f, stoppedOurs, bareOurs)
 		}
 		// A proxy named again is measured again (result.Run counts): the ratios take
 		// each proxy's median, and its runs' spread shows how far the VM drifts.

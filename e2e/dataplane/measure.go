@@ -22,6 +22,11 @@ type result struct {
 	// measured Services answering; 0 when that did not happen within the budget.
 	Ready            time.Duration
 	Short, KeepAlive loadgen.Result
+	// Baseline is short connections from the client to the Service's four pods
+	// directly (no Service, worker i to pod i mod 4), measured just before Short: how
+	// fast the VM ran at the time. The host drifts up to twice as fast between runs, so
+	// the ratios also compare Short ÷ Baseline (relative).
+	Baseline loadgen.Result
 	// Hairpin is the hairpin pod's stream to itself, by path (hpDirect, ...).
 	Hairpin map[string]loadgen.Result
 	// ProxyCPU is the proxy's CPU (with the programs it ran) during the two request
@@ -47,8 +52,8 @@ func (r result) summary() string {
 	if r.Ready == 0 {
 		return "not measured: " + strings.Join(r.Notes, "; ")
 	}
-	s := fmt.Sprintf("ready in %.0f s; short %.0f req/s (connect p50 %.2f p99 %.2f p99.9 %.2f ms, %d errors); keep-alive %.0f req/s (p99 %.2f ms); proxy CPU %.1f s/min; hairpin",
-		r.Ready.Seconds(), r.Short.RPS, r.Short.Connect.P50, r.Short.Connect.P99, r.Short.Connect.P999, r.Short.Errors,
+	s := fmt.Sprintf("ready in %.0f s; pods directly %.0f req/s; short %.0f req/s (connect p50 %.2f p99 %.2f p99.9 %.2f ms, %d errors); keep-alive %.0f req/s (p99 %.2f ms); proxy CPU %.1f s/min; hairpin",
+		r.Ready.Seconds(), r.Baseline.RPS, r.Short.RPS, r.Short.Connect.P50, r.Short.Connect.P99, r.Short.Connect.P999, r.Short.Errors,
 		r.KeepAlive.RPS, r.KeepAlive.Latency.P99, r.ProxyCPU)
 	for _, p := range hairpinPaths {
 		s += fmt.Sprintf(" %s %.0f Mbit/s;", p, r.Hairpin[p].Mbps)
@@ -80,7 +85,7 @@ func measure(node *harness.Node, t targets, s settings, p benchkit.Proxy, n int)
 	time.Sleep(10 * time.Second) // let the start's aftermath (a first periodic sync) settle
 	_, _, cpu0, cpuErr := benchkit.Proc(node, p)
 	loadStart := time.Now()
-	if strings.HasSuffix(p.Name, stoppedSuffix) { // the data path alone, without ours' CPU in the VM
+	if stoppedDuringLoads(p.Name) { // the data path alone, without ours' CPU in the VM
 		if _, err := node.MustExec("kill -STOP $(cat " + p.PIDFile + ")"); err != nil {
 			r.note("stop: %v", err)
 		}
@@ -90,7 +95,18 @@ func measure(node *harness.Node, t targets, s settings, p benchkit.Proxy, n int)
 			}
 		}()
 	}
+	if strings.HasSuffix(p.Name, bareSuffix) {
+		out, err := node.MustExec(stripExtraRules)
+		if err != nil {
+			r.note("strip the rules kube-proxy's IPVS mode lacks: %v", err)
+		} else if out = strings.TrimSpace(out); out != "4" {
+			r.note("stripped %s rules, not the 4 kube-proxy's IPVS mode lacks", out)
+		}
+	}
 	var err error
+	if r.Baseline, err = load(node, client, "short", t.pods, s.load, s.workers, s.warmup); err != nil {
+		r.note("pods directly: %v", err)
+	}
 	if r.Short, err = load(node, client, "short", t.web, s.load, s.workers, s.warmup); err != nil {
 		r.note("short: %v", err)
 	}
@@ -109,6 +125,13 @@ func measure(node *harness.Node, t targets, s settings, p benchkit.Proxy, n int)
 	}
 	return r
 }
+
+// stripExtraRules deletes (and counts) the filter rules ours puts on a new connection's
+// path that kube-proxy's IPVS mode has not: the jumps to the unallocated-ClusterIP check
+// from FORWARD and OUTPUT, and KUBE-PROXY-FIREWALL's no-endpoints REJECT and
+// ETP=Local check. Ours is stopped, so nothing puts them back during the loads.
+const stripExtraRules = `n=0; iptables -S | grep -e 'kubernetes unallocated cluster ips' -e 'service has no endpoints' -e '-j KUBE-EXTERNAL-NO-LOCAL' | sed 's/^-A/-D/' > /tmp/bare-rules
+while read -r l; do eval iptables "$l" && n=$((n+1)); done < /tmp/bare-rules; echo $n`
 
 // load runs `agent load` in netns and parses its result.
 func load(node *harness.Node, netns, mode, target string, d time.Duration, workers int, warmup time.Duration) (loadgen.Result, error) {

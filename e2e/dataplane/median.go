@@ -54,8 +54,25 @@ func measured(rs []result, proxy string, n int) *result {
 				P50:  median(runs, func(r result) float64 { return r.Short.Connect.P50 }),
 				P99:  median(runs, func(r result) float64 { return r.Short.Connect.P99 }),
 				P999: median(runs, func(r result) float64 { return r.Short.Connect.P999 })}},
-		KeepAlive: loadgen.Result{RPS: median(runs, func(r result) float64 { return r.KeepAlive.RPS })}}
+		KeepAlive: loadgen.Result{RPS: median(runs, func(r result) float64 { return r.KeepAlive.RPS })},
+		Baseline:  loadgen.Result{RPS: median(runs, func(r result) float64 { return r.Baseline.RPS })}}
 	return &m
+}
+
+// relative is proxy's short-connection req/s at n through the Service ÷ to the pods
+// directly, each run by its own baseline, the median of the runs; 0 where no run
+// measured both. Dividing within a run cancels the host's drift between runs.
+func relative(rs []result, proxy string, n int) float64 {
+	var runs []result
+	for _, r := range measuredRuns(rs, proxy, n) {
+		if r.Baseline.RPS > 0 {
+			runs = append(runs, r)
+		}
+	}
+	if len(runs) == 0 {
+		return 0
+	}
+	return median(runs, func(r result) float64 { return r.Short.RPS / r.Baseline.RPS })
 }
 
 // median of f over rs, the lower middle one of an even count (as loadgen's

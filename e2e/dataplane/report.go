@@ -49,17 +49,34 @@ func ratios(rs []result) []ratio {
 	}
 	if len(sizes) > 1 {
 		// Ours against itself across sizes; the same for ours stopped during the loads
-		// (the data path without the daemon's CPU use in the VM), where measured.
-		for _, name := range []string{ours, ours + stoppedSuffix} {
+		// (the data path without the daemon's CPU use in the VM) and without the rules
+		// kube-proxy IPVS lacks, where measured.
+		for _, name := range []string{ours, ours + stoppedSuffix, ours + bareSuffix} {
 			lo, hi := measured(rs, name, sizes[0]), measured(rs, name, sizes[len(sizes)-1])
 			if lo == nil || hi == nil {
 				continue
 			}
 			v := hi.Short.RPS / lo.Short.RPS
 			out = append(out, ratio{fmt.Sprintf("%s short-connection req/s, %d ÷ %d Services", name, hi.Services, lo.Services), v, "≥ 0.95", check(v >= 0.95)})
+			if a, b := relative(rs, name, hi.Services), relative(rs, name, lo.Services); a > 0 && b > 0 {
+				out = append(out, ratio{fmt.Sprintf("%s short-connection req/s ÷ pods directly, %d ÷ %d Services", name, hi.Services, lo.Services), a / b, "≥ 0.95", check(a/b >= 0.95)})
+			}
 			v = hi.Short.Connect.P99 / lo.Short.Connect.P99
 			out = append(out, ratio{fmt.Sprintf("%s connect p99, %d ÷ %d Services", name, hi.Services, lo.Services), v, "≤ 1.1", check(v <= 1.1)})
 		}
+	}
+	for _, n := range sizes {
+		// What the rules ours has and kube-proxy IPVS lacks cost: ours stopped with them
+		// ÷ ours stopped without them (1 costs nothing; below 1 is their cost).
+		with, without := measured(rs, ours+stoppedSuffix, n), measured(rs, ours+bareSuffix, n)
+		if with == nil || without == nil {
+			continue
+		}
+		out = append(out, ratio{fmt.Sprintf("short-connection req/s, ours stopped with ÷ without the rules kube-proxy IPVS lacks, %d Services", n), with.Short.RPS / without.Short.RPS, "(shown)", ""})
+		if a, b := relative(rs, ours+stoppedSuffix, n), relative(rs, ours+bareSuffix, n); a > 0 && b > 0 {
+			out = append(out, ratio{fmt.Sprintf("the same, each run ÷ the pods directly, %d Services", n), a / b, "(shown)", ""})
+		}
+		out = append(out, ratio{fmt.Sprintf("connect p99, ours stopped with ÷ without those rules, %d Services", n), with.Short.Connect.P99 / without.Short.Connect.P99, "(shown)", ""})
 	}
 	for _, n := range sizes {
 		o := measured(rs, ours, n)
@@ -77,6 +94,12 @@ func ratios(rs []result) []ratio {
 				target, met = "≥ 0.97", check(v >= 0.97)
 			}
 			out = append(out, ratio{fmt.Sprintf("short-connection req/s, %s ÷ %s, %d Services", ours, display(kp), n), v, target, met})
+			if a, b := relative(rs, ours, n), relative(rs, kp, n); a > 0 && b > 0 {
+				if kp == "kube-proxy" {
+					met = check(a/b >= 0.97)
+				}
+				out = append(out, ratio{fmt.Sprintf("short-connection req/s ÷ pods directly, %s ÷ %s, %d Services", ours, display(kp), n), a / b, target, met})
+			}
 			v = o.KeepAlive.RPS / k.KeepAlive.RPS
 			if kp == "kube-proxy" {
 				met = check(v >= 0.97)
@@ -113,19 +136,23 @@ func writeReport(dir, machine string, s settings, rs []result) error {
 	fmt.Fprintf(&b, "# Data-plane benchmark: requests through a Service\n\nRun %s on %s.\n\n", time.Now().UTC().Format("2006-01-02 15:04 MST"), machine)
 	fmt.Fprintf(&b, "`make bench-dataplane` with DP_SIZES=%s, %d endpoints per workload Service; each load %v after %v of warm-up, %d concurrent requests; hairpin streams %v.\n\n",
 		benchkit.JoinInts(s.sizes), s.endpoints, s.load, s.warmup, s.workers, s.stream)
-	b.WriteString("One proxy at a time on a wiped node, same VM, same apiserver objects. The measured ClusterIP has four pods on the node (`agent httpd`); the workload's Services (half NodePort, a tenth ETP=Local, a tenth with session affinity) are programmed beside it. Short: a new TCP connection per HTTP request from a client netns outside the cluster (masqueraded); keep-alive: requests on open connections. Hairpin: the pod streams to its own sink for the time given, through each path. Absolute numbers on an emulated (TCG) VM on shared cores mean little; compare within a size.\n\n")
+	b.WriteString("One proxy at a time on a wiped node, same VM, same apiserver objects. The measured ClusterIP has four pods on the node (`agent httpd`); the workload's Services (half NodePort, a tenth ETP=Local, a tenth with session affinity) are programmed beside it. Short: a new TCP connection per HTTP request from a client netns outside the cluster (masqueraded); pods directly: the same from the same client to the four pods' own addresses (no Service; routed by the node), just before, as the run's baseline: the host drifts up to twice as fast between runs, so the ratios marked \"÷ pods directly\" divide each run by its own; keep-alive: requests on open connections. Hairpin: the pod streams to its own sink for the time given, through each path. Absolute numbers on an emulated (TCG) VM on shared cores mean little; compare within a size.\n\n")
 	b.WriteString("## Ratios\n\n| comparison | ratio | target | met |\n|---|---|---|---|\n")
 	for _, r := range ratios(rs) {
 		fmt.Fprintf(&b, "| %s | %s | %s | %s |\n", r.what, f2(r.value), r.target, r.met)
 	}
-	b.WriteString("\n## Requests through one ClusterIP\n\n| Services | proxy | ready (s) | short req/s | connect p50 / p99 / p99.9 (ms) | short latency p99 (ms) | short errors | keep-alive req/s | keep-alive p99 (ms) | proxy CPU under load (s/min) |\n|---|---|---|---|---|---|---|---|---|---|\n")
+	b.WriteString("\n## Requests through one ClusterIP\n\n| Services | proxy | ready (s) | pods directly req/s | short req/s | ÷ pods directly | connect p50 / p99 / p99.9 (ms) | short latency p99 (ms) | short errors | keep-alive req/s | keep-alive p99 (ms) | proxy CPU under load (s/min) |\n|---|---|---|---|---|---|---|---|---|---|---|---|\n")
 	for _, r := range rs {
 		if r.Ready == 0 {
-			fmt.Fprintf(&b, "| %d | %s | not ready | | | | | | | |\n", r.Services, r.label())
+			fmt.Fprintf(&b, "| %d | %s | not ready | | | | | | | | | |\n", r.Services, r.label())
 			continue
 		}
-		fmt.Fprintf(&b, "| %d | %s | %s | %s | %s / %s / %s | %s | %d | %s | %s | %s |\n", r.Services, r.label(), f0(r.Ready.Seconds()),
-			f0(r.Short.RPS), f2(r.Short.Connect.P50), f2(r.Short.Connect.P99), f2(r.Short.Connect.P999), f2(r.Short.Latency.P99),
+		rel := ""
+		if r.Baseline.RPS > 0 {
+			rel = f2(r.Short.RPS / r.Baseline.RPS)
+		}
+		fmt.Fprintf(&b, "| %d | %s | %s | %s | %s | %s | %s / %s / %s | %s | %d | %s | %s | %s |\n", r.Services, r.label(), f0(r.Ready.Seconds()),
+			f0(r.Baseline.RPS), f0(r.Short.RPS), rel, f2(r.Short.Connect.P50), f2(r.Short.Connect.P99), f2(r.Short.Connect.P999), f2(r.Short.Latency.P99),
 			r.Short.Errors, f0(r.KeepAlive.RPS), f2(r.KeepAlive.Latency.P99), f2(r.ProxyCPU))
 	}
 	b.WriteString("\n## Hairpin: a pod to itself, one stream (Mbit/s)\n\n| Services | proxy | " + strings.Join(hairpinPaths, " | ") + " |\n|---|---|---|---|---|---|\n")
@@ -157,10 +184,10 @@ func writeCSV(path string, rs []result) error {
 	defer f.Close()
 	w := csv.NewWriter(f)
 	_ = w.Write([]string{"services", "proxy", "run", "ready_s", "short_rps", "connect_p50_ms", "connect_p99_ms", "connect_p999_ms", "short_p99_ms", "short_errors",
-		"keepalive_rps", "keepalive_p99_ms", "keepalive_errors", "proxy_cpu_s_per_min", "hairpin_pod_mbps", "hairpin_clusterip_mbps", "hairpin_nodeport_mbps", "hairpin_nodeport_local_mbps", "notes"})
+		"keepalive_rps", "keepalive_p99_ms", "keepalive_errors", "proxy_cpu_s_per_min", "pods_directly_rps", "hairpin_pod_mbps", "hairpin_clusterip_mbps", "hairpin_nodeport_mbps", "hairpin_nodeport_local_mbps", "notes"})
 	for _, r := range rs {
 		row := []string{strconv.Itoa(r.Services), r.Proxy, strconv.Itoa(r.Run), f2(r.Ready.Seconds()), f0(r.Short.RPS), f2(r.Short.Connect.P50), f2(r.Short.Connect.P99), f2(r.Short.Connect.P999),
-			f2(r.Short.Latency.P99), strconv.Itoa(r.Short.Errors), f0(r.KeepAlive.RPS), f2(r.KeepAlive.Latency.P99), strconv.Itoa(r.KeepAlive.Errors), f2(r.ProxyCPU)}
+			f2(r.Short.Latency.P99), strconv.Itoa(r.Short.Errors), f0(r.KeepAlive.RPS), f2(r.KeepAlive.Latency.P99), strconv.Itoa(r.KeepAlive.Errors), f2(r.ProxyCPU), f0(r.Baseline.RPS)}
 		for _, p := range hairpinPaths {
 			row = append(row, f0(r.Hairpin[p].Mbps))
 		}

@@ -7,7 +7,7 @@ import (
 )
 
 func TestReadSettings(t *testing.T) {
-	t.Setenv("DP_PROXIES", "ipvs-proxier, nftables,ipvs,ipvs-proxier,ipvs-proxier-stopped")
+	t.Setenv("DP_PROXIES", "ipvs-proxier, nftables,ipvs,ipvs-proxier,ipvs-proxier-stopped,ipvs-proxier-bare")
 	t.Setenv("DP_SIZES", "100,2000")
 	t.Setenv("DP_BUDGETS", "2000=3m")
 	s, err := readSettings()
@@ -18,11 +18,16 @@ func TestReadSettings(t *testing.T) {
 	for _, p := range s.proxies {
 		names = append(names, p.Name)
 	}
-	if got := strings.Join(names, ","); got != "ipvs-proxier,kube-proxy nftables,kube-proxy,ipvs-proxier,ipvs-proxier, stopped during the loads" {
+	if got := strings.Join(names, ","); got != "ipvs-proxier,kube-proxy nftables,kube-proxy,ipvs-proxier,ipvs-proxier, stopped during the loads,ipvs-proxier, stopped, without the rules kube-proxy IPVS lacks" {
 		t.Errorf("proxies %s", got)
 	}
 	if s.proxies[4].Start != s.proxies[0].Start {
 		t.Errorf("ours stopped during the loads starts as %q, ours as %q", s.proxies[4].Start, s.proxies[0].Start)
+	}
+	for i, want := range []bool{false, false, false, false, true, true} {
+		if got := stoppedDuringLoads(s.proxies[i].Name); got != want {
+			t.Errorf("%s stopped during the loads: %v", s.proxies[i].Name, got)
+		}
 	}
 	if !strings.Contains(s.proxies[1].Start, "mode: nftables") || len(s.sizes) != 2 || s.sizes[1] != 2000 {
 		t.Errorf("settings %+v", s)

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net"
 	"strconv"
+	"strings"
 
 	v1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -33,6 +34,8 @@ var webPods = [][2]string{{"web1", "10.244.0.21"}, {"web2", "10.244.0.22"}, {"we
 type targets struct {
 	// web is the measured ClusterIP:80 over the four web pods.
 	web string
+	// pods are the four web pods' HOST:PORT, comma-separated: the baseline's targets.
+	pods string
 	// hairpin are the hairpin pod's own sink: directly, and through its Services.
 	hairpin []hairpinTarget
 }
@@ -68,9 +71,12 @@ func setUp(ctx context.Context, cp *harness.ControlPlane, node *harness.Node) (t
 		return t, err
 	}
 	var eps []harness.Endpoint
+	var pods []string
 	for _, p := range webPods {
 		eps = append(eps, harness.Endpoint{IP: p[1], Node: nodeName})
+		pods = append(pods, net.JoinHostPort(p[1], strconv.Itoa(httpPort)))
 	}
+	t.pods = strings.Join(pods, ",")
 	web, err := create(ctx, cp, "web", v1.ServiceSpec{}, 80, httpPort, eps)
 	if err != nil {
 		return t, err

@@ -15,7 +15,9 @@ import (
 
 // Options say what to load and for how long.
 type Options struct {
-	// Target is HOST:PORT: a ClusterIP, a NodePort on a node address, a pod.
+	// Target is HOST:PORT: a ClusterIP, a NodePort on a node address, a pod; or several,
+	// comma-separated, which the workers take in turn (worker i the i-th, modulo): the
+	// pods of a Service loaded directly, as a baseline without the proxy.
 	Target string
 	// Warmup runs first and is not measured; Duration is measured.
 	Warmup, Duration time.Duration
@@ -32,19 +34,25 @@ func Run(ctx context.Context, mode string, o Options) (Result, error) {
 	if o.Workers < 1 {
 		o.Workers = 1
 	}
-	var one func(ctx context.Context, s *samples, stop time.Time)
+	targets := strings.Split(o.Target, ",")
+	target := func(worker int) string { return targets[worker%len(targets)] }
+	var one func(ctx context.Context, worker int, s *samples, stop time.Time)
 	switch mode {
 	case "short":
-		one = func(ctx context.Context, s *samples, stop time.Time) { shortLoop(ctx, o.Target, s, stop) }
+		one = func(ctx context.Context, worker int, s *samples, stop time.Time) {
+			shortLoop(ctx, target(worker), s, stop)
+		}
 	case "keepalive":
 		c := &http.Client{Timeout: dialTimeout, Transport: &http.Transport{MaxIdleConnsPerHost: o.Workers,
 			DialContext: (&net.Dialer{Timeout: dialTimeout}).DialContext, DisableCompression: true}}
 		defer c.CloseIdleConnections()
-		one = func(ctx context.Context, s *samples, stop time.Time) {
-			keepAliveLoop(ctx, c, "http://"+o.Target+"/", s, stop)
+		one = func(ctx context.Context, worker int, s *samples, stop time.Time) {
+			keepAliveLoop(ctx, c, "http://"+target(worker)+"/", s, stop)
 		}
 	case "stream":
-		one = func(ctx context.Context, s *samples, stop time.Time) { stream(ctx, o.Target, s, stop) }
+		one = func(ctx context.Context, worker int, s *samples, stop time.Time) {
+			stream(ctx, target(worker), s, stop)
+		}
 	default:
 		return Result{}, fmt.Errorf("mode %q: want short, keepalive or stream", mode)
 	}
@@ -55,7 +63,7 @@ func Run(ctx context.Context, mode string, o Options) (Result, error) {
 }
 
 // phase runs workers copies of one for d and returns what each measured.
-func phase(ctx context.Context, workers int, d time.Duration, one func(context.Context, *samples, time.Time)) []samples {
+func phase(ctx context.Context, workers int, d time.Duration, one func(context.Context, int, *samples, time.Time)) []samples {
 	ws := make([]samples, workers)
 	if d <= 0 {
 		return ws
@@ -66,7 +74,7 @@ func phase(ctx context.Context, workers int, d time.Duration, one func(context.C
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			one(ctx, &ws[i], stop)
+			one(ctx, i, &ws[i], stop)
 		}()
 	}
 	wg.Wait()

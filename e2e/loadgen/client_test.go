@@ -83,3 +83,25 @@ func TestRunCountsFailures(t *testing.T) {
 		t.Error("an unknown mode ran")
 	}
 }
+
+// TestRunSpreadsTargets: with several targets each worker takes its own, in turn, so
+// a baseline through a Service's pods loads every pod: two workers over a working and
+// a closed port both succeed and fail.
+func TestRunSpreadsTargets(t *testing.T) {
+	web := listen(t, func(l net.Listener) error { return ServeHTTP(l, "pod") })
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	closed := l.Addr().String()
+	_ = l.Close()
+	for _, mode := range []string{"short", "keepalive"} {
+		r, err := Run(context.Background(), mode, Options{Target: web + "," + closed, Duration: 200 * time.Millisecond, Workers: 2})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r.Requests == 0 || r.Errors == 0 {
+			t.Errorf("%s over %s,%s: want requests on the first and errors on the second: %+v", mode, web, closed, r)
+		}
+	}
+}
