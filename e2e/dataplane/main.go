@@ -11,7 +11,7 @@
 // iptables,nftables] (ipvs, iptables and nftables are kube-proxy's modes; a proxy named
 // again is measured again and the ratios take medians; ipvs-proxier-stopped and
 // ipvs-proxier-bare are ours stopped during the loads, the second without the rules
-// kube-proxy's IPVS mode lacks); DP_SECONDS [30] per load; DP_WARMUP [5] seconds before
+// kube-proxy's IPVS mode lacks); DP_PROXIES_<size> [unset] the same for one size; DP_SECONDS [30] per load; DP_WARMUP [5] seconds before
 // each; DP_WORKERS [8] concurrent requests; DP_STREAM_SECONDS [10] per hairpin stream;
 // BENCH_STEP_BUDGET [30m] for a proxy to program a size, DP_BUDGETS [unset;
 // e.g. 1000=20m,30000=8m] by size; SVC_CREATE_PARALLEL [16];
@@ -34,8 +34,10 @@ func main() { benchkit.Main(run) }
 
 // settings are the run's knobs, from the environment.
 type settings struct {
-	sizes                []int
-	proxies              []benchkit.Proxy
+	sizes   []int
+	proxies []benchkit.Proxy
+	// proxiesBySize overrides proxies by size (DP_PROXIES_<size>).
+	proxiesBySize        map[int][]benchkit.Proxy
 	load, warmup, stream time.Duration
 	workers              int
 	budget               time.Duration
@@ -84,7 +86,31 @@ func readSettings() (settings, error) {
 	if s.sizes, err = benchkit.EnvInts("DP_SIZES", "1000,30000", 1); err != nil {
 		return s, err
 	}
-	for _, f := range strings.Split(benchkit.Env("DP_PROXIES", defaultProxies), ",") {
+	if s.proxies, err = parseProxies("DP_PROXIES", benchkit.Env("DP_PROXIES", defaultProxies)); err != nil {
+		return s, err
+	}
+	s.proxiesBySize = map[int][]benchkit.Proxy{}
+	for _, n := range s.sizes {
+		name := fmt.Sprintf("DP_PROXIES_%d", n)
+		if v := benchkit.Env(name, ""); v != "" {
+			if s.proxiesBySize[n], err = parseProxies(name, v); err != nil {
+				return s, err
+			}
+		}
+	}
+	if s.budget, err = time.ParseDuration(benchkit.Env("BENCH_STEP_BUDGET", "30m")); err != nil {
+		return s, fmt.Errorf("BENCH_STEP_BUDGET: %w", err)
+	}
+	s.budgets, err = parseBudgets(benchkit.Env("DP_BUDGETS", ""))
+	return s, err
+}
+
+// parseProxies reads a list of proxies (DP_PROXIES, or DP_PROXIES_<size>, named env).
+// A proxy named again is measured again (result.Run counts): the ratios take each
+// proxy's median, and its runs' spread shows how far the VM drifts.
+func parseProxies(env, v string) ([]benchkit.Proxy, error) {
+	var out []benchkit.Proxy
+	for _, f := range strings.Split(v, ",") {
 		var p benchkit.Proxy
 		switch f = strings.TrimSpace(f); f {
 		case "ipvs-proxier":
@@ -98,17 +124,21 @@ func readSettings() (settings, error) {
 		case "ipvs", "iptables", "nftables":
 			p = benchkit.KubeProxy(f)
 		default:
-			return s, fmt.Errorf("DP_PROXIES: %q is not ipvs-proxier, %s, %s, ipvs, iptables or nftables", f, stoppedOurs, bareOurs)
+			return nil, fmt.Errorf("%s: %q is not ipvs-proxier, %s, %s, ipvs, iptables or nftables", env, f, stoppedOurs, bareOurs)
 		}
-		// A proxy named again is measured again (result.Run counts): the ratios take
-		// each proxy's median, and its runs' spread shows how far the VM drifts.
-		s.proxies = append(s.proxies, p)
+		out = append(out, p)
 	}
-	if s.budget, err = time.ParseDuration(benchkit.Env("BENCH_STEP_BUDGET", "30m")); err != nil {
-		return s, fmt.Errorf("BENCH_STEP_BUDGET: %w", err)
+	return out, nil
+}
+
+// proxiesFor are the proxies measured with n Services, in order: DP_PROXIES_<n> where
+// set (kube-proxy's IPVS mode needs 10 min to be ready at 1,000 and is not ready in 8 at
+// 30,000, so a run spends its time better on other proxies at one size), else DP_PROXIES.
+func (s settings) proxiesFor(n int) []benchkit.Proxy {
+	if ps, ok := s.proxiesBySize[n]; ok {
+		return ps
 	}
-	s.budgets, err = parseBudgets(benchkit.Env("DP_BUDGETS", ""))
-	return s, err
+	return s.proxies
 }
 
 // parseBudgets reads DP_BUDGETS, "SIZE=DURATION,...": kube-proxy's IPVS mode needed
@@ -175,7 +205,7 @@ func run() error {
 			return err
 		}
 		benchkit.Logf("%d Services ready in the apiserver after %v", n, time.Since(start).Round(time.Second))
-		for _, p := range s.proxies {
+		for _, p := range s.proxiesFor(n) {
 			run := 1 + runsOf(results, p.Name, n)
 			if run > 1 && measured(results, p.Name, n) == nil {
 				benchkit.Logf("%s @ %d: not measured again (its first run measured nothing)", p.Name, n)

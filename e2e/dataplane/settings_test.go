@@ -10,6 +10,7 @@ func TestReadSettings(t *testing.T) {
 	t.Setenv("DP_PROXIES", "ipvs-proxier, nftables,ipvs,ipvs-proxier,ipvs-proxier-stopped,ipvs-proxier-bare")
 	t.Setenv("DP_SIZES", "100,2000")
 	t.Setenv("DP_BUDGETS", "2000=3m")
+	t.Setenv("DP_PROXIES_2000", "iptables")
 	s, err := readSettings()
 	if err != nil {
 		t.Fatal(err)
@@ -32,6 +33,9 @@ func TestReadSettings(t *testing.T) {
 	if !strings.Contains(s.proxies[1].Start, "mode: nftables") || len(s.sizes) != 2 || s.sizes[1] != 2000 {
 		t.Errorf("settings %+v", s)
 	}
+	if ps := s.proxiesFor(2000); len(ps) != 1 || ps[0].Name != "kube-proxy iptables" || len(s.proxiesFor(100)) != 6 {
+		t.Errorf("proxies by size: %v at 2000, %d at 100", ps, len(s.proxiesFor(100)))
+	}
 	if s.budgetFor(2000) != 3*time.Minute || s.budgetFor(100) != 30*time.Minute {
 		t.Errorf("budgets %v, %v", s.budgetFor(2000), s.budgetFor(100))
 	}
@@ -40,6 +44,11 @@ func TestReadSettings(t *testing.T) {
 		t.Error("a malformed DP_BUDGETS was accepted")
 	}
 	t.Setenv("DP_BUDGETS", "")
+	t.Setenv("DP_PROXIES_2000", "ipvs,cilium")
+	if _, err := readSettings(); err == nil {
+		t.Error("an unknown proxy in DP_PROXIES_2000 was accepted")
+	}
+	t.Setenv("DP_PROXIES_2000", "")
 	t.Setenv("DP_PROXIES", "cilium")
 	if _, err := readSettings(); err == nil {
 		t.Error("an unknown proxy was accepted")

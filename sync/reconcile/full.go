@@ -182,9 +182,9 @@ func (s *Syncer) refreshCache(vss []kernel.DumpedVS, round int, reads []rsRead, 
 // desired ones: those it read from the kernel this round (read), those whose desire
 // changed since the last sync or whose write failed then (changed), or all when the
 // desired state was rebuilt (listAll). Every other one's cached real servers are what
-// the last sync that touched it made them, and still desired: comparing them, 20,000 of
-// 30,000 Services' at a time, was a third of an idle full sync in the VM (the profile in
-// bench/results/2026-12-03-profile-30000). Drift behind our back shows only in a read,
+// the last sync that touched it made them, and still desired: comparing all of them
+// (56,000 virtual servers at 30,000 Services) was a third of an idle full sync in the VM
+// (the profile in bench/results/2026-12-03-profile-30000). Drift behind our back shows only in a read,
 // and every virtual server is read within CheckEvery full syncs.
 func (s *Syncer) realServersDue(changed *proxier.Delta, listAll bool, round int) func(kernel.VSKey) bool {
 	if listAll {
