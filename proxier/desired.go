@@ -23,7 +23,7 @@ type Desired struct {
 	vs       map[kernel.VSKey]*claims
 	addrs    map[netip.Addr]int
 	// members counts the Services that want each set entry, by set name.
-	members    map[string]map[kernel.SetEntry]int
+	members    map[string]map[entryKey]int32
 	outFilters map[OutFilter]int
 	// gone holds, during one Set, the members the old state's removal left unwanted; the
 	// new state's members take theirs back, so only a net change reaches the delta (the
@@ -45,7 +45,7 @@ func NewDesired() *Desired {
 		services:   map[ServiceKey]*ServiceState{},
 		vs:         map[kernel.VSKey]*claims{},
 		addrs:      map[netip.Addr]int{},
-		members:    map[string]map[kernel.SetEntry]int{},
+		members:    map[string]map[entryKey]int32{},
 		gone:       map[kernel.Member]struct{}{},
 		outFilters: map[OutFilter]int{},
 		touched:    map[ServiceKey]struct{}{},
@@ -181,10 +181,11 @@ func (d *Desired) remove(st *ServiceState, delta *Delta) {
 func (d *Desired) addMember(m kernel.Member, delta *Delta) {
 	set := d.members[m.Set]
 	if set == nil {
-		set = map[kernel.SetEntry]int{}
+		set = map[entryKey]int32{}
 		d.members[m.Set] = set
 	}
-	if set[m.Entry]++; set[m.Entry] == 1 {
+	k := packEntry(m.Entry)
+	if set[k]++; set[k] == 1 {
 		if _, ok := d.gone[m]; ok {
 			delete(d.gone, m) // wanted before and after: no change
 		} else {
@@ -195,9 +196,9 @@ func (d *Desired) addMember(m kernel.Member, delta *Delta) {
 
 // removeMember counts one Service less wanting m; Set reports it once unwanted.
 func (d *Desired) removeMember(m kernel.Member) {
-	set := d.members[m.Set]
-	if set[m.Entry]--; set[m.Entry] <= 0 {
-		delete(set, m.Entry)
+	set, k := d.members[m.Set], packEntry(m.Entry)
+	if set[k]--; set[k] <= 0 {
+		delete(set, k)
 		d.gone[m] = struct{}{}
 	}
 }
@@ -304,20 +305,28 @@ func (d *Desired) HasAddress(a netip.Addr) bool { return d.addrs[a] > 0 }
 func (d *Desired) Addresses() []netip.Addr { return slices.Collect(maps.Keys(d.addrs)) }
 
 // HasMember reports whether m should be in its set.
-func (d *Desired) HasMember(m kernel.Member) bool { return d.members[m.Set][m.Entry] > 0 }
+func (d *Desired) HasMember(m kernel.Member) bool { return d.members[m.Set][packEntry(m.Entry)] > 0 }
 
 // SetLen returns how many entries set should hold.
 func (d *Desired) SetLen(set string) int { return len(d.members[set]) }
 
 // SetEntries returns the entries set should hold, in no order.
-func (d *Desired) SetEntries(set string) iter.Seq[kernel.SetEntry] { return maps.Keys(d.members[set]) }
+func (d *Desired) SetEntries(set string) iter.Seq[kernel.SetEntry] {
+	return func(yield func(kernel.SetEntry) bool) {
+		for k := range d.members[set] {
+			if !yield(k.entry()) {
+				return
+			}
+		}
+	}
+}
 
 // Members returns every desired set member.
 func (d *Desired) Members() []kernel.Member {
 	var out []kernel.Member
 	for set, entries := range d.members {
-		for e := range entries {
-			out = append(out, kernel.Member{Set: set, Entry: e})
+		for k := range entries {
+			out = append(out, kernel.Member{Set: set, Entry: k.entry()})
 		}
 	}
 	return out
@@ -357,7 +366,9 @@ func (d *Desired) Plan(cfg *Config) string {
 	b.WriteString("\n# ipset save\n")
 	members := map[string][]kernel.SetEntry{}
 	for set, entries := range d.members {
-		members[set] = slices.AppendSeq(members[set], maps.Keys(entries))
+		for k := range entries {
+			members[set] = append(members[set], k.entry())
+		}
 	}
 	b.WriteString(kernel.FormatSets(Sets(cfg.Families), members))
 	for _, f := range cfg.Families {
