@@ -76,8 +76,7 @@ func measure(node *harness.Node, t targets, s settings, p benchkit.Proxy, n int)
 		return r
 	}
 	if err := waitReady(node, t, start.Add(s.budgetFor(n))); err != nil {
-		progress, _ := node.MustExec(`echo "$(ipvsadm -Ln | grep -cE '^(TCP|UDP|SCTP)') virtual servers, $(ipset save 2>/dev/null | grep -c '^add ') ipset entries, $(iptables-save | grep -c '^-A') iptables rules, $(nft list ruleset 2>/dev/null | grep -c .) lines of nftables ruleset"`)
-		r.note("not ready within %v: %v; by then: %s", s.budgetFor(n), err, strings.TrimSpace(progress))
+		r.note("not ready within %v: %v; by then: %s", s.budgetFor(n), err, progress(node))
 		return r
 	}
 	r.Ready = time.Since(start)
@@ -132,6 +131,30 @@ func measure(node *harness.Node, t targets, s settings, p benchkit.Proxy, n int)
 // ETP=Local check. Ours is stopped, so nothing puts them back during the loads.
 const stripExtraRules = `n=0; iptables -S | grep -e 'kubernetes unallocated cluster ips' -e 'service has no endpoints' -e '-j KUBE-EXTERNAL-NO-LOCAL' | sed 's/^-A/-D/' > /tmp/bare-rules
 while read -r l; do eval iptables "$l" && n=$((n+1)); done < /tmp/bare-rules; echo $n`
+
+// progressTimeout bounds progress: at 30,000 Services kube-proxy's nftables mode was
+// still in its first `nft -f` after 15 minutes, and `ipset save` waited behind it in
+// the kernel (state D, where no signal reaches it) for as long.
+const progressTimeout = 30 * time.Second
+
+// progress counts what the proxy has programmed so far, or says it could not tell within
+// progressTimeout (the command is left to finish in the VM).
+func progress(node *harness.Node) string {
+	done := make(chan string, 1)
+	go func() {
+		out, err := node.MustExec(`echo "$(ipvsadm -Ln | grep -cE '^(TCP|UDP|SCTP)') virtual servers, $(ipset save 2>/dev/null | grep -c '^add ') ipset entries, $(iptables-save | grep -c '^-A') iptables rules, $(nft list ruleset 2>/dev/null | grep -c .) lines of nftables ruleset"`)
+		if err != nil {
+			out = err.Error()
+		}
+		done <- strings.TrimSpace(out)
+	}()
+	select {
+	case out := <-done:
+		return out
+	case <-time.After(progressTimeout):
+		return fmt.Sprintf("unknown: counting the kernel's objects took over %v (the proxy's own write holds the kernel's lock)", progressTimeout)
+	}
+}
 
 // load runs `agent load` in netns and parses its result.
 func load(node *harness.Node, netns, mode, target string, d time.Duration, workers int, warmup time.Duration) (loadgen.Result, error) {
