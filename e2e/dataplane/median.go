@@ -61,7 +61,8 @@ func measured(rs []result, proxy string, n int) *result {
 
 // relative is proxy's short-connection req/s at n through the Service ÷ to the pods
 // directly, each run by its own baseline, the median of the runs; 0 where no run
-// measured both. Dividing within a run cancels the host's drift between runs.
+// measured both. Dividing within a run was meant to cancel the host's drift between
+// runs; bench/results/dataplane.md says how far it did.
 func relative(rs []result, proxy string, n int) float64 {
 	var runs []result
 	for _, r := range measuredRuns(rs, proxy, n) {
