@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -68,11 +69,25 @@ func writeReport(dir, machine, workload string, steps []int, rs []result) error 
 	if notes := benchkit.NoteLines(rs, func(r result) (string, int, []string) { return r.Proxy, r.Services, r.Notes }); notes != "" {
 		b.WriteString("\nNotes:\n" + notes)
 	}
-	fmt.Fprintf(&b, "\n![change latency and memory](chart.png)\n\nReproduce: `SVC_SCALE_STEPS=%s make bench-scale` (or `cd e2e && go run ./scalebench`).\n", benchkit.JoinInts(steps))
+	fmt.Fprintf(&b, "\n![change latency and memory](chart.png)\n\nReproduce: `%s make bench-scale` (or `cd e2e && go run ./scalebench`).\n", reproduceEnv(steps))
 	if err := os.WriteFile(filepath.Join(dir, "results.md"), []byte(b.String()), 0o644); err != nil {
 		return err
 	}
 	return chart(filepath.Join(dir, "chart.png"), rs)
+}
+
+// reproduceEnv is the environment that reproduces the run: the steps, and every other
+// SVC_ and BENCH_ setting it had except where its output went, sorted.
+func reproduceEnv(steps []int) string {
+	vars := []string{"SVC_SCALE_STEPS=" + benchkit.JoinInts(steps)}
+	for _, kv := range os.Environ() {
+		name, _, _ := strings.Cut(kv, "=")
+		if (strings.HasPrefix(name, "SVC_") || strings.HasPrefix(name, "BENCH_")) && !slices.Contains([]string{"SVC_SCALE_STEPS", "BENCH_OUT", "BENCH_PROFILE"}, name) {
+			vars = append(vars, kv)
+		}
+	}
+	slices.Sort(vars[1:])
+	return strings.Join(vars, " ")
 }
 
 // chart draws change latency (p50) and steady RSS against the Service count.
