@@ -23,11 +23,12 @@ type result struct {
 	Ready            time.Duration
 	Short, KeepAlive loadgen.Result
 	// Baseline is short connections from the client to the Service's four pods
-	// directly (no Service, worker i to pod i mod 4), measured just before Short, meant
-	// to show how fast the VM ran at the time (the host drifts up to twice as fast
-	// between runs). The ratios also compare Short ÷ Baseline (relative); in the run of
-	// 2026-12-04 the baseline varied more than the Service path (CV 17 % vs 7 %), so
-	// those ratios are shown beside the plain ones, not instead of them.
+	// directly (no Service, worker i to pod i mod 4), half just before Short and half
+	// just after it (bracket), meant to show how fast the VM ran at the time (the host
+	// drifts up to twice as fast between runs). The ratios also compare Short ÷
+	// Baseline (relative); in the run of 2026-12-04, with the whole baseline before
+	// Short, it varied more than the Service path (CV 17 % vs 7 %), so those ratios are
+	// shown beside the plain ones, not instead of them.
 	Baseline loadgen.Result
 	// Hairpin is the hairpin pod's stream to itself, by path (hpDirect, ...).
 	Hairpin map[string]loadgen.Result
@@ -105,12 +106,18 @@ func measure(node *harness.Node, t targets, s settings, p benchkit.Proxy, n int)
 		}
 	}
 	var err error
-	if r.Baseline, err = load(node, client, "short", t.pods, s.load, s.workers, s.warmup); err != nil {
-		r.note("pods directly: %v", err)
+	before, err := load(node, client, "short", t.pods, s.load/2, s.workers, s.warmup)
+	if err != nil {
+		r.note("pods directly, before: %v", err)
 	}
 	if r.Short, err = load(node, client, "short", t.web, s.load, s.workers, s.warmup); err != nil {
 		r.note("short: %v", err)
 	}
+	after, err := load(node, client, "short", t.pods, s.load/2, s.workers, s.warmup)
+	if err != nil {
+		r.note("pods directly, after: %v", err)
+	}
+	r.Baseline = bracket(before, after)
 	if r.KeepAlive, err = load(node, client, "keepalive", t.web, s.load, s.workers, s.warmup); err != nil {
 		r.note("keep-alive: %v", err)
 	}
