@@ -24,6 +24,21 @@ type Iptables struct {
 	mu     sync.Mutex
 	mode   string // "nft" or "legacy"
 	chains map[string]bool
+	// saved is each family's last iptables-save with the nf_tables generation read just
+	// before it (nft mode only): while the generation stands, the ruleset is what that
+	// save printed, and saveAll answers from it without a process. The periodic full
+	// sync's drift check is one save per family every syncPeriod; in the emulated VM
+	// those processes were two thirds of the daemon's idle CPU at 1,000 Services
+	// (`make bench-scale`, 2026-12-04).
+	saved map[kernel.Family]savedTables
+	// saves counts iptables-save processes run (tests).
+	saves int
+}
+
+// savedTables is one family's save, by table, and the generation it was taken at.
+type savedTables struct {
+	gen    uint32
+	tables map[string][]string
 }
 
 // NewIptables detects the node's iptables flavour and returns a backend that owns the
@@ -33,7 +48,7 @@ func NewIptables(chains []string) *Iptables {
 	for _, c := range chains {
 		m[c] = true
 	}
-	return &Iptables{mode: DetectIptablesMode(), chains: m}
+	return &Iptables{mode: DetectIptablesMode(), chains: m, saved: map[kernel.Family]savedTables{}}
 }
 
 // Mode returns "nft" or "legacy".
@@ -207,8 +222,21 @@ func (t *Iptables) Save(f kernel.Family) (string, error) {
 }
 
 // saveAll runs iptables-save for the family once, without -t (which would instantiate
-// a legacy table that does not exist), and returns each table's lines.
+// a legacy table that does not exist), and returns each table's lines; in nft mode, when
+// the ruleset's generation has not moved since the last save, that save's lines. The
+// lines are shared: callers only read them.
 func (t *Iptables) saveAll(f kernel.Family) (map[string][]string, error) {
+	gen, genErr := uint32(0), error(nil)
+	if t.mode == "nft" {
+		gen, genErr = nftGeneration()
+	}
+	if last, ok := t.saved[f]; ok && t.mode == "nft" && genErr == nil && last.gen == gen {
+		return last.tables, nil
+	}
+	// The generation is read before the save: a change between the two moves it again,
+	// so the next call saves again rather than trusting a save that missed it.
+	delete(t.saved, f)
+	t.saves++
 	out, err := command(t.bin(f, "-save")).Output()
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", t.bin(f, "-save"), err)
@@ -228,7 +256,13 @@ func (t *Iptables) saveAll(f kernel.Family) (map[string][]string, error) {
 			tables[table] = append(tables[table], line)
 		}
 	}
-	return tables, sc.Err()
+	if err := sc.Err(); err != nil {
+		return nil, err
+	}
+	if t.mode == "nft" && genErr == nil && t.saved != nil {
+		t.saved[f] = savedTables{gen, tables}
+	}
+	return tables, nil
 }
 
 func hasJumpTo(fields []string, chains map[string]bool) bool {
