@@ -144,6 +144,16 @@ func (m *measurement) note(format string, args ...any) {
 	benchkit.Logf("%s @ %d: "+format, append([]any{m.p.Name, m.n}, args...)...)
 }
 
+// pollPause is how long the cold start waits between two looks at the kernel that took
+// took each: a second, or three times the look, so looking takes at most a quarter of
+// the time. `ipvsadm -Ln` dumps every virtual server (the kernel's walk is quadratic)
+// and then each one's real servers, all under the IPVS mutex the proxy's own writes
+// need, on the VM's two vCPUs the proxy runs on: polled every second at 10,000
+// Services it ran nearly back to back (2026-12-04: the daemon used a quarter of the VM
+// in its first minute while its IPVS writes took 60 s). A proxy that finishes between
+// two looks is seen at most one pause late.
+func pollPause(took time.Duration) time.Duration { return max(time.Second, 3*took) }
+
 // coldStart starts the proxy and measures the time from process start to every ClusterIP
 // virtual server with all its real servers (n+1 with the apiserver's own Service, which
 // has no endpoints here), then to a complete KUBE-CLUSTER-IP set. False: it did not
@@ -167,17 +177,21 @@ func (m *measurement) coldStart() bool {
 	} else {
 		coldProfile <- nil
 	}
+	looks, longest := 0, time.Duration(0)
 	for {
+		polled := time.Now()
 		_, _, cvs, crs, err := m.b.counts()
+		looks, longest = looks+1, max(longest, time.Since(polled))
 		if err == nil && cvs >= m.n+1 && crs >= m.n*m.b.w.Endpoints {
 			m.r.ColdStart = time.Since(start)
+			m.note("cold start: %d looks at the IPVS table (ipvsadm -Ln), the longest %.1f s", looks, longest.Seconds())
 			break
 		}
 		if time.Now().After(m.deadline) {
 			m.note("cold start unfinished after %v (ClusterIP VS %d of %d, RS %d of %d)", m.b.budget.Round(time.Second), cvs, m.n+1, crs, m.n*m.b.w.Endpoints)
 			return false
 		}
-		time.Sleep(time.Second)
+		time.Sleep(pollPause(time.Since(polled)))
 	}
 	// The sets decide what the rules let through: a proxy is ready when KUBE-CLUSTER-IP
 	// has every ClusterIP too (kube-proxy execs ipset once per entry on its first sync).

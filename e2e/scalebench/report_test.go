@@ -25,3 +25,17 @@ func TestReport(t *testing.T) {
 		"kube-proxy @ 5000: cold start unfinished", "`SVC_SCALE_STEPS=1000,5000 BENCH_PROXIES_1000=ipvs-proxier,kube-proxy make bench-scale`", "test machine"},
 		"results.csv", 4, "chart.png")
 }
+
+// TestPollPause: the cold start looks at the kernel every second, or three times as
+// seldom as one look takes, so looking never takes more than a quarter of the time.
+func TestPollPause(t *testing.T) {
+	for _, c := range []struct{ took, want time.Duration }{
+		{50 * time.Millisecond, time.Second},
+		{time.Second, 3 * time.Second},
+		{4 * time.Second, 12 * time.Second},
+	} {
+		if got := pollPause(c.took); got != c.want {
+			t.Errorf("pollPause(%v) = %v, want %v", c.took, got, c.want)
+		}
+	}
+}
