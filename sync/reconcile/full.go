@@ -295,6 +295,9 @@ func (s *Syncer) listSetsUnlocked() error {
 		}
 	})
 	s.endRead() // the virtual-server and address caches were merged before
+	// A change to every Service while the sets were read (a Sync then only sets
+	// fullAgain) asks for another full sync, as one during the dumps does.
+	s.needFull, s.fullAgain = s.needFull || s.fullAgain, false
 	for i, set := range sets {
 		if failed[i] != nil {
 			s.pendingSets[set.Name] = struct{}{}

@@ -22,7 +22,8 @@ func (a afterList) ListEntries(name string) ([]kernel.SetEntry, error) {
 // TestFullSyncListsSetsUnlocked: a full sync lists its sets with the syncer's lock
 // released, and a partial sync that programs a new Service, removes one and adds an
 // endpoint meanwhile keeps its set members: the full sync's older listing neither
-// reverts nor loses them.
+// reverts nor loses them; a change to every Service meanwhile is followed by another
+// full sync.
 func TestFullSyncListsSetsUnlocked(t *testing.T) {
 	fake := kernel.NewFake()
 	var h *harness
@@ -43,6 +44,10 @@ func TestFullSyncListsSetsUnlocked(t *testing.T) {
 		if err := h.syncer.Sync(); err != nil {
 			t.Errorf("partial sync during the set listing: %v", err)
 		}
+		h.tracker.AllChanged() // a node change: every Service again
+		if err := h.syncer.Sync(); err != nil {
+			t.Errorf("sync during the set listing: %v", err)
+		}
 	}}
 	h = newHarness(t, k, fake)
 	addServices(h, 3)
@@ -52,6 +57,9 @@ func TestFullSyncListsSetsUnlocked(t *testing.T) {
 	h.mustSync(t)
 	if lists == 0 || locked != 0 || !inner {
 		t.Fatalf("%d set listings, %d of them under the lock, a partial sync inside: %v; want every listing unlocked and one partial sync", lists, locked, inner)
+	}
+	if !h.syncer.needFull {
+		t.Error("a change to every Service during the set listing did not ask for another full sync")
 	}
 	ips, err := fake.ListEntries("KUBE-CLUSTER-IP")
 	if err != nil {
