@@ -257,20 +257,23 @@ func (s *Syncer) syncSets(sets []kernel.Set, changed *proxier.Delta, listAll boo
 			s.pendingSets[set.Name] = struct{}{}
 		}
 	}
-	return errors.Join(append(errs, s.listSetsUnlocked())...)
+	return errors.Join(append(errs, s.reconcileSets(true))...)
 }
 
-// listSetsUnlocked is reconcileSets for a full sync: the pending sets are listed with
-// s.mu released, so changes are programmed meanwhile. Each CheckEvery-th full sync lists
-// every set, 228,004 entries at 30,000 Services, and under the lock a change arriving
-// then waited for all of it (change p99 22 and 31 s against a p50 of 1.1 s in the
-// emulated VM, `make bench-scale` 2026-12-04). The sets are taken out of pendingSets
-// while they are read, so a partial sync does not list them under the lock too. A
-// partial sync's member writes during the read make the listing older than the kernel
-// for those members; the repair compares it with the desired state as it then is and
-// rewrites them, which the kernel takes as done (IPSET_ERR_EXIST is success), so they
-// are neither lost nor reverted.
-func (s *Syncer) listSetsUnlocked() error {
+// reconcileSets (re)creates and lists the pending sets and makes each hold exactly its
+// desired members, writing the differences; it keeps no copy of the members. A set
+// that fails to list stays pending for the next sync.
+//
+// A full sync lists them with s.mu released (unlock), so changes are programmed
+// meanwhile: each CheckEvery-th full sync lists every set, 228,004 entries at 30,000
+// Services, and under the lock a change arriving then waited for all of it (change p99
+// 22 and 31 s against a p50 of 1.1 s in the emulated VM, 3.6 s once unlocked; `make
+// bench-scale` 2026-12-04). The sets leave pendingSets while they are read, so a
+// partial sync does not list them under the lock too. A partial sync's member writes
+// during the read make the listing older than the kernel for those members; the repair
+// compares it with the desired state as it then is and rewrites them, which the kernel
+// takes as done (IPSET_ERR_EXIST is success), so they are neither lost nor reverted.
+func (s *Syncer) reconcileSets(unlock bool) error {
 	var errs []error
 	var sets []kernel.Set
 	for _, set := range proxier.Sets(s.cfg.Families) {
@@ -289,15 +292,20 @@ func (s *Syncer) listSetsUnlocked() error {
 	}
 	listed := make([][]kernel.SetEntry, len(sets))
 	failed := make([]error, len(sets))
-	s.unlocked(func() {
+	list := func() {
 		for i, set := range sets {
 			listed[i], failed[i] = s.k.IPSets.ListEntries(set.Name)
 		}
-	})
-	s.endRead() // the virtual-server and address caches were merged before
-	// A change to every Service while the sets were read (a Sync then only sets
-	// fullAgain) asks for another full sync, as one during the dumps does.
-	s.needFull, s.fullAgain = s.needFull || s.fullAgain, false
+	}
+	if unlock {
+		s.unlocked(list)
+		s.endRead() // the virtual-server and address caches were merged before
+		// A change to every Service while the sets were read (a Sync then only sets
+		// fullAgain) asks for another full sync, as one during the dumps does.
+		s.needFull, s.fullAgain = s.needFull || s.fullAgain, false
+	} else {
+		list()
+	}
 	for i, set := range sets {
 		if failed[i] != nil {
 			s.pendingSets[set.Name] = struct{}{}
@@ -305,33 +313,6 @@ func (s *Syncer) listSetsUnlocked() error {
 			continue
 		}
 		errs = append(errs, s.repairSet(set.Name, listed[i]))
-	}
-	return errors.Join(errs...)
-}
-
-// reconcileSets (re)creates and lists the pending sets and makes each hold exactly its
-// desired members, writing the differences; it keeps no copy of the members. A set
-// that fails to list stays pending for the next sync.
-func (s *Syncer) reconcileSets() error {
-	if len(s.pendingSets) == 0 {
-		return nil
-	}
-	var errs []error
-	for _, set := range proxier.Sets(s.cfg.Families) {
-		if _, ok := s.pendingSets[set.Name]; !ok {
-			continue
-		}
-		if err := s.k.IPSets.EnsureSet(set); err != nil {
-			errs = append(errs, err)
-			continue
-		}
-		entries, err := s.k.IPSets.ListEntries(set.Name)
-		if err != nil {
-			errs = append(errs, err)
-			continue
-		}
-		delete(s.pendingSets, set.Name)
-		errs = append(errs, s.repairSet(set.Name, entries))
 	}
 	return errors.Join(errs...)
 }

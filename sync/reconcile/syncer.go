@@ -281,7 +281,7 @@ func (s *Syncer) syncPartial(keys map[proxier.ServiceKey]struct{}) error {
 	for k := range keys {
 		s.updateService(k, delta)
 	}
-	err := s.reconcileSets()
+	err := s.reconcileSets(false)
 	return errors.Join(err, s.apply(delta))
 }
 
