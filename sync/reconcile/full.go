@@ -274,6 +274,9 @@ func (s *Syncer) syncSets(sets []kernel.Set, changed *proxier.Delta, listAll boo
 // compares it with the desired state as it then is and rewrites them, which the kernel
 // takes as done (IPSET_ERR_EXIST is success), so they are neither lost nor reverted.
 func (s *Syncer) reconcileSets(unlock bool) error {
+	if len(s.pendingSets) == 0 {
+		return nil // every partial sync calls this: no set list built for nothing
+	}
 	var errs []error
 	var sets []kernel.Set
 	for _, set := range proxier.Sets(s.cfg.Families) {
