@@ -217,6 +217,7 @@ func runProxy(o *options, r *resolved, log *zap.Logger, client kubernetes.Interf
 	r.sync.Wake = func() { runner.Run() } // a closure: runner is made below, from the syncer
 	syncer = reconcile.NewSyncer(r.sync, k, src, tracker)
 	runner = reconcile.NewRunner(syncOnce(syncer, proxyHealth), o.minSyncPeriod, o.syncPeriod)
+	runner.Due = syncer.FullDueIn
 
 	monitor := pressure.New(k.Conntrack.Stats, o.conntrackPressure, log, nodeEvents{recorder: recorder, node: r.nodeName}, nil)
 	m.Register(monitor)

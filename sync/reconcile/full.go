@@ -22,7 +22,9 @@ import (
 // of our sets, and virtual servers on our addresses outside --ipvs-exclude-cidrs. ph times
 // its steps.
 func (s *Syncer) syncFull(keys map[proxier.ServiceKey]struct{}, ph *phases) error {
-	start := s.opts.Now()
+	if !s.fullRunning { // else Sync began it in the background, and set fullBegan
+		s.fullBegan = s.opts.Now()
+	}
 	s.needFull, s.fullRunning = true, true
 	defer func() { s.fullRunning = false }()
 	// changed collects the set members whose desire changed since the last sync: the
@@ -74,7 +76,7 @@ func (s *Syncer) syncFull(keys map[proxier.ServiceKey]struct{}, ph *phases) erro
 
 	// The dumps that decide ownership worked: from here on, failures are retried one
 	// object at a time (unless a change to every Service came during the reads).
-	s.needFull, s.fullAgain, s.lastFull = s.fullAgain, false, start
+	s.needFull, s.fullAgain, s.lastFull = s.fullAgain, false, s.fullBegan
 	s.fullRound = round
 
 	errs = append(errs, s.syncSets(sets, changed, listAll))

@@ -16,6 +16,11 @@ type Runner struct {
 	minInterval time.Duration
 	maxInterval time.Duration
 	trigger     chan struct{}
+	// Due, when set, says how long until the next run is due (the Syncer's next periodic
+	// full sync, Syncer.FullDueIn). After a successful run the runner waits for the
+	// earlier of it and maxInterval: the timer restarts after every run, so without it a
+	// partial sync 29 s after a full one put the next full sync 59 s after it, not 30.
+	Due func() time.Duration
 }
 
 // NewRunner returns a runner for fn. minInterval may be 0.
@@ -49,6 +54,9 @@ func (r *Runner) Loop(ctx context.Context) {
 			wait = backoff
 		} else {
 			backoff = 0
+			if r.Due != nil {
+				wait = max(min(wait, r.Due()), 0)
+			}
 		}
 		next.Reset(wait)
 		if r.minInterval > 0 {

@@ -115,3 +115,25 @@ func TestRunnerRunsWhenReady(t *testing.T) {
 		t.Fatal("no run within 30 s of the informers' sync: the first sync waits for the hour-long retry")
 	}
 }
+
+// TestRunnerWaitsForDue: after a successful run the runner waits for Due when it is
+// sooner than maxInterval (the Syncer's next periodic full sync).
+func TestRunnerWaitsForDue(t *testing.T) {
+	var log callLog
+	three := make(chan struct{})
+	r := NewRunner(func() error {
+		if log.add() == 3 {
+			close(three)
+		}
+		return nil
+	}, 0, time.Hour)
+	r.Due = func() time.Duration { return 10 * time.Millisecond }
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go r.Loop(ctx)
+	select {
+	case <-three:
+	case <-time.After(30 * time.Second):
+		t.Fatalf("%d runs in 30 s with Due 10 ms: the runner waited for maxInterval (an hour)", len(log.snapshot()))
+	}
+}

@@ -2,6 +2,7 @@ package reconcile
 
 import (
 	"slices"
+	"time"
 
 	"github.com/ipvs-proxier/ipvs-proxier/kernel"
 	"github.com/ipvs-proxier/ipvs-proxier/proxier"
@@ -29,6 +30,8 @@ type Snapshot struct {
 	// not dump (Dump is then the one before).
 	Dump       []kernel.DumpedVS
 	DumpFailed bool
+	// FullDue is when the next periodic full sync is due (zero: at once).
+	FullDue time.Time
 
 	// ownersOf and ownersGen name the desired state Owners was built from.
 	ownersOf  *proxier.Desired
@@ -38,10 +41,27 @@ type Snapshot struct {
 // Snapshot returns the state as of the end of the last sync.
 func (s *Syncer) Snapshot() *Snapshot { return s.snap.Load() }
 
+// fullDue is when the next periodic full sync is due: SyncPeriod after the last one
+// began, or after the running one began; at once (zero) when one is needed.
+func (s *Syncer) fullDue() time.Time {
+	switch {
+	case s.fullRunning:
+		return s.fullBegan.Add(s.opts.SyncPeriod)
+	case s.needFull:
+		return time.Time{}
+	}
+	return s.lastFull.Add(s.opts.SyncPeriod)
+}
+
+// FullDueIn is how long until the next periodic full sync is due (negative or zero:
+// it is), for the Runner's Due. It reads the published snapshot, so it never waits
+// for a sync in progress.
+func (s *Syncer) FullDueIn() time.Duration { return s.snap.Load().FullDue.Sub(s.opts.Now()) }
+
 // publish builds and publishes the snapshot; s.mu is held.
 func (s *Syncer) publish() {
 	n := &Snapshot{Status: s.status, Draining: len(s.drain), Dump: s.lastDump, DumpFailed: s.dumpFailed,
-		ownersOf: s.desired, ownersGen: s.desired.OwnersGeneration()}
+		FullDue: s.fullDue(), ownersOf: s.desired, ownersGen: s.desired.OwnersGeneration()}
 	for _, f := range []kernel.Family{kernel.IPv4, kernel.IPv6} {
 		in, ex := s.desired.NoLocal(f)
 		n.NoLocal[proxier.FamilyIndex(f)] = [2]int{in, ex}

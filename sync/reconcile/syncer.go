@@ -108,6 +108,8 @@ type Syncer struct {
 	// touched records what syncs write while a full sync reads (read.go); nil otherwise.
 	touched  *touched
 	lastFull time.Time
+	// fullBegan is when the running (or last) full sync began or was started.
+	fullBegan time.Time
 	// fullRound counts full syncs, to rotate the real-server checks.
 	fullRound int
 	// built is set once desired holds every Service.
@@ -199,7 +201,7 @@ func (s *Syncer) Sync() error {
 		s.fullAgain = s.fullAgain || all
 		full = false
 	case full && s.opts.BackgroundFull && !s.needFull && !all:
-		s.fullRunning = true
+		s.fullRunning, s.fullBegan = true, start
 		go s.backgroundFull()
 		full = false
 	}
