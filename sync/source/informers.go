@@ -68,7 +68,7 @@ func NewInformerSource(client kubernetes.Interface, nodeName string, resync time
 			o.FieldSelector = thisNode
 			return client.CoreV1().Nodes().Watch(ctx, o)
 		})
-	_ = s.slices.AddIndexers(cache.Indexers{sliceServiceIndex: sliceServiceIndexFunc})
+	_ = s.slices.AddIndexers(informerIndexers(true))
 	handler := changeHandler(tracker, badSlice)
 	_, _ = s.services.AddEventHandler(handler)
 	_, _ = s.slices.AddEventHandler(handler)
@@ -86,6 +86,16 @@ func NewInformerSource(client kubernetes.Interface, nodeName string, resync time
 }
 
 // sliceServiceIndexFunc indexes EndpointSlices by the key of their Service.
+// informerIndexers are the indexes an informer keeps: for EndpointSlices (slices) the
+// one by Service, none for the others. (A namespace index, usual in informers, cost a
+// set of every object's key per namespace and had no reader.)
+func informerIndexers(slices bool) cache.Indexers {
+	if slices {
+		return cache.Indexers{sliceServiceIndex: sliceServiceIndexFunc}
+	}
+	return cache.Indexers{}
+}
+
 func sliceServiceIndexFunc(obj any) ([]string, error) {
 	if sl, ok := obj.(*discovery.EndpointSlice); ok {
 		if k, ok := SliceServiceKey(sl); ok {
@@ -155,7 +165,7 @@ func (s *InformerSource) informer(obj runtime.Object, resync time.Duration, list
 			return ev, true
 		}), nil
 	}}
-	inf := cache.NewSharedIndexInformer(lw, obj, resync, cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc})
+	inf := cache.NewSharedIndexInformer(lw, obj, resync, informerIndexers(false))
 	_ = inf.SetTransform(trim)
 	return inf
 }

@@ -21,13 +21,16 @@ func trim(obj any) (any, error) {
 		trimMeta(&o.ObjectMeta, []string{proxier.LabelServiceProxyName, proxier.LabelHeadless},
 			[]string{proxier.AnnotationScheduler, proxier.AnnotationSchedulerFlags})
 		o.Status.Conditions = nil
+		o.Spec.Selector = nil // the controllers' business: a proxy reads the slices
 	case *discovery.EndpointSlice:
 		trimMeta(&o.ObjectMeta, []string{discovery.LabelServiceName, proxier.LabelHeadless},
 			[]string{v1.EndpointsLastChangeTriggerTime})
 		for i := range o.Endpoints {
 			e := &o.Endpoints[i]
-			e.TargetRef, e.Hostname, e.DeprecatedTopology = nil, nil, nil
+			// Zone: topology is read from the hints and the Node's own label, not here.
+			e.TargetRef, e.Hostname, e.DeprecatedTopology, e.Zone = nil, nil, nil, nil
 		}
+		internSlice(o)
 	case metav1.Object:
 		o.SetManagedFields(nil)
 	}

@@ -57,6 +57,7 @@ func TestTrimKeepsTheTranslation(t *testing.T) {
 			scheduled++
 		}
 		dress(&svc.ObjectMeta)
+		svc.Spec.Selector = map[string]string{"app": "x"}
 		var slices, trimmed []*discovery.EndpointSlice
 		for _, sl := range src.Slices(k) {
 			sl = sl.DeepCopy()
@@ -64,6 +65,7 @@ func TestTrimKeepsTheTranslation(t *testing.T) {
 			for i := range sl.Endpoints {
 				sl.Endpoints[i].TargetRef = &v1.ObjectReference{Kind: "Pod", Name: "pod"}
 				sl.Endpoints[i].Hostname = ptr.To("h")
+				sl.Endpoints[i].Zone = ptr.To("zone-a")
 			}
 			slices = append(slices, sl)
 			c, _ := trim(sl.DeepCopy())
@@ -80,7 +82,7 @@ func TestTrimKeepsTheTranslation(t *testing.T) {
 				t.Errorf("%v: Service keeps annotation %q", k, a)
 			}
 		}
-		if tsvc.OwnerReferences != nil || tsvc.Labels["app"] != "" {
+		if tsvc.OwnerReferences != nil || tsvc.Labels["app"] != "" || tsvc.Spec.Selector != nil {
 			t.Errorf("%v: Service not trimmed: %v %v", k, tsvc.Annotations, tsvc.Labels)
 		}
 		for _, sl := range trimmed {
@@ -88,7 +90,7 @@ func TestTrimKeepsTheTranslation(t *testing.T) {
 				t.Errorf("%v: slice labels %v", k, sl.Labels)
 			}
 			for _, e := range sl.Endpoints {
-				if e.TargetRef != nil || e.Hostname != nil {
+				if e.TargetRef != nil || e.Hostname != nil || e.Zone != nil {
 					t.Errorf("%v: endpoint not trimmed", k)
 				}
 			}
@@ -96,5 +98,31 @@ func TestTrimKeepsTheTranslation(t *testing.T) {
 	}
 	if scheduled == 0 {
 		t.Error("no Service carries both scheduler annotations: trim's keeping them is untested")
+	}
+}
+
+// TestTrimSharesEndpointValues: equal node names, conditions, port names and protocols
+// of different slices end up as one shared pointer each, with their values unchanged.
+func TestTrimSharesEndpointValues(t *testing.T) {
+	mk := func(node string, ready bool) *discovery.EndpointSlice {
+		return &discovery.EndpointSlice{Ports: []discovery.EndpointPort{{Name: ptr.To("http"), Protocol: ptr.To(v1.ProtocolUDP), Port: ptr.To[int32](53)}},
+			Endpoints: []discovery.Endpoint{{Addresses: []string{"10.0.0.1"}, NodeName: ptr.To(node),
+				Conditions: discovery.EndpointConditions{Ready: ptr.To(ready), Serving: ptr.To(true)}}}}
+	}
+	var got []*discovery.EndpointSlice
+	for _, sl := range []*discovery.EndpointSlice{mk("node-a", true), mk("node-a", true), mk("node-b", false)} {
+		o, _ := trim(sl)
+		got = append(got, o.(*discovery.EndpointSlice))
+	}
+	a, b, c := got[0].Endpoints[0], got[1].Endpoints[0], got[2].Endpoints[0]
+	if a.NodeName != b.NodeName || a.Conditions.Ready != b.Conditions.Ready || a.Conditions.Serving != c.Conditions.Serving {
+		t.Error("equal values of two slices are not shared")
+	}
+	if *a.NodeName != "node-a" || *c.NodeName != "node-b" || !*a.Conditions.Ready || *c.Conditions.Ready || c.Conditions.Terminating != nil {
+		t.Errorf("values changed: %q %q %v %v %v", *a.NodeName, *c.NodeName, *a.Conditions.Ready, *c.Conditions.Ready, c.Conditions.Terminating)
+	}
+	p, q := got[0].Ports[0], got[2].Ports[0]
+	if p.Name != q.Name || p.Protocol != q.Protocol || *p.Name != "http" || *p.Protocol != v1.ProtocolUDP || *p.Port != 53 {
+		t.Errorf("ports not shared or changed: %v %v", p, q)
 	}
 }
