@@ -5,9 +5,6 @@ import (
 	"slices"
 	"time"
 
-	v1 "k8s.io/api/core/v1"
-	discovery "k8s.io/api/discovery/v1"
-
 	"github.com/ipvs-proxier/ipvs-proxier/kernel"
 	"github.com/ipvs-proxier/ipvs-proxier/proxier"
 )
@@ -35,27 +32,27 @@ func (s *Syncer) noteTriggers(k proxier.ServiceKey) {
 	if s.opts.Metrics == nil {
 		return
 	}
-	newest := s.triggerSeen[k]
-	slices := s.src.Slices(k)
-	if len(slices) == 0 {
-		delete(s.triggerSeen, k)
-		return
-	}
-	for _, sl := range slices {
-		t, err := time.Parse(time.RFC3339Nano, sl.Annotations[v1.EndpointsLastChangeTriggerTime])
-		if err != nil || !t.After(s.started) || !t.After(s.triggerSeen[k]) {
+	seen, had := s.triggerSeen[k]
+	newest := seen
+	for _, tr := range s.src.TakeTriggers(k) {
+		if !tr.At.After(s.started) || !tr.At.After(seen) {
 			continue
 		}
 		fam := kernel.IPv4
-		if sl.AddressType == discovery.AddressTypeIPv6 {
+		if tr.IPv6 {
 			fam = kernel.IPv6
 		}
-		s.triggers = append(s.triggers, trigger{at: t, family: fam})
-		if t.After(newest) {
-			newest = t
+		s.triggers = append(s.triggers, trigger{at: tr.At, family: fam})
+		if tr.At.After(newest) {
+			newest = tr.At
 		}
 	}
-	s.triggerSeen[k] = newest
+	switch {
+	case had && len(s.src.Slices(k)) == 0:
+		delete(s.triggerSeen, k)
+	case newest.After(seen):
+		s.triggerSeen[k] = newest
+	}
 }
 
 // trigger is an EndpointSlice change's last-change-trigger-time, with the slice's family.

@@ -33,6 +33,8 @@ type InformerSource struct {
 	// cidrs watches ServiceCIDRs (servicecidrs.go); not waited for by HasSynced.
 	cidrs    cache.SharedIndexInformer
 	nodeName string
+	// triggers carries the slices' trigger times past trim (triggers.go).
+	triggers *triggerBox
 	// onError is OnWatchError's function, set before Start.
 	onError func(error)
 }
@@ -40,7 +42,7 @@ type InformerSource struct {
 // NewInformerSource wires informers to tracker. badSlice is called for slices without a
 // service-name label (they cannot be attributed to a Service).
 func NewInformerSource(client kubernetes.Interface, nodeName string, resync time.Duration, tracker *Tracker, badSlice func(*discovery.EndpointSlice)) *InformerSource {
-	s := &InformerSource{nodeName: nodeName}
+	s := &InformerSource{nodeName: nodeName, triggers: newTriggerBox(time.Now())}
 	notHeadless := labels.NewSelector().Add(mustRequirement(proxier.LabelHeadless)).String()
 	thisNode := fields.OneTermEqualSelector("metadata.name", nodeName).String()
 	s.services = s.informer(&v1.Service{}, resync,
@@ -69,7 +71,7 @@ func NewInformerSource(client kubernetes.Interface, nodeName string, resync time
 			return client.CoreV1().Nodes().Watch(ctx, o)
 		})
 	_ = s.slices.AddIndexers(informerIndexers(true))
-	handler := changeHandler(tracker, badSlice)
+	handler := changeHandler(tracker, s.triggers, badSlice)
 	_, _ = s.services.AddEventHandler(handler)
 	_, _ = s.slices.AddEventHandler(handler)
 	_, _ = s.nodes.AddEventHandler(cache.ResourceEventHandlerFuncs{
@@ -107,7 +109,8 @@ func sliceServiceIndexFunc(obj any) ([]string, error) {
 
 // changeHandler tells tracker which Service a Service or EndpointSlice event changes.
 // badSlice is called for a slice without a service-name label.
-func changeHandler(tracker *Tracker, badSlice func(*discovery.EndpointSlice)) cache.ResourceEventHandlerFuncs {
+// A slice's trigger time goes to triggers (when not nil) before the Tracker hears of it.
+func changeHandler(tracker *Tracker, triggers *triggerBox, badSlice func(*discovery.EndpointSlice)) cache.ResourceEventHandlerFuncs {
 	serviceKey := func(obj any) (proxier.ServiceKey, bool) {
 		if d, ok := obj.(cache.DeletedFinalStateUnknown); ok {
 			obj = d.Obj
@@ -135,10 +138,22 @@ func changeHandler(tracker *Tracker, badSlice func(*discovery.EndpointSlice)) ca
 			tracker.EndpointsChanged(k)
 		}
 	}
+	note := func(obj any, deleted bool) {
+		if d, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+			obj = d.Obj
+		}
+		if sl, ok := obj.(*discovery.EndpointSlice); ok && triggers != nil {
+			if deleted {
+				triggers.forget(sl)
+			} else {
+				triggers.stored(sl)
+			}
+		}
+	}
 	return cache.ResourceEventHandlerFuncs{
-		AddFunc:    changed,
-		UpdateFunc: func(old, cur any) { changed(old); changed(cur) },
-		DeleteFunc: changed,
+		AddFunc:    func(obj any) { note(obj, false); changed(obj) },
+		UpdateFunc: func(old, cur any) { note(cur, false); changed(old); changed(cur) },
+		DeleteFunc: func(obj any) { note(obj, true); changed(obj) },
 	}
 }
 
@@ -166,7 +181,7 @@ func (s *InformerSource) informer(obj runtime.Object, resync time.Duration, list
 		}), nil
 	}}
 	inf := cache.NewSharedIndexInformer(lw, obj, resync, informerIndexers(false))
-	_ = inf.SetTransform(trim)
+	_ = inf.SetTransform(s.transform)
 	return inf
 }
 
@@ -188,6 +203,18 @@ func mustRequirement(label string) labels.Requirement {
 	}
 	return *r
 }
+
+// transform is the informers' transform: a slice's trigger time is noted, then the
+// object trimmed.
+func (s *InformerSource) transform(obj any) (any, error) {
+	if sl, ok := obj.(*discovery.EndpointSlice); ok {
+		s.triggers.received(sl)
+	}
+	return trim(obj)
+}
+
+// TakeTriggers implements Source.
+func (s *InformerSource) TakeTriggers(k proxier.ServiceKey) []Trigger { return s.triggers.take(k) }
 
 // Start starts the informers; they stop when stop closes.
 func (s *InformerSource) Start(stop <-chan struct{}) {

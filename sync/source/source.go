@@ -30,6 +30,10 @@ type Source interface {
 	// while none are known (their informer is not needed to sync: an API server or a
 	// ClusterRole without them must not keep the node unprogrammed).
 	ServiceCIDRs() []netip.Prefix
+	// TakeTriggers returns the last-change-trigger-times of k's slices that arrived since
+	// the last call (the informers' source: only those after its start; a static source
+	// returns those of every slice it holds each time).
+	TakeTriggers(k proxier.ServiceKey) []Trigger
 }
 
 // SliceServiceKey returns the Service an EndpointSlice belongs to, from its

@@ -134,3 +134,14 @@ func (s *StaticSource) AddServiceCIDRs(o *networking.ServiceCIDR) {
 		}
 	}
 }
+
+// TakeTriggers implements Source: the trigger times of every slice of k, each call.
+func (s *StaticSource) TakeTriggers(k proxier.ServiceKey) []Trigger {
+	var out []Trigger
+	for _, sl := range s.Slices(k) {
+		if t, ok := sliceTrigger(sl); ok {
+			out = append(out, t)
+		}
+	}
+	return out
+}

@@ -23,8 +23,8 @@ func trim(obj any) (any, error) {
 		o.Status.Conditions = nil
 		o.Spec.Selector = nil // the controllers' business: a proxy reads the slices
 	case *discovery.EndpointSlice:
-		trimMeta(&o.ObjectMeta, []string{discovery.LabelServiceName, proxier.LabelHeadless},
-			[]string{v1.EndpointsLastChangeTriggerTime})
+		// The trigger-time annotation was noted before (InformerSource.transform).
+		trimMeta(&o.ObjectMeta, []string{discovery.LabelServiceName, proxier.LabelHeadless}, nil)
 		for i := range o.Endpoints {
 			e := &o.Endpoints[i]
 			// Zone: topology is read from the hints and the Node's own label, not here.
