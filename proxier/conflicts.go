@@ -130,7 +130,7 @@ type tiedWanted struct {
 
 func (d *Desired) tiedWanted(st *ServiceState) tiedWanted {
 	var w tiedWanted
-	for _, m := range st.Members {
+	for m := range st.Members.All() {
 		if tied, won := d.tiedStatus(st, m); tied && won {
 			w.members = append(w.members, m)
 		}

@@ -135,7 +135,7 @@ func (d *Desired) add(st *ServiceState, delta *Delta) {
 			delta.Addresses[a] = struct{}{}
 		}
 	}
-	for _, m := range st.Members {
+	for m := range st.Members.All() {
 		if d.countsMember(st, m) {
 			d.addMember(m, delta)
 		}
@@ -150,7 +150,7 @@ func (d *Desired) add(st *ServiceState, delta *Delta) {
 func (d *Desired) remove(st *ServiceState, delta *Delta) {
 	rivals, before := d.rivalsBefore(st)
 	// What st contributes is decided by the claims as they are, before it leaves them.
-	for _, m := range st.Members {
+	for m := range st.Members.All() {
 		if d.countsMember(st, m) {
 			d.removeMember(m)
 		}

@@ -98,7 +98,7 @@ func FuzzTranslate(f *testing.F) {
 				}
 			}
 		}
-		for _, m := range st.Members {
+		for m := range st.Members.All() {
 			if len(m.Set) > 31 {
 				t.Fatalf("set name %q too long", m.Set)
 			}

@@ -145,7 +145,7 @@ func vsMap(st *ServiceState) map[string][]string {
 // members returns the entries of one set, as text, sorted.
 func members(st *ServiceState, set string) []string {
 	var out []string
-	for _, m := range st.Members {
+	for m := range st.Members.All() {
 		if m.Set == set {
 			out = append(out, m.Entry.String())
 		}

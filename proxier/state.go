@@ -39,8 +39,8 @@ type ServiceState struct {
 	VirtualServers []VirtualServerState
 	// Bind are the addresses to put on the dummy interface.
 	Bind []netip.Addr
-	// Members are the ipset entries the Service contributes.
-	Members []kernel.Member
+	// Members are the ipset entries the Service contributes, packed (members.go).
+	Members MemberList
 	// OutFilters are per-LB iptables rules.
 	OutFilters  []OutFilter
 	HealthCheck *HealthCheck
@@ -71,7 +71,7 @@ func (p Problem) String() string {
 
 // Empty reports whether the state programs nothing.
 func (s *ServiceState) Empty() bool {
-	return s == nil || len(s.VirtualServers) == 0 && len(s.Bind) == 0 && len(s.Members) == 0 && s.HealthCheck == nil
+	return s == nil || len(s.VirtualServers) == 0 && len(s.Bind) == 0 && s.Members.Len() == 0 && s.HealthCheck == nil
 }
 
 // Equal reports whether two states program the same kernel objects. Problems and the
@@ -82,7 +82,7 @@ func (s *ServiceState) Equal(o *ServiceState) bool {
 	}
 	return slices.EqualFunc(s.VirtualServers, o.VirtualServers, func(a, b VirtualServerState) bool {
 		return a.VirtualServer.Equal(b.VirtualServer) && slices.Equal(a.RealServers, b.RealServers)
-	}) && slices.Equal(s.Bind, o.Bind) && slices.Equal(s.Members, o.Members) &&
+	}) && slices.Equal(s.Bind, o.Bind) && s.Members.Equal(o.Members) &&
 		slices.Equal(s.OutFilters, o.OutFilters) && slices.Equal(s.UDPFrontends, o.UDPFrontends) &&
 		(s.HealthCheck == nil) == (o.HealthCheck == nil) && (s.HealthCheck == nil || *s.HealthCheck == *o.HealthCheck)
 }
@@ -103,7 +103,7 @@ func (s *ServiceState) String() string {
 	for _, a := range s.Bind {
 		fmt.Fprintf(&b, "bind %s\n", a)
 	}
-	for _, m := range s.Members {
+	for m := range s.Members.All() {
 		fmt.Fprintf(&b, "add %s %s\n", m.Set, m.Entry)
 	}
 	for _, o := range s.OutFilters {
@@ -115,8 +115,11 @@ func (s *ServiceState) String() string {
 	return b.String()
 }
 
-// normalize sorts and de-duplicates every list so Equal and String are order-free.
-func (s *ServiceState) normalize() {
+// normalize sorts and de-duplicates every list so Equal and String are order-free, and
+// packs the members.
+func (s *ServiceState) normalize(members []kernel.Member) {
+	slices.SortFunc(members, compareMembers)
+	s.Members = PackMembers(slices.Compact(members))
 	slices.SortFunc(s.VirtualServers, func(a, b VirtualServerState) int { return kernel.CompareVSKeys(a.VSKey, b.VSKey) })
 	s.VirtualServers = slices.CompactFunc(s.VirtualServers, func(a, b VirtualServerState) bool { return a.VSKey == b.VSKey })
 	for i := range s.VirtualServers {
@@ -124,8 +127,6 @@ func (s *ServiceState) normalize() {
 	}
 	slices.SortFunc(s.Bind, netip.Addr.Compare)
 	s.Bind = slices.Compact(s.Bind)
-	slices.SortFunc(s.Members, compareMembers)
-	s.Members = slices.Compact(s.Members)
 	slices.SortFunc(s.OutFilters, func(a, b OutFilter) int { return kernel.CompareVSKeys(a.VSKey, b.VSKey) })
 	s.OutFilters = slices.Compact(s.OutFilters)
 	slices.SortFunc(s.UDPFrontends, netip.AddrPort.Compare)

@@ -45,26 +45,26 @@ func Translate(cfg *Config, key ServiceKey, svc *v1.Service, epSlices []*discove
 	if reason := Skip(cfg, svc); reason != "" {
 		if _, other := svc.Labels[LabelServiceProxyName]; other {
 			// Another proxy serves it, but its ClusterIPs are allocated all the same.
-			st.Members = allocatedMembers(svc)
-			st.normalize()
+			st.normalize(allocatedMembers(svc))
 		}
 		return st
 	}
 	t := translator{cfg: cfg, svc: svc, st: st}
 	t.run(epSlices)
-	st.Members = append(st.Members, allocatedMembers(svc)...)
-	st.normalize()
+	st.normalize(append(t.members, allocatedMembers(svc)...))
 	return st
 }
 
 type translator struct {
-	cfg   *Config
-	svc   *v1.Service
-	st    *ServiceState
-	sched string
-	flags uint32
-	tmo   uint32
-	cips  []netip.Addr // the Service's ClusterIPs
+	cfg *Config
+	svc *v1.Service
+	st  *ServiceState
+	// members collects the set members; normalize packs them into st.Members.
+	members []kernel.Member
+	sched   string
+	flags   uint32
+	tmo     uint32
+	cips    []netip.Addr // the Service's ClusterIPs
 	// noRangeOfFamily: families for which loadBalancerSourceRanges lists no range
 	// although it lists some.
 	noRangeOfFamily []kernel.Family
@@ -243,7 +243,7 @@ func (t *translator) addPort(sp v1.ServicePort, proto kernel.Protocol, cip netip
 
 // member adds e to the family's set named by its IPv4 name.
 func (ps *portState) member(set string, e kernel.SetEntry) {
-	ps.t.st.Members = append(ps.t.st.Members, kernel.Member{Set: SetName(set, ps.f), Entry: e})
+	ps.t.members = append(ps.t.members, kernel.Member{Set: SetName(set, ps.f), Entry: e})
 }
 
 // ipPort is the set entry of a on this port.
@@ -460,6 +460,6 @@ func (t *translator) addHealthCheck(eps map[portKey][]endpoint, clusterIPs []net
 	port := uint16(svc.Spec.HealthCheckNodePort)
 	t.st.HealthCheck = &HealthCheck{Port: port, LocalEndpoints: len(local)}
 	for _, ip := range clusterIPs {
-		t.st.Members = append(t.st.Members, kernel.Member{Set: SetName(setHealthCheckNodePort, kernel.FamilyOf(ip)), Entry: kernel.SetEntry{Port: port}})
+		t.members = append(t.members, kernel.Member{Set: SetName(setHealthCheckNodePort, kernel.FamilyOf(ip)), Entry: kernel.SetEntry{Port: port}})
 	}
 }

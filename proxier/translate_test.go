@@ -462,7 +462,7 @@ func TestTranslateSkips(t *testing.T) {
 		want := []kernel.Member{{Set: "KUBE-SERVICE-IPS", Entry: kernel.SetEntry{IP: netip.MustParseAddr("10.20.30.41")}},
 			{Set: "KUBE-6-SERVICE-IPS", Entry: kernel.SetEntry{IP: netip.MustParseAddr("fd00:20::41")}}}
 		slices.SortFunc(want, compareMembers)
-		if len(st.VirtualServers)+len(st.Bind) != 0 || !slices.Equal(st.Members, want) {
+		if len(st.VirtualServers)+len(st.Bind) != 0 || !slices.Equal(st.Members.Slice(), want) {
 			t.Errorf("want only the allocated ClusterIPs, got\n%s", st)
 		}
 	})

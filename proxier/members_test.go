@@ -1,0 +1,58 @@
+package proxier
+
+import (
+	"math/rand/v2"
+	"net/netip"
+	"slices"
+	"testing"
+
+	"github.com/ipvs-proxier/ipvs-proxier/kernel"
+)
+
+// TestMemberListRoundTrip: every shape of set entry the translation makes (address,
+// address and port, port only, two addresses, a net; IPv4, IPv6 and IPv4-mapped IPv6)
+// comes back unchanged and in order, and Equal tells lists apart by content.
+func TestMemberListRoundTrip(t *testing.T) {
+	v4, v6, mapped := netip.MustParseAddr("10.1.2.3"), netip.MustParseAddr("fd00::1:2"), netip.MustParseAddr("::ffff:10.9.8.7")
+	shapes := []kernel.SetEntry{
+		{IP: v4},
+		{IP: v6, Protocol: kernel.TCP, Port: 443},
+		{Port: 30080},
+		{IP: v4, Protocol: kernel.UDP, Port: 53, IP2: v4},
+		{IP: v6, Protocol: kernel.SCTP, Port: 9, IP2: mapped},
+		{IP: v4, Protocol: kernel.TCP, Port: 80, Net: netip.MustParsePrefix("192.168.0.0/16")},
+		{IP: v6, Protocol: kernel.TCP, Port: 80, Net: netip.MustParsePrefix("2001:db8::/32")},
+		{Net: netip.MustParsePrefix("0.0.0.0/0")},
+		{IP: mapped},
+		{IP: v6, Protocol: kernel.TCP, Port: 1, IP2: v4}, // mixed families: not made, but packed faithfully
+	}
+	var ms []kernel.Member
+	r := rand.New(rand.NewPCG(1, 2))
+	for i := range 500 {
+		e := shapes[i%len(shapes)]
+		if e.Port != 0 {
+			e.Port = uint16(r.IntN(65536))
+		}
+		ms = append(ms, kernel.Member{Set: []string{"KUBE-CLUSTER-IP", "KUBE-6-LOOP-BACK", "KUBE-NODE-PORT-TCP"}[r.IntN(3)], Entry: e})
+	}
+	l := PackMembers(ms)
+	if got := l.Slice(); !slices.Equal(got, ms) {
+		for i := range min(len(got), len(ms)) {
+			if got[i] != ms[i] {
+				t.Fatalf("member %d: got %+v, want %+v", i, got[i], ms[i])
+			}
+		}
+		t.Fatalf("%d members back, want %d", len(got), len(ms))
+	}
+	if l.Len() != len(ms) || !l.Equal(PackMembers(slices.Clone(ms))) {
+		t.Error("a list differs from itself")
+	}
+	other := slices.Clone(ms)
+	other[7].Entry.Port++
+	if l.Equal(PackMembers(other)) || l.Equal(MemberList{}) || !(MemberList{}).Equal(PackMembers(nil)) {
+		t.Error("Equal does not compare contents")
+	}
+	if perMember := len(l.b) / len(ms); perMember > 24 {
+		t.Errorf("%d bytes per member packed", perMember)
+	}
+}
