@@ -292,6 +292,9 @@ func (d *Desired) VirtualServerOwners(key kernel.VSKey) int {
 // VirtualServerKeySeq yields every desired virtual server key, without a copy.
 func (d *Desired) VirtualServerKeySeq() iter.Seq[kernel.VSKey] { return maps.Keys(d.vs) }
 
+// VirtualServerCount returns the number of virtual server keys claimed.
+func (d *Desired) VirtualServerCount() int { return len(d.vs) }
+
 // AddressSeq yields every address to bind, without a copy.
 func (d *Desired) AddressSeq() iter.Seq[netip.Addr] { return maps.Keys(d.addrs) }
 

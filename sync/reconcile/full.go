@@ -206,22 +206,26 @@ func (s *Syncer) realServersDue(changed *proxier.Delta, listAll bool, round int)
 // rsDue is applyVirtualServers'. ph times the two steps (a cold start at 30,000 Services
 // spent 192 s in them).
 func (s *Syncer) applyEverything(addrs []netip.Addr, rsDue func(kernel.VSKey) bool, errs *[]error, ph *phases) {
-	// Each key once, read as the cache is at each of applyVirtualServers' passes: the
-	// cached ones (ours in the kernel), then the desired ones not cached.
-	every := func(yield func(kernel.VSKey) bool) {
-		for key := range s.vs {
-			if !yield(key) {
-				return
-			}
-		}
-		for key := range s.desired.VirtualServerKeySeq() {
-			if s.vs[key] == nil && !yield(key) {
-				return
-			}
+	// Each key once: the cached ones (ours in the kernel), then the desired ones not
+	// cached, compared and written a chunk at a time with the lock released between
+	// chunks (yieldLock). Each chunk decides and writes under one hold, so no decision
+	// outlives a partial sync that may change its key.
+	keys := make([]kernel.VSKey, 0, max(len(s.vs), s.desired.VirtualServerCount()))
+	for key := range s.vs {
+		keys = append(keys, key)
+	}
+	for key := range s.desired.VirtualServerKeySeq() {
+		if s.vs[key] == nil {
+			keys = append(keys, key)
 		}
 	}
-	s.applyVirtualServers(every, rsDue, errs)
-	s.flushRealServers(errs)
+	for chunk := range slices.Chunk(keys, applyChunk) {
+		s.applyVirtualServers(slices.Values(chunk), rsDue, errs)
+		s.flushRealServers(errs)
+		if len(chunk) == applyChunk {
+			s.yieldLock()
+		}
+	}
 	ph.mark("ipvs")
 	for _, a := range addrs {
 		s.applyAddress(a)
