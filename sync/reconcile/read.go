@@ -62,9 +62,9 @@ func (s *Syncer) unlocked(read func()) {
 // `make bench-scale` 2026-12-04).
 const applyChunk = 1024
 
-// yieldLock releases s.mu and takes it again, so that a sync waiting for it (a partial
-// sync) goes first: Go's mutex hands itself to a
-// goroutine that has waited over a millisecond (sync.Mutex, "starvation mode").
+// yieldLock releases s.mu and takes it again, so that a partial sync waiting for it goes
+// first: Go's mutex hands itself to a goroutine that has waited over a millisecond
+// (sync.Mutex, "starvation mode").
 func (s *Syncer) yieldLock() {
 	s.mu.Unlock()
 	if s.onYield != nil {
