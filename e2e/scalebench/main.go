@@ -13,7 +13,9 @@
 // directly (benchkit/etcdload.go); api: through the apiserver], BENCH_PROXIES [ipvs-proxier,kube-proxy],
 // BENCH_PROXIES_<n> [BENCH_PROXIES: the proxies at the step of n Services],
 // BENCH_PROFILE [unset: a directory for ipvs-proxier's CPU, heap and allocs profiles at
-// each step; `go tool pprof -top <file>`].
+// each step; `go tool pprof -top <file>`], BENCH_DAEMON_LOG [unset: a directory for
+// ipvs-proxier's log at each step, run at --log-level=debug: every sync's time and length,
+// to lay beside the changes' start times in the bench's output].
 package main
 
 import (
@@ -52,7 +54,7 @@ func run() error {
 	if err != nil {
 		return err
 	}
-	b := &bench{node: node, budget: budget, profiles: os.Getenv("BENCH_PROFILE"), changes: benchkit.EnvInt("BENCH_CHANGES", 52),
+	b := &bench{node: node, budget: budget, profiles: os.Getenv("BENCH_PROFILE"), daemonLogs: os.Getenv("BENCH_DAEMON_LOG"), changes: benchkit.EnvInt("BENCH_CHANGES", 52),
 		w: &benchkit.Workload{Client: loader, Node: benchkit.NodeName, Endpoints: benchkit.EnvInt("SVC_ENDPOINTS", 4), Parallel: benchkit.EnvInt("SVC_CREATE_PARALLEL", 16), Etcd: benchkit.LoadVia(cp),
 			NodePortEvery: benchkit.EnvInt("SVC_NODEPORT_EVERY", 2)}}
 	machine := benchkit.Machine(node)

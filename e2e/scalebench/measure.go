@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"os"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -37,6 +39,8 @@ type bench struct {
 	// profiles, when set, is a directory for CPU and heap profiles of ipvs-proxier
 	// (started with --profiling), taken after the idle measurement.
 	profiles string
+	// daemonLogs, when set, is a directory for ipvs-proxier's debug log at each step.
+	daemonLogs string
 	// changes is how many latency samples to take per proxy and step.
 	changes int
 	// extra are Services the latency phase added and has yet to delete.
@@ -85,6 +89,7 @@ func (b *bench) run(ctx context.Context, p benchkit.Proxy, n int) result {
 	}
 	m.idle()
 	m.changeLatency(ctx)
+	m.saveDaemonLog()
 	m.churnCPU(ctx)
 	return b.finish(p, *m.r)
 }
@@ -189,6 +194,9 @@ func (m *measurement) coldStart() bool {
 	if m.b.profiles != "" && m.p.Name == "ipvs-proxier" {
 		cmd += " --profiling"
 	}
+	if m.b.daemonLogs != "" && m.p.Name == "ipvs-proxier" {
+		cmd += " --log-level=debug"
+	}
 	if _, err := m.b.node.MustExec(cmd); err != nil {
 		m.note("start: %v", err)
 		return false
@@ -276,6 +284,8 @@ func (m *measurement) changeLatency(ctx context.Context) {
 			break
 		}
 		lat = append(lat, d)
+		benchkit.Logf("%s @ %d: change %d (%s) seen %s UTC, %d ms after it was made", m.p.Name, m.n, k, changeKinds[k%4],
+			time.Now().UTC().Format("15:04:05.000"), d.Milliseconds())
 	}
 	// Full-sync time as the proxy reports it (ours: the full-sync histogram), the
 	// periodic ones apart from those before the idle measurement (the first sync).
@@ -384,3 +394,20 @@ func (b *bench) change(ctx context.Context, k int, deadline time.Time) (time.Dur
 }
 
 type extraSvc struct{ name, vip string }
+
+// changeKinds names change's four kinds, by k % 4.
+var changeKinds = [4]string{"endpoint added", "endpoint removed", "Service added", "Service deleted"}
+
+// saveDaemonLog copies ours' log out of the VM (BENCH_DAEMON_LOG).
+func (m *measurement) saveDaemonLog() {
+	if m.b.daemonLogs == "" || m.p.Name != "ipvs-proxier" {
+		return
+	}
+	out, err := m.b.node.MustExec("cat /tmp/daemon.log")
+	if err == nil {
+		err = os.WriteFile(filepath.Join(m.b.daemonLogs, fmt.Sprintf("daemon-%d.log", m.n)), []byte(out), 0o644)
+	}
+	if err != nil {
+		m.note("daemon log: %v", err)
+	}
+}

@@ -35,8 +35,8 @@ func TestFullSyncSaysWhereItsTimeWent(t *testing.T) {
 			t.Errorf("%s = %v in the first sync's line %v", step, f[step], f)
 		}
 	}
-	if f["services"] == int64(0) || f["virtualServers"] == int64(0) || f["realServers"] == int64(0) {
-		t.Errorf("counts in the first sync's line: %v", f)
+	if f["services"] == int64(0) || f["virtualServers"] == int64(0) || f["realServers"] == int64(0) || f["why"] != "first" {
+		t.Errorf("counts and why in the first sync's line: %v", f)
 	}
 
 	logs.TakeAll()
@@ -49,7 +49,7 @@ func TestFullSyncSaysWhereItsTimeWent(t *testing.T) {
 	o := h.syncer.opts.Now
 	h.syncer.opts.Now = func() time.Time { clock = clock.Add(slowFullSync); return o() }
 	h.mustSync(t)
-	if n := logs.FilterMessage("Slow full sync").Len(); n != 1 {
-		t.Errorf("a slow full sync: %d 'Slow full sync' lines, want 1: %v", n, logs.All())
+	if slow := logs.FilterMessage("Slow full sync").All(); len(slow) != 1 || slow[0].ContextMap()["why"] != "needed" {
+		t.Errorf("a slow full sync: %v, want one 'Slow full sync' line, why needed", logs.All())
 	}
 }

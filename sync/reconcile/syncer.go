@@ -108,6 +108,8 @@ type Syncer struct {
 	// touched records what syncs write while a full sync reads (read.go); nil otherwise.
 	touched  *touched
 	lastFull time.Time
+	// fullWhy says what asked for the running or last full sync, for its log line.
+	fullWhy string
 	// onYield, for tests, runs in yieldLock with s.mu released.
 	onYield func()
 	// fullBegan is when the running (or last) full sync began or was started.
@@ -196,6 +198,9 @@ func (s *Syncer) Sync() error {
 	start := s.opts.Now()
 	keys, all := s.tracker.Drain()
 	full := s.needFull || all || start.Sub(s.lastFull) >= s.opts.SyncPeriod
+	if full && !s.fullRunning {
+		s.fullWhy = s.whyFull(all)
+	}
 	switch {
 	case full && s.fullRunning:
 		// A full sync reads the kernel meanwhile (read.go) and repairs what this one
@@ -245,6 +250,23 @@ func (s *Syncer) run(start time.Time, keys map[proxier.ServiceKey]struct{}, full
 	return nil
 }
 
+// whyFull names what asks for a full sync now: the first one, one needed (after a
+// failed dump or iptables-save, or a change to every Service during the last one's
+// reads), a change to every Service (the Node, ServiceCIDRs, node addresses), or
+// syncPeriod. Only a periodic one runs in the background (BackgroundFull): the others
+// hold the runner, and with it every change, until they end.
+func (s *Syncer) whyFull(all bool) string {
+	switch {
+	case s.status.LastSuccess.IsZero():
+		return "first"
+	case s.needFull:
+		return "needed"
+	case all:
+		return "allChanged"
+	}
+	return "syncPeriod"
+}
+
 // logFullSync says how long a full sync took and where the time went: at Info for the
 // first success (the node is programmed) or a slow one, else at Debug.
 func (s *Syncer) logFullSync(first bool, took time.Duration, ph *phases) {
@@ -260,7 +282,8 @@ func (s *Syncer) logFullSync(first bool, took time.Duration, ph *phases) {
 		return
 	}
 	fields := []zap.Field{zap.Duration("took", took), zap.Duration("sinceStart", s.opts.Now().Sub(s.started)),
-		zap.Int("services", s.desired.Len()), zap.Int("virtualServers", len(s.vs)), zap.Int("realServers", s.rsTotal)}
+		zap.Int("services", s.desired.Len()), zap.Int("virtualServers", len(s.vs)), zap.Int("realServers", s.rsTotal),
+		zap.String("why", s.fullWhy)}
 	ce.Write(append(fields, ph.fields...)...)
 }
 
