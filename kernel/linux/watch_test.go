@@ -2,6 +2,7 @@ package linux
 
 import (
 	"errors"
+	"net"
 	"net/netip"
 	"sync/atomic"
 	"testing"
@@ -84,5 +85,48 @@ func TestWatchAddressesResubscribes(t *testing.T) {
 	}
 	if opts[0].ReceiveBufferSize < 1<<20 {
 		t.Errorf("receive buffer %d, want a large one", opts[0].ReceiveBufferSize)
+	}
+}
+
+// TestWatchAddressesIgnoresRenewals: a notification for an address already reported (a
+// router advertisement renewing a SLAAC address's lifetime) calls nothing; a new
+// address, a removal and a re-addition each call once.
+func TestWatchAddressesIgnoresRenewals(t *testing.T) {
+	defer func(s func(chan<- netlink.AddrUpdate, <-chan struct{}, netlink.AddrSubscribeOptions) error) {
+		subscribe = s
+	}(subscribe)
+	subs := make(chan chan<- netlink.AddrUpdate, 1)
+	subscribe = func(ch chan<- netlink.AddrUpdate, _ <-chan struct{}, _ netlink.AddrSubscribeOptions) error {
+		subs <- ch
+		return nil
+	}
+	done := make(chan struct{})
+	defer close(done)
+	changed := make(chan struct{}, 16)
+	if err := WatchAddresses("skipme", done, func() { changed <- struct{}{} }); err != nil {
+		t.Fatal(err)
+	}
+	ch := <-subs
+	slaac := net.IPNet{IP: net.ParseIP("fec0::5054:ff:fe12:3456"), Mask: net.CIDRMask(64, 128)}
+	const link = 1 << 30 // no such interface: not the skipped one
+	for i, step := range []struct {
+		add  bool
+		want bool
+	}{{true, true}, {true, false}, {true, false}, {false, true}, {true, true}} {
+		ch <- netlink.AddrUpdate{LinkAddress: slaac, LinkIndex: link, NewAddr: step.add}
+		wait := time.Second // for a call that must not come
+		if step.want {
+			wait = 30 * time.Second
+		}
+		select {
+		case <-changed:
+			if !step.want {
+				t.Errorf("step %d (add %v): a call for an address already reported", i, step.add)
+			}
+		case <-time.After(wait):
+			if step.want {
+				t.Errorf("step %d (add %v): no call", i, step.add)
+			}
+		}
 	}
 }
