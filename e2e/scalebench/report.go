@@ -82,7 +82,7 @@ func reproduceEnv(steps []int) string {
 	vars := []string{"SVC_SCALE_STEPS=" + benchkit.JoinInts(steps)}
 	for _, kv := range os.Environ() {
 		name, _, _ := strings.Cut(kv, "=")
-		if (strings.HasPrefix(name, "SVC_") || strings.HasPrefix(name, "BENCH_")) && !slices.Contains([]string{"SVC_SCALE_STEPS", "BENCH_OUT", "BENCH_PROFILE"}, name) {
+		if (strings.HasPrefix(name, "SVC_") || strings.HasPrefix(name, "BENCH_")) && !slices.Contains([]string{"SVC_SCALE_STEPS", "BENCH_OUT", "BENCH_PROFILE", "BENCH_DAEMON_LOG"}, name) {
 			vars = append(vars, kv)
 		}
 	}
