@@ -52,25 +52,11 @@ func TestWatchAddressesReal(t *testing.T) {
 // its first receive error (ENOBUFS when notifications overflow the socket); the watch
 // must open a new one and ask for a full sync, not stop following the node's addresses.
 func TestWatchAddressesResubscribes(t *testing.T) {
-	defer func(s func(chan<- netlink.AddrUpdate, <-chan struct{}, netlink.AddrSubscribeOptions) error, d time.Duration) {
-		subscribe, resubscribeDelay = s, d
-	}(subscribe, resubscribeDelay)
+	defer func(d time.Duration) { resubscribeDelay = d }(resubscribeDelay)
 	resubscribeDelay = time.Millisecond
-	subs := make(chan chan<- netlink.AddrUpdate, 4)
-	var opts []netlink.AddrSubscribeOptions
-	subscribe = func(ch chan<- netlink.AddrUpdate, _ <-chan struct{}, o netlink.AddrSubscribeOptions) error {
-		opts = append(opts, o)
-		subs <- ch
-		return nil
-	}
-	done := make(chan struct{})
-	defer close(done)
-	changed := make(chan struct{}, 16)
-	if err := WatchAddresses("skipme", done, func() { changed <- struct{}{} }); err != nil {
-		t.Fatal(err)
-	}
+	subs, opts, changed := fakeWatch(t)
 	first := <-subs
-	opts[0].ErrorCallback(errors.New("Receive failed: no buffer space available"))
+	(*opts)[0].ErrorCallback(errors.New("Receive failed: no buffer space available"))
 	close(first) // what the library does after the error
 	<-changed    // the error's own call
 	select {
@@ -83,8 +69,8 @@ func TestWatchAddressesResubscribes(t *testing.T) {
 	case <-time.After(30 * time.Second):
 		t.Fatal("no full sync asked for after resubscribing")
 	}
-	if opts[0].ReceiveBufferSize < 1<<20 {
-		t.Errorf("receive buffer %d, want a large one", opts[0].ReceiveBufferSize)
+	if (*opts)[0].ReceiveBufferSize < 1<<20 {
+		t.Errorf("receive buffer %d, want a large one", (*opts)[0].ReceiveBufferSize)
 	}
 }
 
@@ -92,20 +78,7 @@ func TestWatchAddressesResubscribes(t *testing.T) {
 // router advertisement renewing a SLAAC address's lifetime) calls nothing; a new
 // address, a removal and a re-addition each call once.
 func TestWatchAddressesIgnoresRenewals(t *testing.T) {
-	defer func(s func(chan<- netlink.AddrUpdate, <-chan struct{}, netlink.AddrSubscribeOptions) error) {
-		subscribe = s
-	}(subscribe)
-	subs := make(chan chan<- netlink.AddrUpdate, 1)
-	subscribe = func(ch chan<- netlink.AddrUpdate, _ <-chan struct{}, _ netlink.AddrSubscribeOptions) error {
-		subs <- ch
-		return nil
-	}
-	done := make(chan struct{})
-	defer close(done)
-	changed := make(chan struct{}, 16)
-	if err := WatchAddresses("skipme", done, func() { changed <- struct{}{} }); err != nil {
-		t.Fatal(err)
-	}
+	subs, _, changed := fakeWatch(t)
 	ch := <-subs
 	slaac := net.IPNet{IP: net.ParseIP("fec0::5054:ff:fe12:3456"), Mask: net.CIDRMask(64, 128)}
 	const link = 1 << 30 // no such interface: not the skipped one
@@ -129,4 +102,23 @@ func TestWatchAddressesIgnoresRenewals(t *testing.T) {
 			}
 		}
 	}
+}
+
+// fakeWatch runs WatchAddresses on a fake subscription until the test ends: subs yields
+// each subscription's channel, opts their options, changed a value per call.
+func fakeWatch(t *testing.T) (subs chan chan<- netlink.AddrUpdate, opts *[]netlink.AddrSubscribeOptions, changed chan struct{}) {
+	saved := subscribe
+	t.Cleanup(func() { subscribe = saved })
+	subs, opts, changed = make(chan chan<- netlink.AddrUpdate, 4), &[]netlink.AddrSubscribeOptions{}, make(chan struct{}, 16)
+	subscribe = func(ch chan<- netlink.AddrUpdate, _ <-chan struct{}, o netlink.AddrSubscribeOptions) error {
+		*opts = append(*opts, o)
+		subs <- ch
+		return nil
+	}
+	done := make(chan struct{})
+	t.Cleanup(func() { close(done) })
+	if err := WatchAddresses("skipme", done, func() { changed <- struct{}{} }); err != nil {
+		t.Fatal(err)
+	}
+	return subs, opts, changed
 }
