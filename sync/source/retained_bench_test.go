@@ -80,7 +80,7 @@ func apiMeta(name string, i int) metav1.ObjectMeta {
 	return metav1.ObjectMeta{Name: name, Namespace: "bench", UID: types.UID(fmt.Sprintf("8f1c2a3e-0000-4000-8000-%012d", i)),
 		ResourceVersion: fmt.Sprint(100000 + i), Generation: 1, CreationTimestamp: metav1.NewTime(time.Unix(1764800000, 0)),
 		ManagedFields: []metav1.ManagedFieldsEntry{{Manager: "kube-controller-manager", Operation: metav1.ManagedFieldsOperationUpdate,
-			APIVersion: "v1", FieldsType: "FieldsV1", FieldsV1: &metav1.FieldsV1{Raw: []byte(`{"f:metadata":{"f:labels":{".":{},"f:app":{}}},"f:spec":{"f:ports":{}}}`)}}}}
+			APIVersion: "v1", FieldsType: "FieldsV1", FieldsV1: metav1.NewFieldsV1(`{"f:metadata":{"f:labels":{".":{},"f:app":{}}},"f:spec":{"f:ports":{}}}`)}}}
 }
 
 func apiService(i int) *v1.Service {
