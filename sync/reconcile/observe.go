@@ -29,12 +29,13 @@ type HealthCheckSink interface {
 // syncer are skipped: on start every slice would report its age, not a latency (as
 // kube-proxy's endpointschangetracker does).
 func (s *Syncer) noteTriggers(k proxier.ServiceKey) {
+	taken := s.src.TakeTriggers(k) // taken even without metrics: the source keeps them until then
 	if s.opts.Metrics == nil {
 		return
 	}
 	seen, had := s.triggerSeen[k]
 	newest := seen
-	for _, tr := range s.src.TakeTriggers(k) {
+	for _, tr := range taken {
 		if !tr.At.After(s.started) || !tr.At.After(seen) {
 			continue
 		}

@@ -87,7 +87,6 @@ func NewInformerSource(client kubernetes.Interface, nodeName string, resync time
 	return s
 }
 
-// sliceServiceIndexFunc indexes EndpointSlices by the key of their Service.
 // informerIndexers are the indexes an informer keeps: for EndpointSlices (slices) the
 // one by Service, none for the others. (A namespace index, usual in informers, cost a
 // set of every object's key per namespace and had no reader.)
@@ -98,6 +97,7 @@ func informerIndexers(slices bool) cache.Indexers {
 	return cache.Indexers{}
 }
 
+// sliceServiceIndexFunc indexes EndpointSlices by the key of their Service.
 func sliceServiceIndexFunc(obj any) ([]string, error) {
 	if sl, ok := obj.(*discovery.EndpointSlice); ok {
 		if k, ok := SliceServiceKey(sl); ok {
