@@ -108,12 +108,12 @@ type Syncer struct {
 	// touched records what syncs write while a full sync reads (read.go); nil otherwise.
 	touched  *touched
 	lastFull time.Time
+	// fullBegan is when the running (or last) full sync began or was started.
+	fullBegan time.Time
 	// fullWhy says what asked for the running or last full sync, for its log line.
 	fullWhy string
 	// onYield, for tests, runs in yieldLock with s.mu released.
 	onYield func()
-	// fullBegan is when the running (or last) full sync began or was started.
-	fullBegan time.Time
 	// fullRound counts full syncs, to rotate the real-server checks.
 	fullRound int
 	// built is set once desired holds every Service.
