@@ -14,7 +14,7 @@ import (
 )
 
 // TestWatchAddressesReal: an address added on an interface is reported; one added on the
-// skipped interface is not.
+// skipped interface is not, nor a renewal of one already reported.
 func TestWatchAddressesReal(t *testing.T) {
 	kerneltest.RequireNetns(t)
 	for _, args := range [][]string{{"link", "add", "wa0", "type", "veth", "peer", "name", "skipme"}, {"link", "set", "wa0", "up"}, {"link", "set", "skipme", "up"}} {
@@ -44,7 +44,31 @@ func TestWatchAddressesReal(t *testing.T) {
 		time.Sleep(20 * time.Millisecond)
 	}
 	if calls.Load() == 0 {
-		t.Error("no call after an address was added")
+		t.Fatal("no call after an address was added")
+	}
+	// A renewal of the address's lifetimes (what a router advertisement does to a SLAAC
+	// address): the kernel notifies it as a new address, and the watch calls nothing.
+	time.Sleep(300 * time.Millisecond)
+	before := calls.Load()
+	seen := make(chan netlink.AddrUpdate, 16)
+	if err := netlink.AddrSubscribe(seen, done); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := execOut("ip", "addr", "change", "10.99.0.1/32", "dev", "wa0", "valid_lft", "3600", "preferred_lft", "1800"); err != nil {
+		t.Fatal(out, err)
+	}
+	notified := false
+	for timeout := time.After(3 * time.Second); !notified; {
+		select {
+		case u := <-seen:
+			notified = u.NewAddr && u.LinkAddress.IP.Equal(net.ParseIP("10.99.0.1"))
+		case <-timeout:
+			t.Fatal("the kernel sent no notification for the renewal: the test proves nothing")
+		}
+	}
+	time.Sleep(300 * time.Millisecond)
+	if n := calls.Load() - before; n != 0 {
+		t.Errorf("%d calls for a renewal of an address already reported", n)
 	}
 }
 
