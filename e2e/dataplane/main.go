@@ -11,7 +11,8 @@
 // iptables,nftables] (ipvs, iptables and nftables are kube-proxy's modes; a proxy named
 // again is measured again and the ratios take medians; ipvs-proxier-stopped and
 // ipvs-proxier-bare are ours stopped during the loads, the second without the rules
-// kube-proxy's IPVS mode lacks); DP_PROXIES_<size> [unset] the same for one size; DP_SECONDS [30] per load; DP_WARMUP [5] seconds before
+// kube-proxy's IPVS mode lacks; ipvs-adopting is kube-proxy's IPVS mode started on the
+// state ours left, see adopt.go); DP_PROXIES_<size> [unset] the same for one size; DP_SECONDS [30] per load; DP_WARMUP [5] seconds before
 // each; DP_WORKERS [8] concurrent requests; DP_STREAM_SECONDS [10] per hairpin stream;
 // BENCH_STEP_BUDGET [30m] for a proxy to program a size, DP_BUDGETS [unset;
 // e.g. 1000=20m,30000=8m] by size; SVC_CREATE_PARALLEL [16];
@@ -123,8 +124,11 @@ func parseProxies(env, v string) ([]benchkit.Proxy, error) {
 			p.Name += bareSuffix
 		case "ipvs", "iptables", "nftables":
 			p = benchkit.KubeProxy(f)
+		case adoptingKP:
+			p = benchkit.KubeProxy("ipvs")
+			p.Name += adoptSuffix
 		default:
-			return nil, fmt.Errorf("%s: %q is not ipvs-proxier, %s, %s, ipvs, iptables or nftables", env, f, stoppedOurs, bareOurs)
+			return nil, fmt.Errorf("%s: %q is not ipvs-proxier, %s, %s, ipvs, %s, iptables or nftables", env, f, stoppedOurs, bareOurs, adoptingKP)
 		}
 		out = append(out, p)
 	}

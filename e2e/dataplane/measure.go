@@ -19,7 +19,8 @@ type result struct {
 	// Run counts the proxy's measurements at this size, from 1.
 	Run int
 	// Ready is the time from the proxy's start to its first completed sync with the
-	// measured Services answering; 0 when that did not happen within the budget.
+	// measured Services answering; 0 when that did not happen within the budget. For
+	// kube-proxy adopting ours' state, from kube-proxy's start (ours' is in Notes).
 	Ready            time.Duration
 	Short, KeepAlive loadgen.Result
 	// Baseline is short connections from the client to the Service's four pods
@@ -73,6 +74,16 @@ func measure(node *harness.Node, t targets, s settings, p benchkit.Proxy, n int)
 		r.note("wipe: %v", err)
 		return r
 	}
+	if adopting(p.Name) {
+		ours, err := handOver(node, t, s, n)
+		if ours != "" {
+			r.note("%s", ours)
+		}
+		if err != nil {
+			r.note("%v", err)
+			return r
+		}
+	}
 	start := time.Now()
 	if _, err := node.MustExec(p.Start); err != nil {
 		r.note("start: %v", err)
@@ -84,6 +95,9 @@ func measure(node *harness.Node, t targets, s settings, p benchkit.Proxy, n int)
 	}
 	r.Ready = time.Since(start)
 	benchkit.Logf("%s @ %d: ready after %v", p.Name, n, r.Ready.Round(time.Second))
+	if adopting(p.Name) {
+		r.note("kube-proxy's after its first sync: %s", progress(node))
+	}
 	time.Sleep(10 * time.Second) // let the start's aftermath (a first periodic sync) settle
 	_, _, cpu0, cpuErr := benchkit.Proc(node, p)
 	loadStart := time.Now()

@@ -38,7 +38,7 @@ func ratios(rs []result) []ratio {
 	}
 	const ours = "ipvs-proxier"
 	for _, n := range sizes {
-		for _, p := range []string{ours, "kube-proxy"} {
+		for _, p := range []string{ours, kubeProxyIPVS, kubeProxyIPVS + adoptSuffix} {
 			if runs := measuredRuns(rs, p, n); len(runs) > 1 {
 				out = append(out, ratio{fmt.Sprintf("%s short-connection req/s, highest ÷ lowest of %d runs, %d Services (the VM's drift)", display(p), len(runs), n),
 					spread(runs, func(r result) float64 { return r.Short.RPS }), "(shown)", ""})
@@ -83,25 +83,27 @@ func ratios(rs []result) []ratio {
 		if o == nil {
 			continue
 		}
-		for _, kp := range []string{"kube-proxy", "kube-proxy iptables", "kube-proxy nftables"} {
+		for _, kp := range []string{kubeProxyIPVS, kubeProxyIPVS + adoptSuffix, "kube-proxy iptables", "kube-proxy nftables"} {
 			k := measured(rs, kp, n)
 			if k == nil {
 				continue
 			}
+			// Adopting or not, kube-proxy's IPVS mode serves through the same data path.
+			ipvs := kp == kubeProxyIPVS || adopting(kp)
 			target, met := "(shown)", ""
 			v := o.Short.RPS / k.Short.RPS
-			if kp == "kube-proxy" {
+			if ipvs {
 				target, met = "≥ 0.97", check(v >= 0.97)
 			}
 			out = append(out, ratio{fmt.Sprintf("short-connection req/s, %s ÷ %s, %d Services", ours, display(kp), n), v, target, met})
 			if a, b := relative(rs, ours, n), relative(rs, kp, n); a > 0 && b > 0 {
-				if kp == "kube-proxy" {
+				if ipvs {
 					met = check(a/b >= 0.97)
 				}
 				out = append(out, ratio{fmt.Sprintf("short-connection req/s ÷ pods directly, %s ÷ %s, %d Services", ours, display(kp), n), a / b, target, met})
 			}
 			v = o.KeepAlive.RPS / k.KeepAlive.RPS
-			if kp == "kube-proxy" {
+			if ipvs {
 				met = check(v >= 0.97)
 			}
 			out = append(out, ratio{fmt.Sprintf("keep-alive req/s, %s ÷ %s, %d Services", ours, display(kp), n), v, target, met})
@@ -114,8 +116,8 @@ func ratios(rs []result) []ratio {
 // display names kube-proxy's IPVS mode, which the rows call plain "kube-proxy" as the
 // scale benchmark does.
 func display(proxy string) string {
-	if proxy == "kube-proxy" {
-		return "kube-proxy IPVS"
+	if rest, ok := strings.CutPrefix(proxy, kubeProxyIPVS); ok && (rest == "" || rest == adoptSuffix) {
+		return "kube-proxy IPVS" + rest
 	}
 	return proxy
 }

@@ -7,7 +7,7 @@ import (
 )
 
 func TestReadSettings(t *testing.T) {
-	t.Setenv("DP_PROXIES", "ipvs-proxier, nftables,ipvs,ipvs-proxier,ipvs-proxier-stopped,ipvs-proxier-bare")
+	t.Setenv("DP_PROXIES", "ipvs-proxier, nftables,ipvs,ipvs-proxier,ipvs-proxier-stopped,ipvs-proxier-bare,ipvs-adopting")
 	t.Setenv("DP_SIZES", "100,2000")
 	t.Setenv("DP_BUDGETS", "2000=3m")
 	t.Setenv("DP_PROXIES_2000", "iptables")
@@ -19,21 +19,27 @@ func TestReadSettings(t *testing.T) {
 	for _, p := range s.proxies {
 		names = append(names, p.Name)
 	}
-	if got := strings.Join(names, ","); got != "ipvs-proxier,kube-proxy nftables,kube-proxy,ipvs-proxier,ipvs-proxier, stopped during the loads,ipvs-proxier, stopped, without the rules kube-proxy IPVS lacks" {
+	if got := strings.Join(names, ","); got != "ipvs-proxier,kube-proxy nftables,kube-proxy,ipvs-proxier,ipvs-proxier, stopped during the loads,ipvs-proxier, stopped, without the rules kube-proxy IPVS lacks,kube-proxy, adopting ours' state" {
 		t.Errorf("proxies %s", got)
 	}
 	if s.proxies[4].Start != s.proxies[0].Start {
 		t.Errorf("ours stopped during the loads starts as %q, ours as %q", s.proxies[4].Start, s.proxies[0].Start)
 	}
-	for i, want := range []bool{false, false, false, false, true, true} {
+	for i, want := range []bool{false, false, false, false, true, true, false} {
 		if got := stoppedDuringLoads(s.proxies[i].Name); got != want {
 			t.Errorf("%s stopped during the loads: %v", s.proxies[i].Name, got)
 		}
+		if got := adopting(s.proxies[i].Name); got != (i == 6) {
+			t.Errorf("%s adopting ours' state: %v", s.proxies[i].Name, got)
+		}
+	}
+	if s.proxies[6].Start != s.proxies[2].Start {
+		t.Errorf("kube-proxy adopting ours' state starts as %q, kube-proxy as %q", s.proxies[6].Start, s.proxies[2].Start)
 	}
 	if !strings.Contains(s.proxies[1].Start, "mode: nftables") || len(s.sizes) != 2 || s.sizes[1] != 2000 {
 		t.Errorf("settings %+v", s)
 	}
-	if ps := s.proxiesFor(2000); len(ps) != 1 || ps[0].Name != "kube-proxy iptables" || len(s.proxiesFor(100)) != 6 {
+	if ps := s.proxiesFor(2000); len(ps) != 1 || ps[0].Name != "kube-proxy iptables" || len(s.proxiesFor(100)) != 7 {
 		t.Errorf("proxies by size: %v at 2000, %d at 100", ps, len(s.proxiesFor(100)))
 	}
 	if s.budgetFor(2000) != 3*time.Minute || s.budgetFor(100) != 30*time.Minute {
