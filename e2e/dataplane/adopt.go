@@ -33,7 +33,7 @@ func adopting(name string) bool { return strings.HasSuffix(name, adoptSuffix) }
 // it would make itself: the iptables rules go (kube-proxy writes its own on its first
 // sync; ours' extra rules would otherwise stay on the path), as do the sets kube-proxy
 // does not have (unreferenced once the rules are gone). It returns what ours had
-// programmed, for the row's notes.
+// programmed, and what the hand-over printed, for the row's notes.
 func handOver(node *harness.Node, t targets, s settings, n int) (string, error) {
 	if _, err := node.MustExec(benchkit.IPVSProxier.Start); err != nil {
 		return "", fmt.Errorf("start ours: %w", err)
@@ -43,16 +43,26 @@ func handOver(node *harness.Node, t targets, s settings, n int) (string, error) 
 		return "", fmt.Errorf("ours not ready within %v: %w", s.budgetFor(n), err)
 	}
 	ours := fmt.Sprintf("ours ready after %v: %s", time.Since(start).Round(time.Second), progress(node))
-	if _, err := node.MustExec(handOverScript); err != nil {
+	out, err := node.MustExec(handOverScript)
+	if err != nil {
 		return ours, fmt.Errorf("hand over: %w", err)
+	}
+	if out = strings.TrimSpace(out); out != "" {
+		ours += "; the hand-over printed: " + out
 	}
 	return ours, nil
 }
 
 // handOverScript stops ours (it leaves the kernel state on SIGTERM) and waits for it to
-// exit, then deletes every iptables rule and chain and the sets only ours has (in both
-// families' names), and flushes conntrack as Wipe does.
+// exit, then deletes every iptables rule and chain, and the sets only ours has (in both
+// families' names), and flushes conntrack as Wipe does. The remaining sets are made
+// again with kube-proxy's maxelem, their members restored: kube-proxy creates its sets
+// with `ipset create ... maxelem 65536 -exist`, which fails on a set of the same name
+// made with another maxelem, and its sync stops there (pkg/proxy/ipvs/proxier.go,
+// ensureIPSet). It prints the restore's errors, if any.
 const handOverScript = `p=$(cat /tmp/daemon.pid); kill $p; while kill -0 $p 2>/dev/null; do sleep 0.5; done; rm -f /tmp/daemon.pid
 for t in nat filter mangle; do for c in iptables ip6tables; do $c -t $t -F; $c -t $t -X; done; done
-for s in KUBE-NO-ENDPOINTS KUBE-EXTERNAL-NO-LOCAL-EP KUBE-SERVICE-IPS KUBE-6-NO-ENDPOINTS KUBE-6-EXTERNAL-NO-LOCAL-EP KUBE-6-SERVICE-IPS; do ipset destroy $s 2>/dev/null; done
-conntrack -F 2>/dev/null; true`
+ipset save | grep -v -e ' KUBE-NO-ENDPOINTS ' -e ' KUBE-EXTERNAL-NO-LOCAL-EP ' -e ' KUBE-SERVICE-IPS ' -e ' KUBE-6-NO-ENDPOINTS ' -e ' KUBE-6-EXTERNAL-NO-LOCAL-EP ' -e ' KUBE-6-SERVICE-IPS ' |
+  sed 's/ maxelem [0-9]*/ maxelem 65536/' > /tmp/adopt.sets
+ipset destroy 2>&1 && ipset restore < /tmp/adopt.sets 2>&1
+conntrack -F >/dev/null 2>&1; true`

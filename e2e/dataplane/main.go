@@ -195,7 +195,7 @@ func run() error {
 	if err != nil {
 		return err
 	}
-	w := &benchkit.Workload{Client: loader, Node: nodeName, Endpoints: s.endpoints, Parallel: s.createInParallel, Etcd: benchkit.LoadVia(cp)}
+	w := &benchkit.Workload{Client: loader, Node: workloadNode, Endpoints: s.endpoints, Parallel: s.createInParallel, Etcd: benchkit.LoadVia(cp)}
 	var results []result
 	for _, n := range s.sizes {
 		benchkit.Logf("creating %d Services x %d endpoints", n, s.endpoints)
