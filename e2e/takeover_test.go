@@ -90,6 +90,28 @@ func TestTakeoverFromKubeProxy(t *testing.T) {
 	if failed != 0 || ok < 5 {
 		t.Errorf("rollback: %d failed, %d ok", failed, ok)
 	}
+	// ... and syncs on from it: a Service made now is programmed by kube-proxy. Its
+	// `ipset create ... -exist` fails on sets made with another maxelem than its own,
+	// and its sync stops there; the old state still served the loop above.
+	createProgrammed(t, service("after-rollback"), 80, v1.ProtocolTCP, podEP{"10.244.0.13", "node-1"})
 	stopKubeProxy(t)
 	startDaemon(t) // leave the node as the other tests expect it
+}
+
+// TestRollbackOnOurSets: kube-proxy's IPVS mode takes over a node whose sets ipvs-proxier
+// made (in TestTakeoverFromKubeProxy they are kube-proxy's own, adopted) and syncs on
+// from it: a Service made after the rollback is programmed. kube-proxy makes its sets
+// with `ipset create ... maxelem 65536 -exist`, which fails on a set made with another
+// maxelem, and its sync stops there while the old state keeps serving.
+func TestRollbackOnOurSets(t *testing.T) {
+	requireEnv(t)
+	t.Cleanup(func() { restoreNode(t) })
+	wipeNode(t)
+	startDaemon(t)
+	createProgrammed(t, service("our-sets"), 80, v1.ProtocolTCP, podEP{"10.244.0.14", "node-1"})
+	stopDaemon(t)
+	startKubeProxy(t, "ipvs")
+	createProgrammed(t, service("after-our-sets"), 80, v1.ProtocolTCP, podEP{"10.244.0.15", "node-1"})
+	stopKubeProxy(t)
+	startDaemon(t)
 }

@@ -63,7 +63,9 @@ func (o AddressOp) Name() string { return either(o.Unbind, "UnbindAddress", "Bin
 
 // IPSets manages ipsets and their members. Implementations are safe for concurrent use.
 type IPSets interface {
-	// EnsureSet creates the set if it is missing; an existing set of the same type is kept.
+	// EnsureSet creates the set if it is missing; an existing set of the same type is
+	// kept. A hash set is remade with set.MaxElem, its members kept, when it holds fewer,
+	// or when it holds more and its members fill at most half of set.MaxElem (ShrinkSet).
 	EnsureSet(set Set) error
 	ListEntries(set string) ([]SetEntry, error)
 	// CountEntries returns how many members the set has without listing them, or -1

@@ -22,13 +22,20 @@ type Set struct {
 	Name   string
 	Type   SetType
 	Family Family
-	// MaxElem and HashSize apply to hash types. Both must hold at least 262,144 entries:
-	// kube-proxy's fixed 65,536 (pkg/proxy/ipvs/ipset/ipset.go, setIPSetDefaults) makes
-	// adds fail at scale, and it only logs them.
+	// MaxElem and HashSize apply to hash types. MaxElem is how many members the set
+	// holds: kube-proxy's fixed 65,536 (pkg/proxy/ipvs/ipset/ipset.go, setIPSetDefaults)
+	// makes its adds fail at scale, and it only logs them; ours grows (EnsureSet).
 	MaxElem  uint32
 	HashSize uint32
 	// Comment is used only in iptables rule comments, as kube-proxy does.
 	Comment string
+}
+
+// ShrinkSet says whether a hash set made with maxelem have, with count members, is
+// remade with the smaller want: only once they fill at most half of it, so that a count
+// near want does not remake the set back and forth.
+func ShrinkSet(have, want uint32, count int) bool {
+	return want < have && count >= 0 && count <= int(want/2)
 }
 
 // SetEntry is one member of a set. Which fields matter depends on the set type:

@@ -41,13 +41,35 @@ const (
 	setServiceIPs = "KUBE-SERVICE-IPS"
 )
 
-// Set capacity: at least 262,144 entries; kube-proxy's 65,536 overflows at scale.
-// hashsize is the kernel's starting size (1024): hash sets grow on demand up to maxelem,
-// and vishvananda/netlink cannot set it, so the plan prints what the kernel will show.
+// Set capacity: kube-proxy's maxelem, 65,536 (pkg/proxy/ipvs/ipset/ipset.go,
+// setIPSetDefaults), while the members fit. kube-proxy makes its sets with `ipset create
+// ... -exist`, which fails on a set of the same name made with another maxelem, and its
+// IPVS mode then stops its sync, so with any other value a rollback from us to it
+// (docs/migration.md) programs nothing. Past it, SetCapacity grows the set, where
+// kube-proxy's adds fail. hashsize is the kernel's starting size (1024): hash sets grow
+// on demand up to maxelem, and vishvananda/netlink cannot set it, so the plan prints
+// what the kernel will show.
 const (
-	setMaxElem  = 262144
+	setMaxElem  = 65536
 	setHashSize = 1024
 )
+
+// maxSetCapacity bounds SetCapacity (ipset's maxelem is 32 bits).
+const maxSetCapacity = 1 << 31
+
+// SetCapacity is the maxelem of a hash set with n desired members: kube-proxy's 65,536
+// while they fit, else the smallest power of two of at least 2n, so that a growing
+// cluster remakes the set seldom (each remake copies every member).
+func SetCapacity(n int) uint32 {
+	if n <= setMaxElem {
+		return setMaxElem
+	}
+	c := uint64(setMaxElem)
+	for c < 2*uint64(n) && c < maxSetCapacity {
+		c *= 2
+	}
+	return uint32(c)
+}
 
 type setDef struct {
 	name    string

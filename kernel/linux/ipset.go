@@ -49,12 +49,15 @@ func (x *IPSets) EnsureSet(s kernel.Set) error {
 	// It exists: it must have our type (a type change breaks in place, kubernetes#77265).
 	// The header only: listing the members too made this check most of an idle full
 	// sync's CPU at 10,000 Services.
-	typ, _, lerr := x.setHeader(s.Name)
+	h, lerr := x.setHeader(s.Name)
 	if lerr != nil {
 		return lerr
 	}
-	if typ != string(s.Type) {
-		return fmt.Errorf("set %s exists with type %s, want %s: %w", s.Name, typ, s.Type, kernel.ErrExist)
+	if h.typ != string(s.Type) {
+		return fmt.Errorf("set %s exists with type %s, want %s: %w", s.Name, h.typ, s.Type, kernel.ErrExist)
+	}
+	if h.maxElem > 0 && s.MaxElem > 0 && (s.MaxElem > h.maxElem || kernel.ShrinkSet(h.maxElem, s.MaxElem, h.count)) {
+		return x.resize(s, opts)
 	}
 	return nil
 }

@@ -19,13 +19,22 @@ const ipsetFlagListHeader = 1 << 2
 // full sync can skip re-reading a set whose count matches the desired one. It returns
 // -1 when the kernel does not report a count.
 func (x *IPSets) CountEntries(name string) (int, error) {
-	_, n, err := x.setHeader(name)
-	return n, err
+	h, err := x.setHeader(name)
+	return h.count, err
 }
 
-// setHeader returns a set's type name and element count (-1 when not reported) from a
-// header-only list: nothing per member is sent or parsed.
-func (x *IPSets) setHeader(name string) (typ string, count int, err error) {
+// header is what a header-only list says of a set.
+type header struct {
+	typ string
+	// count is the element count, -1 when not reported.
+	count int
+	// maxElem is the hash types' maxelem, 0 for other types.
+	maxElem uint32
+}
+
+// setHeader returns a set's header from a header-only list: nothing per member is sent
+// or parsed.
+func (x *IPSets) setHeader(name string) (h header, err error) {
 	req := nl.NewNetlinkRequest(nl.IPSET_CMD_LIST|(unix.NFNL_SUBSYS_IPSET<<8), nl.GetIpsetFlags(nl.IPSET_CMD_LIST))
 	req.AddData(&nl.Nfgenmsg{NfgenFamily: uint8(unix.AF_NETLINK), Version: nl.NFNETLINK_V0, ResId: 0})
 	req.AddData(nl.NewRtAttr(nl.IPSET_ATTR_PROTOCOL, nl.Uint8Attr(nl.IPSET_PROTOCOL)))
@@ -40,33 +49,39 @@ func (x *IPSets) setHeader(name string) (typ string, count int, err error) {
 		return err
 	})
 	if err != nil {
-		return "", 0, wrapErr("list set header "+name, err)
+		return h, wrapErr("list set header "+name, err)
 	}
-	count = -1
+	h.count = -1
 	for _, m := range msgs {
 		if len(m) < 4 {
 			continue
 		}
 		attrs, err := nl.ParseRouteAttr(m[4:]) // after the nfgenmsg header
 		if err != nil {
-			return "", 0, fmt.Errorf("list set header %s: %w", name, err)
+			return h, fmt.Errorf("list set header %s: %w", name, err)
 		}
 		for _, a := range attrs {
 			switch a.Attr.Type & nl.NLA_TYPE_MASK {
 			case nl.IPSET_ATTR_TYPENAME:
-				typ = strings.TrimRight(string(a.Value), "\x00")
+				h.typ = strings.TrimRight(string(a.Value), "\x00")
 			case nl.IPSET_ATTR_DATA:
 				data, err := nl.ParseRouteAttr(a.Value)
 				if err != nil {
-					return "", 0, fmt.Errorf("list set header %s: %w", name, err)
+					return h, fmt.Errorf("list set header %s: %w", name, err)
 				}
 				for _, d := range data {
-					if d.Attr.Type&nl.NLA_TYPE_MASK == nl.IPSET_ATTR_ELEMENTS && len(d.Value) == 4 {
-						count = int(binary.BigEndian.Uint32(d.Value))
+					if len(d.Value) != 4 {
+						continue
+					}
+					switch d.Attr.Type & nl.NLA_TYPE_MASK {
+					case nl.IPSET_ATTR_ELEMENTS:
+						h.count = int(binary.BigEndian.Uint32(d.Value))
+					case nl.IPSET_ATTR_MAXELEM:
+						h.maxElem = binary.BigEndian.Uint32(d.Value)
 					}
 				}
 			}
 		}
 	}
-	return typ, count, nil
+	return h, nil
 }

@@ -100,7 +100,12 @@ func TestIPSetsReal(t *testing.T) {
 	if err := s.EnsureSet(kernel.Set{Name: "KUBE-CLUSTER-IP", Type: kernel.HashIP, Family: kernel.IPv4}); err == nil {
 		t.Error("re-creating a set with another type succeeded")
 	}
-	// Capacity: more than kube-proxy's 65,536.
+	// Capacity: more than kube-proxy's 65,536, once the set is grown to hold them (made
+	// with kube-proxy's, the 65,537th add fails: IPSET_ERR_HASH_FULL).
+	grown := kernel.Set{Name: "KUBE-CLUSTER-IP", Type: kernel.HashIPPort, Family: kernel.IPv4, MaxElem: proxier.SetCapacity(70000)}
+	if err := s.EnsureSet(grown); err != nil {
+		t.Fatal(err)
+	}
 	ops := make([]kernel.SetOp, 70000)
 	for i := range ops {
 		ops[i] = kernel.SetOp{Set: "KUBE-CLUSTER-IP", Entry: kernel.SetEntry{IP: netip.AddrFrom4([4]byte{10, byte(100 + i>>16), byte(i >> 8), byte(i)}), Protocol: kernel.TCP, Port: 80}}

@@ -401,6 +401,7 @@ func (s *Syncer) writeMembers(ops []kernel.SetOp) error {
 	if len(ops) == 0 {
 		return nil
 	}
+	s.growSets(ops)
 	var errs []error
 	for i, err := range s.k.IPSets.WriteEntries(ops) {
 		if err != nil {

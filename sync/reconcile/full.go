@@ -44,8 +44,9 @@ func (s *Syncer) syncFull(keys map[proxier.ServiceKey]struct{}, ph *phases) erro
 	}
 	var errs []error
 	sets := proxier.Sets(s.cfg.Families)
-	for _, set := range sets {
-		if err := s.k.IPSets.EnsureSet(set); err != nil {
+	for i, set := range sets {
+		sets[i] = s.sized(set)
+		if err := s.k.IPSets.EnsureSet(sets[i]); err != nil {
 			errs = append(errs, err)
 			s.pendingSets[set.Name] = struct{}{}
 		}
@@ -289,6 +290,7 @@ func (s *Syncer) reconcileSets(unlock bool) error {
 		if _, ok := s.pendingSets[set.Name]; !ok {
 			continue
 		}
+		set = s.sized(set)
 		if err := s.k.IPSets.EnsureSet(set); err != nil {
 			errs = append(errs, err)
 			continue

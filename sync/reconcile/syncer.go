@@ -126,7 +126,9 @@ type Syncer struct {
 	addrQueue []kernel.AddressOp
 	// pendingSets are sets whose creation or listing failed; the next sync lists them.
 	pendingSets map[string]struct{}
-	status      Status
+	// setCaps is the capacity each set was last made to hold (sized).
+	setCaps map[string]uint32
+	status  Status
 	// lastReconcile is when the UDP conntrack reconcile last ran; reconcileOff is set
 	// when the kernel cannot filter the dump (conntrack.go).
 	lastReconcile time.Time

@@ -1,0 +1,50 @@
+package reconcile
+
+import (
+	"go.uber.org/zap"
+
+	"github.com/ipvs-proxier/ipvs-proxier/kernel"
+	"github.com/ipvs-proxier/ipvs-proxier/proxier"
+)
+
+// sized is set with the capacity its desired members need (proxier.SetCapacity), which
+// EnsureSet makes the kernel's set hold. A change of capacity is logged: past
+// kube-proxy's 65,536 its IPVS mode can no longer adopt the set on a rollback
+// (docs/migration.md).
+func (s *Syncer) sized(set kernel.Set) kernel.Set {
+	if set.MaxElem == 0 { // bitmap:port: a fixed range
+		return set
+	}
+	n := s.desired.SetLen(set.Name)
+	set.MaxElem = proxier.SetCapacity(n)
+	if s.setCaps == nil {
+		s.setCaps = map[string]uint32{}
+	}
+	if last, ok := s.setCaps[set.Name]; ok && last != set.MaxElem || !ok && set.MaxElem != proxier.SetCapacity(0) {
+		s.log.Info("set capacity changes with its members; the set is remade with it, its members kept",
+			zap.String("set", set.Name), zap.Int("members", n), zap.Uint32("maxelem", set.MaxElem),
+			zap.Uint32("kubeProxyMaxelem", proxier.SetCapacity(0)))
+	}
+	s.setCaps[set.Name] = set.MaxElem
+	return set
+}
+
+// growSets remakes, before ops are written, each set they add to whose desired members
+// have outgrown the capacity it was last made with, so that a partial sync's adds fit; a
+// full sync sizes every set, shrinking ones too (kernel.ShrinkSet).
+func (s *Syncer) growSets(ops []kernel.SetOp) {
+	for _, op := range ops {
+		last, ok := s.setCaps[op.Set]
+		if op.Delete || !ok || proxier.SetCapacity(s.desired.SetLen(op.Set)) <= last {
+			continue
+		}
+		for _, set := range proxier.Sets(s.cfg.Families) {
+			if set.Name != op.Set {
+				continue
+			}
+			if err := s.k.IPSets.EnsureSet(s.sized(set)); err != nil {
+				s.log.Warn("Cannot grow a set; its adds fail until a sync grows it", zap.String("set", set.Name), zap.Error(err))
+			}
+		}
+	}
+}
