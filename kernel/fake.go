@@ -342,7 +342,7 @@ func (f *Fake) EnsureSet(s Set) error {
 			// ipset refuses to re-create a set with another type (kubernetes#77265).
 			return fmt.Errorf("set %s exists as %s: %w", s.Name, cur.set.Type, ErrExist)
 		}
-		if cur.set.MaxElem > 0 && s.MaxElem > 0 && (s.MaxElem > cur.set.MaxElem || ShrinkSet(cur.set.MaxElem, s.MaxElem, len(cur.entries))) {
+		if RemakeSet(cur.set.MaxElem, s.MaxElem, len(cur.entries)) {
 			f.count("ResizeSet")
 			cur.set.MaxElem = s.MaxElem
 		}

@@ -65,7 +65,7 @@ func (o AddressOp) Name() string { return either(o.Unbind, "UnbindAddress", "Bin
 type IPSets interface {
 	// EnsureSet creates the set if it is missing; an existing set of the same type is
 	// kept. A hash set is remade with set.MaxElem, its members kept, when it holds fewer,
-	// or when it holds more and its members fill at most half of set.MaxElem (ShrinkSet).
+	// or when it holds more and its members fill at most half of set.MaxElem (RemakeSet).
 	EnsureSet(set Set) error
 	ListEntries(set string) ([]SetEntry, error)
 	// CountEntries returns how many members the set has without listing them, or -1

@@ -31,11 +31,15 @@ type Set struct {
 	Comment string
 }
 
-// ShrinkSet says whether a hash set made with maxelem have, with count members, is
-// remade with the smaller want: only once they fill at most half of it, so that a count
-// near want does not remake the set back and forth.
-func ShrinkSet(have, want uint32, count int) bool {
-	return want < have && count >= 0 && count <= int(want/2)
+// RemakeSet says whether a hash set made with maxelem have, holding count members, is
+// remade with maxelem want: when want is larger, or when it is smaller and the members
+// fill at most half of it, so that a count near want does not remake the set back and
+// forth. 0 on either side (a bitmap set; a maxelem not asked) remakes nothing.
+func RemakeSet(have, want uint32, count int) bool {
+	if have == 0 || want == 0 {
+		return false
+	}
+	return want > have || want < have && count >= 0 && count <= int(want/2)
 }
 
 // SetEntry is one member of a set. Which fields matter depends on the set type:

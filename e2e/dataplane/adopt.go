@@ -55,14 +55,12 @@ func handOver(node *harness.Node, t targets, s settings, n int) (string, error) 
 
 // handOverScript stops ours (it leaves the kernel state on SIGTERM) and waits for it to
 // exit, then deletes every iptables rule and chain, and the sets only ours has (in both
-// families' names), and flushes conntrack as Wipe does. The remaining sets are made
-// again with kube-proxy's maxelem, their members restored: kube-proxy creates its sets
-// with `ipset create ... maxelem 65536 -exist`, which fails on a set of the same name
-// made with another maxelem, and its sync stops there (pkg/proxy/ipvs/proxier.go,
-// ensureIPSet). It prints the restore's errors, if any.
+// families' names), and flushes conntrack as Wipe does. Ours' other sets are kube-proxy's
+// as they are: ours makes them with kube-proxy's maxelem while their members fit
+// (proxier.SetCapacity), so its `ipset create ... -exist` accepts them. It prints what
+// the destroys said, if anything.
 const handOverScript = `p=$(cat /tmp/daemon.pid); kill $p; while kill -0 $p 2>/dev/null; do sleep 0.5; done; rm -f /tmp/daemon.pid
 for t in nat filter mangle; do for c in iptables ip6tables; do $c -t $t -F; $c -t $t -X; done; done
-ipset save | grep -v -e ' KUBE-NO-ENDPOINTS ' -e ' KUBE-EXTERNAL-NO-LOCAL-EP ' -e ' KUBE-SERVICE-IPS ' -e ' KUBE-6-NO-ENDPOINTS ' -e ' KUBE-6-EXTERNAL-NO-LOCAL-EP ' -e ' KUBE-6-SERVICE-IPS ' |
-  sed 's/ maxelem [0-9]*/ maxelem 65536/' > /tmp/adopt.sets
-ipset destroy 2>&1 && ipset restore < /tmp/adopt.sets 2>&1
+for s in KUBE-NO-ENDPOINTS KUBE-EXTERNAL-NO-LOCAL-EP KUBE-SERVICE-IPS KUBE-6-NO-ENDPOINTS KUBE-6-EXTERNAL-NO-LOCAL-EP KUBE-6-SERVICE-IPS; do
+  ipset list -n | grep -qx $s && ipset destroy $s 2>&1; done
 conntrack -F >/dev/null 2>&1; true`

@@ -56,7 +56,7 @@ func (x *IPSets) EnsureSet(s kernel.Set) error {
 	if h.typ != string(s.Type) {
 		return fmt.Errorf("set %s exists with type %s, want %s: %w", s.Name, h.typ, s.Type, kernel.ErrExist)
 	}
-	if h.maxElem > 0 && s.MaxElem > 0 && (s.MaxElem > h.maxElem || kernel.ShrinkSet(h.maxElem, s.MaxElem, h.count)) {
+	if kernel.RemakeSet(h.maxElem, s.MaxElem, h.count) {
 		return x.resize(s, opts)
 	}
 	return nil

@@ -31,7 +31,7 @@ func (s *Syncer) sized(set kernel.Set) kernel.Set {
 
 // growSets remakes, before ops are written, each set they add to whose desired members
 // have outgrown the capacity it was last made with, so that a partial sync's adds fit; a
-// full sync sizes every set, shrinking ones too (kernel.ShrinkSet).
+// full sync sizes every set, shrinking ones too (kernel.RemakeSet).
 func (s *Syncer) growSets(ops []kernel.SetOp) {
 	for _, op := range ops {
 		last, ok := s.setCaps[op.Set]
