@@ -20,8 +20,12 @@ func (s *Syncer) sized(set kernel.Set) kernel.Set {
 	if s.setCaps == nil {
 		s.setCaps = map[string]uint32{}
 	}
-	if last, ok := s.setCaps[set.Name]; ok && last != set.MaxElem || !ok && set.MaxElem != proxier.SetCapacity(0) {
-		s.log.Info("set capacity changes with its members; the set is remade with it, its members kept",
+	last := s.setCaps[set.Name]
+	if last == 0 { // not sized yet: compared with kube-proxy's, which a new set gets
+		last = proxier.SetCapacity(0)
+	}
+	if last != set.MaxElem {
+		s.log.Info("set capacity changes with its members; the set is made or remade with it, its members kept",
 			zap.String("set", set.Name), zap.Int("members", n), zap.Uint32("maxelem", set.MaxElem),
 			zap.Uint32("kubeProxyMaxelem", proxier.SetCapacity(0)))
 	}
