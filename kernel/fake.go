@@ -105,6 +105,24 @@ func (f *Fake) ListVirtualServers() ([]DumpedVS, error) {
 	return out, nil
 }
 
+// LookupVirtualServers implements IPVS: a key the fake has no virtual server for gives a
+// zero entry, as the kernel's ESRCH does.
+func (f *Fake) LookupVirtualServers(keys []VSKey) ([]DumpedVS, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.count("LookupVirtualServers")
+	out := make([]DumpedVS, len(keys))
+	for i, k := range keys {
+		if v, ok := f.vs[k]; ok {
+			vs := v.vs
+			vs.Flags |= FlagHashed
+			out[i] = DumpedVS{vs, v.stats}
+		}
+	}
+	f.dumped += len(keys)
+	return out, nil
+}
+
 // AddVirtualServer adds a virtual server, as a writer behind the syncer's back would (and
 // WriteVirtualServers does, op by op).
 func (f *Fake) AddVirtualServer(vs VirtualServer) error {

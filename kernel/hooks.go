@@ -48,6 +48,9 @@ type wrappedIPVS struct{ w *wrapped }
 func (x wrappedIPVS) ListVirtualServers() ([]DumpedVS, error) {
 	return call1(x.w, "ListVirtualServers", x.w.inner.IPVS.ListVirtualServers)
 }
+func (x wrappedIPVS) LookupVirtualServers(keys []VSKey) ([]DumpedVS, error) {
+	return call1(x.w, "LookupVirtualServers", func() ([]DumpedVS, error) { return x.w.inner.IPVS.LookupVirtualServers(keys) })
+}
 func (x wrappedIPVS) ListRealServers(k VSKey) ([]RealServer, error) {
 	return call1(x.w, "ListRealServers", func() ([]RealServer, error) { return x.w.inner.IPVS.ListRealServers(k) })
 }

@@ -24,6 +24,10 @@ type IPVS interface {
 	// ListVirtualServers dumps every virtual server on the host, with its counters (one
 	// netlink dump).
 	ListVirtualServers() ([]DumpedVS, error)
+	// LookupVirtualServers reads the virtual servers keys name, with their counters: one
+	// lookup each, where a dump walks the whole table. Entry i is keys[i]'s, zero when
+	// the kernel has no such virtual server.
+	LookupVirtualServers(keys []VSKey) ([]DumpedVS, error)
 	// WriteVirtualServers applies ops in order, batched into as few kernel round trips
 	// as the implementation can. Adding a present virtual server fails with ErrExist
 	// (the caller adopts it: its real servers are someone's, unknown to it); updating an

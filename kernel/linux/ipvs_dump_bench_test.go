@@ -52,6 +52,26 @@ func BenchmarkIPVSDump(b *testing.B) {
 		x.WriteVirtualServers(ops)
 	}()
 	dumpBench(b, "ipvs-proxier", n, func() (int, error) { vss, err := x.ListVirtualServers(); return len(vss), err })
+	keys := make([]kernel.VSKey, n)
+	for i := range ops {
+		keys[i] = ops[i].VS.VSKey
+	}
+	// The same virtual servers looked up by key (IPVS_CMD_GET_SERVICE, batched), all of
+	// them and a tenth: what a periodic full sync that does not dump reads instead.
+	lookupBench := func(keys []kernel.VSKey) func() (int, error) {
+		return func() (int, error) {
+			vss, err := x.LookupVirtualServers(keys)
+			found := 0
+			for _, d := range vss {
+				if d.Address.IsValid() {
+					found++
+				}
+			}
+			return found, err
+		}
+	}
+	dumpBench(b, "lookup-all", n, lookupBench(keys))
+	dumpBench(b, "lookup-tenth", n/10, lookupBench(keys[:n/10]))
 	h, err := ipvs.New("")
 	if err != nil {
 		b.Fatal(err)

@@ -51,17 +51,35 @@ func (s *Syncer) syncFull(keys map[proxier.ServiceKey]struct{}, ph *phases) erro
 			s.pendingSets[set.Name] = struct{}{}
 		}
 	}
-	// The reads, with s.mu released (read.go).
+	// The reads, with s.mu released (read.go): every virtual server dumped, or those
+	// checked this round looked up (lookup.go).
 	var addrs []netip.Addr
 	var vss []kernel.DumpedVS
 	var err error
 	dev := s.cfg.DummyDevice
+	dumpAll := s.dumpAllDue(listAll)
+	var looked []kernel.VSKey
+	if !dumpAll {
+		looked = s.lookupKeys()
+	}
 	s.unlocked(func() {
 		if addrs, err = s.k.Addresses.ListAddresses(dev); err == nil {
-			vss, err = s.k.IPVS.ListVirtualServers()
+			if dumpAll {
+				vss, err = s.k.IPVS.ListVirtualServers()
+			} else {
+				vss, err = s.k.IPVS.LookupVirtualServers(looked)
+			}
 		}
 	})
-	s.dumpFailed = err != nil
+	if err == nil && !dumpAll {
+		var missing int
+		if vss, missing = s.lookedUp(looked, vss); missing > 0 {
+			s.log.Info("Virtual servers gone from the kernel behind our back; reading them all", zap.Int("missing", missing), zap.Int("lookedUp", len(looked)))
+			s.unlocked(func() { vss, err = s.k.IPVS.ListVirtualServers() })
+			dumpAll = true
+		}
+	}
+	s.dumpFailed, s.dumpedAll = err != nil, dumpAll
 	if err != nil {
 		s.endRead()
 		return errors.Join(append(errs, err)...)
@@ -142,7 +160,7 @@ func (s *Syncer) refreshCache(vss []kernel.DumpedVS, round int, reads []rsRead, 
 			// Known and unchanged at the virtual-server level: keep the cached real
 			// servers; this virtual server's turn to be re-read comes within
 			// CheckEvery full syncs.
-			p.vs, p.seen = vs, round
+			p.vs, p.stats, p.seen = vs, d.Stats, round
 			continue
 		}
 		if r.i < 0 { // its state moved between the list of reads and now
@@ -160,7 +178,7 @@ func (s *Syncer) refreshCache(vss []kernel.DumpedVS, round int, reads []rsRead, 
 			s.setVS(key, p)
 		}
 		s.rsTotal += len(r.rss) - len(p.rss)
-		p.vs, p.rss, p.seen, p.read = vs, newRealServers(r.rss), round, round
+		p.vs, p.stats, p.rss, p.seen, p.read = vs, d.Stats, newRealServers(r.rss), round, round
 	}
 	for key := range written.vs {
 		if p := s.vs[key]; p != nil {

@@ -102,7 +102,7 @@ func mutations(ops map[string]int) map[string]int {
 	out := map[string]int{}
 	for op, n := range ops {
 		switch op {
-		case "ListVirtualServers", "ListRealServers", "ListAddresses", "ListEntries", "CountEntries", "Save", "Stats", "EnsureDummy", "EnsureSet", "ReconcileUDP":
+		case "ListVirtualServers", "LookupVirtualServers", "ListRealServers", "ListAddresses", "ListEntries", "CountEntries", "Save", "Stats", "EnsureDummy", "EnsureSet", "ReconcileUDP":
 			continue
 		}
 		out[op] = n

@@ -37,7 +37,9 @@ type Options struct {
 	// member count differs from the desired one, every set on each CheckEvery-th. So
 	// hand-made drift that keeps the counts is repaired within CheckEvery syncPeriods;
 	// missing or changed virtual servers, and sets that gained or lost members, every
-	// full sync. 0 or 1 checks everything every time.
+	// full sync (past dumpAllUpTo virtual servers, a changed one, or one missing outside
+	// the rotation's tenth, within CheckEvery: lookup.go). 0 or 1 checks everything
+	// every time.
 	CheckEvery int
 	// NodePortMin and NodePortMax bound the ports of NodePort virtual servers we own on
 	// node IPs; others on node IPs belong to someone else.
@@ -58,6 +60,8 @@ type Options struct {
 type programmedVS struct {
 	vs  kernel.VirtualServer
 	rss realServers
+	// stats are its counters as last read (a dump or a lookup), for the snapshot.
+	stats kernel.VSStats
 	// seen is the full-sync round that last found it in the kernel; read the one that
 	// last read its real servers from it.
 	seen, read int
@@ -116,6 +120,10 @@ type Syncer struct {
 	onYield func()
 	// fullRound counts full syncs, to rotate the real-server checks.
 	fullRound int
+	// dumpAllUpTo is dumpAllUpTo (lookup.go); tests lower it. dumpedAll says whether the
+	// last full sync dumped every virtual server, for its log line.
+	dumpAllUpTo int
+	dumpedAll   bool
 	// built is set once desired holds every Service.
 	built bool
 	// retry holds the objects whose last write failed; the next sync redoes them.
@@ -175,6 +183,7 @@ func NewSyncer(opts Options, k kernel.Kernel, src source.Source, tracker *source
 		rules: map[kernel.Family]string{}, saved: map[kernel.Family]string{}, drain: map[drainKey]time.Time{},
 		needFull: true, retry: proxier.NewDelta(), pendingSets: map[string]struct{}{},
 		started: opts.Now(), triggerSeen: map[proxier.ServiceKey]time.Time{},
+		dumpAllUpTo: dumpAllUpTo,
 	}
 	s.publish()
 	return s
@@ -285,7 +294,7 @@ func (s *Syncer) logFullSync(first bool, took time.Duration, ph *phases) {
 	}
 	fields := []zap.Field{zap.Duration("took", took), zap.Duration("sinceStart", s.opts.Now().Sub(s.started)),
 		zap.Int("services", s.desired.Len()), zap.Int("virtualServers", len(s.vs)), zap.Int("realServers", s.rsTotal),
-		zap.String("why", s.fullWhy)}
+		zap.String("why", s.fullWhy), zap.Bool("dumpedAll", s.dumpedAll)}
 	ce.Write(append(fields, ph.fields...)...)
 }
 

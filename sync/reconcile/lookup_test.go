@@ -1,0 +1,137 @@
+package reconcile
+
+import (
+	"net/netip"
+	"testing"
+
+	"github.com/ipvs-proxier/ipvs-proxier/kernel"
+)
+
+// fullSyncOps runs one full sync (inline) and returns the kernel operations it made.
+func fullSyncOps(t *testing.T, h *harness) map[string]int {
+	t.Helper()
+	h.fake.ResetOps()
+	h.tracker.AllChanged()
+	h.mustSync(t)
+	return h.fake.Ops()
+}
+
+// TestFullSyncLooksUpInsteadOfDumping: past dumpAllUpTo virtual servers, a periodic full
+// sync looks up the tenth it checks instead of dumping every virtual server, and dumps
+// them all on each CheckEvery-th round; the counters of those not looked up are kept
+// from their last read, not lost; and a lookup that finds ours gone (`ipvsadm -C`) makes
+// that same full sync dump them all, so the node is whole after it.
+func TestFullSyncLooksUpInsteadOfDumping(t *testing.T) {
+	h := newHarness(t, kernel.Kernel{}, nil, func(o *Options) { o.CheckEvery = 10 })
+	h.syncer.dumpAllUpTo = 100
+	addServices(h, 1000)
+	h.mustSync(t) // round 1: the first full sync dumps
+	want := h.fake.Dump()
+	busy := kernel.VSKey{Protocol: kernel.TCP, Address: netip.MustParseAddr("10.100.0.7"), Port: 80}
+	h.fake.AddTraffic(busy, kernel.VSStats{Connections: 5})
+	dumps := 0
+	for range 10 { // rounds 2-11
+		ops := fullSyncOps(t, h)
+		dumps += ops["ListVirtualServers"]
+		if ops["ListVirtualServers"] == 0 && ops["LookupVirtualServers"] != 1 {
+			t.Errorf("a full sync neither dumped nor looked up: %v", ops)
+		}
+		if n := ops["ListRealServers"]; n > 200 {
+			t.Errorf("a full sync read the real servers of %d of 1,000 virtual servers, want about 100", n)
+		}
+		if m := mutations(ops); len(m) != 0 {
+			t.Errorf("a full sync with nothing to repair wrote %v", m)
+		}
+	}
+	if dumps != 1 {
+		t.Errorf("10 full syncs dumped every virtual server %d times, want 1 (the 10th round)", dumps)
+	}
+	if got := statsOf(h, busy).Connections; got != 5 {
+		t.Errorf("after 10 full syncs the snapshot counts %d connections of %s, want 5", got, busy)
+	}
+
+	// `ipvsadm -C` between two rounds that look up (12 and 13).
+	vss, _ := h.fake.ListVirtualServers()
+	for _, d := range vss {
+		must(t, h.fake.DeleteVirtualServer(d.VSKey))
+	}
+	ops := fullSyncOps(t, h)
+	if ops["LookupVirtualServers"] != 1 || ops["ListVirtualServers"] != 1 {
+		t.Errorf("the full sync after `ipvsadm -C` looked up %d and dumped %d times, want 1 and 1", ops["LookupVirtualServers"], ops["ListVirtualServers"])
+	}
+	if got := h.fake.Dump(); got != want {
+		t.Errorf("`ipvsadm -C` not repaired by the next full sync:\n%s", diffLines(got, want))
+	}
+}
+
+// TestFullSyncLookupRepairsWithinCheckEvery: a virtual server changed by hand
+// (`ipvsadm -E`) outside the tenth looked up is repaired within CheckEvery full syncs,
+// by its lookup or by the CheckEvery-th round's dump.
+func TestFullSyncLookupRepairsWithinCheckEvery(t *testing.T) {
+	h := newHarness(t, kernel.Kernel{}, nil, func(o *Options) { o.CheckEvery = 10 })
+	h.syncer.dumpAllUpTo = 100
+	addServices(h, 1000)
+	h.mustSync(t)
+	want := h.fake.Dump()
+	key := kernel.VSKey{Protocol: kernel.TCP, Address: netip.MustParseAddr("10.100.0.9"), Port: 80}
+	vs := kernel.VirtualServer{VSKey: key, Scheduler: "wrr"}
+	must(t, h.fake.UpdateVirtualServer(vs))
+	for range 10 {
+		fullSyncOps(t, h)
+	}
+	if got := h.fake.Dump(); got != want {
+		t.Errorf("a scheduler changed by hand not repaired within 10 full syncs:\n%s", diffLines(got, want))
+	}
+}
+
+// TestLookupMissingOnlyCountsDrift: a virtual server a partial sync deleted while a full
+// sync's lookups ran is not drift, so it asks for no dump of everything.
+func TestLookupMissingOnlyCountsDrift(t *testing.T) {
+	fake := kernel.NewFake()
+	var h *harness
+	armed := false
+	k := kernel.Wrap(fake.Kernel(), kernel.Hooks{Before: func(op string) error {
+		if armed && op == "LookupVirtualServers" {
+			armed = false
+			changeThree(h) // deletes svc-1, among others
+			if err := h.syncer.Sync(); err != nil {
+				t.Errorf("partial sync during the lookups: %v", err)
+			}
+		}
+		return nil
+	}})
+	h = newHarness(t, k, fake)
+	h.syncer.dumpAllUpTo = 0
+	addServices(h, 20)
+	h.mustSync(t)
+	svc1 := kernel.VSKey{Protocol: kernel.TCP, Address: netip.MustParseAddr("10.100.0.1"), Port: 80}
+	// A round that looks svc-1 up: with some CheckEvery, its turn in the rotation never
+	// falls on a round that looks up (it falls on the dump's).
+	for i := 0; !h.syncer.checkRealServersNow(svc1) || h.syncer.dumpAllDue(false); i++ {
+		if i == 8 {
+			t.Fatal("svc-1 never comes up for a lookup")
+		}
+		h.syncer.opts.CheckEvery = 2 + i/2
+		fullSyncOps(t, h)
+	}
+	armed = true
+	ops := fullSyncOps(t, h) // looks up svc-1, which the partial sync deletes first
+	if armed {
+		t.Fatal("no lookup ran")
+	}
+	if ops["ListVirtualServers"] != 0 {
+		t.Errorf("a virtual server deleted by a partial sync during the lookups was taken for drift: %d dumps", ops["ListVirtualServers"])
+	}
+	assertSettled(t, h)
+}
+
+// statsOf is key's counters in the syncer's last published dump.
+func statsOf(h *harness, key kernel.VSKey) kernel.VSStats {
+	dump, _ := h.syncer.VSDump()
+	for _, d := range dump {
+		if d.VSKey == key {
+			return d.Stats
+		}
+	}
+	return kernel.VSStats{}
+}
