@@ -23,12 +23,14 @@ func KubeProxy(mode string) Proxy {
 }
 
 // Wipe stops every proxy and removes what any of them made: IPVS, the dummy interface,
-// iptables (both families), ipsets and nftables (kube-proxy's nftables mode), and the
+// iptables (both families, nf_tables and legacy backends), ipsets and nftables (kube-proxy's nftables mode), and the
 // connection-tracking table the previous one's traffic left: a fresh node for the next.
 func Wipe(node *harness.Node) error {
 	_, err := node.MustExec(`for p in /tmp/daemon.pid /tmp/kube-proxy.pid; do [ -f $p ] && kill $(cat $p) 2>/dev/null; rm -f $p; done; sleep 2
 ipvsadm -C; ip link del kube-ipvs0 2>/dev/null
-for t in nat filter mangle; do for c in iptables ip6tables; do $c -t $t -F; $c -t $t -X; done; done; ipset destroy
+for t in nat filter mangle; do for c in iptables ip6tables; do $c -t $t -F; $c -t $t -X; done; done
+for c in iptables ip6tables; do [ -e /proc/net/${c%tables}_tables_names ] || continue; for t in nat filter mangle; do $c-legacy -t $t -F; $c-legacy -t $t -X; done; done 2>/dev/null
+ipset destroy
 command -v nft >/dev/null && { nft delete table ip kube-proxy; nft delete table ip6 kube-proxy; } 2>/dev/null
 conntrack -F 2>/dev/null; true`)
 	return err

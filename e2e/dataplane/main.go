@@ -12,7 +12,8 @@
 // again is measured again and the ratios take medians; ipvs-proxier-stopped and
 // ipvs-proxier-bare are ours stopped during the loads, the second without the rules
 // kube-proxy's IPVS mode lacks; ipvs-adopting is kube-proxy's IPVS mode started on the
-// state ours left, see adopt.go); DP_PROXIES_<size> [unset] the same for one size; DP_SECONDS [30] per load; DP_WARMUP [5] seconds before
+// state ours left, see adopt.go; iptables-legacy is kube-proxy's iptables mode on the
+// legacy iptables backend, see legacy.go); DP_PROXIES_<size> [unset] the same for one size; DP_SECONDS [30] per load; DP_WARMUP [5] seconds before
 // each; DP_WORKERS [8] concurrent requests; DP_STREAM_SECONDS [10] per hairpin stream;
 // BENCH_STEP_BUDGET [30m] for a proxy to program a size, DP_BUDGETS [unset;
 // e.g. 1000=20m,30000=8m] by size; SVC_CREATE_PARALLEL [16];
@@ -127,8 +128,10 @@ func parseProxies(env, v string) ([]benchkit.Proxy, error) {
 		case adoptingKP:
 			p = benchkit.KubeProxy("ipvs")
 			p.Name += adoptSuffix
+		case legacyKP:
+			p = kubeProxyLegacy()
 		default:
-			return nil, fmt.Errorf("%s: %q is not ipvs-proxier, %s, %s, ipvs, %s, iptables or nftables", env, f, stoppedOurs, bareOurs, adoptingKP)
+			return nil, fmt.Errorf("%s: %q is not ipvs-proxier, %s, %s, ipvs, %s, iptables, %s or nftables", env, f, stoppedOurs, bareOurs, adoptingKP, legacyKP)
 		}
 		out = append(out, p)
 	}

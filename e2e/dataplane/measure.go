@@ -165,7 +165,7 @@ const progressTimeout = 30 * time.Second
 func progress(node *harness.Node) string {
 	done := make(chan string, 1)
 	go func() {
-		out, err := node.MustExec(`echo "$(ipvsadm -Ln | grep -cE '^(TCP|UDP|SCTP)') virtual servers, $(ipset save 2>/dev/null | grep -c '^add ') ipset entries, $(iptables-save | grep -c '^-A') iptables rules, $(nft list ruleset 2>/dev/null | grep -c .) lines of nftables ruleset"`)
+		out, err := node.MustExec(`echo "$(ipvsadm -Ln | grep -cE '^(TCP|UDP|SCTP)') virtual servers, $(ipset save 2>/dev/null | grep -c '^add ') ipset entries, $(iptables-save | grep -c '^-A') iptables rules, $([ -e /proc/net/ip_tables_names ] && iptables-legacy-save | grep -c '^-A') legacy iptables rules, $(nft list ruleset 2>/dev/null | grep -c .) lines of nftables ruleset"`)
 		if err != nil {
 			out = err.Error()
 		}

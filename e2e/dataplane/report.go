@@ -83,7 +83,7 @@ func ratios(rs []result) []ratio {
 		if o == nil {
 			continue
 		}
-		for _, kp := range []string{kubeProxyIPVS, kubeProxyIPVS + adoptSuffix, "kube-proxy iptables", "kube-proxy nftables"} {
+		for _, kp := range []string{kubeProxyIPVS, kubeProxyIPVS + adoptSuffix, "kube-proxy iptables", "kube-proxy iptables" + legacySuffix, "kube-proxy nftables"} {
 			k := measured(rs, kp, n)
 			if k == nil {
 				continue

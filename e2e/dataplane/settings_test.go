@@ -10,7 +10,7 @@ func TestReadSettings(t *testing.T) {
 	t.Setenv("DP_PROXIES", "ipvs-proxier, nftables,ipvs,ipvs-proxier,ipvs-proxier-stopped,ipvs-proxier-bare,ipvs-adopting")
 	t.Setenv("DP_SIZES", "100,2000")
 	t.Setenv("DP_BUDGETS", "2000=3m")
-	t.Setenv("DP_PROXIES_2000", "iptables")
+	t.Setenv("DP_PROXIES_2000", "iptables,iptables-legacy")
 	s, err := readSettings()
 	if err != nil {
 		t.Fatal(err)
@@ -36,10 +36,15 @@ func TestReadSettings(t *testing.T) {
 	if s.proxies[6].Start != s.proxies[2].Start {
 		t.Errorf("kube-proxy adopting ours' state starts as %q, kube-proxy as %q", s.proxies[6].Start, s.proxies[2].Start)
 	}
+	legacy := s.proxiesFor(2000)[1]
+	if plain := s.proxiesFor(2000)[0]; legacy.Name != plain.Name+legacySuffix || !strings.HasSuffix(legacy.Start, plain.Start) ||
+		!strings.Contains(legacy.Start, "PATH=/tmp/legacy:") {
+		t.Errorf("kube-proxy iptables on the legacy backend is %q, starting as %q", legacy.Name, legacy.Start)
+	}
 	if !strings.Contains(s.proxies[1].Start, "mode: nftables") || len(s.sizes) != 2 || s.sizes[1] != 2000 {
 		t.Errorf("settings %+v", s)
 	}
-	if ps := s.proxiesFor(2000); len(ps) != 1 || ps[0].Name != "kube-proxy iptables" || len(s.proxiesFor(100)) != 7 {
+	if ps := s.proxiesFor(2000); len(ps) != 2 || ps[0].Name != "kube-proxy iptables" || len(s.proxiesFor(100)) != 7 {
 		t.Errorf("proxies by size: %v at 2000, %d at 100", ps, len(s.proxiesFor(100)))
 	}
 	if s.budgetFor(2000) != 3*time.Minute || s.budgetFor(100) != 30*time.Minute {
