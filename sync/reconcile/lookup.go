@@ -14,10 +14,11 @@ import (
 // desired state was rebuilt, or after a failed dump; in between it looks up by key
 // (IPVS_CMD_GET_SERVICE, a hash lookup each) the virtual servers whose real servers
 // it reads this round, the same rotating 1/CheckEvery (at most ~realServerReads). A
-// lookup that finds one of ours missing (`ipvsadm -C`, or a single `ipvsadm -D`) makes
-// that full sync dump them all at once, so a lost virtual server is still repaired
-// within syncPeriod; a changed one (`ipvsadm -E`) or a stranger on our addresses within
-// CheckEvery full syncs, as hand-made drift of real servers and set members already is.
+// lookup that finds one of ours missing makes that full sync dump them all, so a mass
+// deletion (`ipvsadm -C`) is still repaired within syncPeriod; a single virtual server
+// deleted or changed by hand (`ipvsadm -D`, `-E`), or a stranger on our addresses,
+// within CheckEvery full syncs, as hand-made drift of real servers and set members
+// already is.
 
 // dumpAllUpTo is the number of cached virtual servers up to which every full sync dumps
 // them all: at 10,000 the dump costs the VM about what a lookup of a tenth does
