@@ -40,9 +40,9 @@ func ratios(rs []result) []ratio {
 	for _, n := range sizes {
 		for _, p := range []string{ours, kubeProxyIPVS, kubeProxyIPVS + adoptSuffix} {
 			if runs := measuredRuns(rs, p, n); len(runs) > 1 {
-				out = append(out, ratio{fmt.Sprintf("%s short-connection req/s, highest ÷ lowest of %d runs, %d Services (the VM's drift)", display(p), len(runs), n),
+				out = append(out, ratio{fmt.Sprintf("%s: short-connection req/s, highest ÷ lowest of %d runs, %d Services (the VM's drift)", display(p), len(runs), n),
 					spread(runs, func(r result) float64 { return r.Short.RPS }), "(shown)", ""})
-				out = append(out, ratio{fmt.Sprintf("%s connect p99, highest ÷ lowest of %d runs, %d Services", display(p), len(runs), n),
+				out = append(out, ratio{fmt.Sprintf("%s: connect p99, highest ÷ lowest of %d runs, %d Services", display(p), len(runs), n),
 					spread(runs, func(r result) float64 { return r.Short.Connect.P99 }), "(shown)", ""})
 			}
 		}
