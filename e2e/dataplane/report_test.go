@@ -58,7 +58,7 @@ func TestRatios(t *testing.T) {
 		"keep-alive req/s, ipvs-proxier ÷ kube-proxy IPVS, adopting ours' state, 30000 Services":              {1, "yes"},
 		"keep-alive req/s, ipvs-proxier ÷ kube-proxy iptables, 30000 Services":                                {3, ""},
 		"connect p99, ipvs-proxier ÷ kube-proxy iptables, 30000 Services":                                     {0.12, ""},
-		"ipvs-proxier: short-connection req/s, highest ÷ lowest of 3 runs, 30000 Services (the VM's drift)":    {2000.0 / 893, ""},
+		"ipvs-proxier: short-connection req/s, highest ÷ lowest of 3 runs, 30000 Services (the VM's drift)":   {2000.0 / 893, ""},
 	} {
 		r, ok := got[what]
 		if !ok {
