@@ -23,8 +23,9 @@ func KubeProxy(mode string) Proxy {
 }
 
 // Wipe stops every proxy and removes what any of them made: IPVS, the dummy interface,
-// iptables (both families, nf_tables and legacy backends), ipsets and nftables (kube-proxy's nftables mode), and the
-// connection-tracking table the previous one's traffic left: a fresh node for the next.
+// iptables (both families; the legacy backend's tables too when their module is loaded),
+// ipsets and nftables (kube-proxy's nftables mode), and the connection-tracking table
+// the previous one's traffic left: a fresh node for the next.
 func Wipe(node *harness.Node) error {
 	_, err := node.MustExec(`for p in /tmp/daemon.pid /tmp/kube-proxy.pid; do [ -f $p ] && kill $(cat $p) 2>/dev/null; rm -f $p; done; sleep 2
 ipvsadm -C; ip link del kube-ipvs0 2>/dev/null
