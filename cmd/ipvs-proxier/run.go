@@ -229,7 +229,7 @@ func runProxy(o *options, r *resolved, log *zap.Logger, client kubernetes.Interf
 	src.Start(ctx.Done())
 	go watchAPIServer(ctx, log, client, api, src.HasSynced)
 	go runner.RunWhen(ctx, src.HasSynced)
-	if err := linux.WatchAddresses(dummy, ctx.Done(), tracker.AllChanged); err != nil {
+	if err := linux.WatchAddresses(dummy, ctx.Done(), tracker.AllChanged, syncer.DummyAddressesChanged); err != nil {
 		log.Warn("Cannot watch node addresses; NodePorts follow them at the next full sync", zap.Error(err))
 	}
 	// Wake the runner while real servers drain, so they are reaped on time even when

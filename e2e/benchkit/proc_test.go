@@ -14,3 +14,16 @@ func TestParseProcCountsTheProgramsItRan(t *testing.T) {
 		t.Errorf("cpu %v, want 2.5s: utime, stime and the waited-for children's cutime and cstime", cpu)
 	}
 }
+
+func TestParseCPUSplit(t *testing.T) {
+	c, err := ParseCPUSplit("150 50 30 20\n")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.User != 1500*time.Millisecond || c.Sys != 500*time.Millisecond || c.Children != 500*time.Millisecond || c.Total() != 2500*time.Millisecond {
+		t.Errorf("%v, want user 1.5 s, system 0.5 s, programs 0.5 s (cutime + cstime)", c)
+	}
+	if _, err := ParseCPUSplit("150 50\n"); err == nil {
+		t.Error("two fields parsed without an error")
+	}
+}

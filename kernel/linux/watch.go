@@ -35,7 +35,15 @@ var subscribe = netlink.AddrSubscribeWithOptions
 // netlink request each. A subscription error (ENOBUFS: notifications were lost) calls
 // changed once, so a full sync re-reads everything, and vishvananda/netlink then ends
 // the subscription: it is opened again after resubscribeDelay, until done.
-func WatchAddresses(skip string, done <-chan struct{}, changed func()) error {
+//
+// skipped, if not nil, hears about the skipped interface instead: skipped(true) once
+// subscribed, for each of its notifications and when subscribed again; skipped(false)
+// when a subscription ends. The syncer then dumps the dummy's addresses only when they
+// may have changed (sync/reconcile addrwatch.go).
+func WatchAddresses(skip string, done <-chan struct{}, changed func(), skipped func(watching bool)) error {
+	if skipped == nil {
+		skipped = func(bool) {}
+	}
 	var skipIndex atomic.Int32 // 0: not known yet
 	open := func() (chan netlink.AddrUpdate, error) {
 		ch := make(chan netlink.AddrUpdate, 1024)
@@ -46,14 +54,17 @@ func WatchAddresses(skip string, done <-chan struct{}, changed func()) error {
 	if err != nil {
 		return err
 	}
+	skipped(true)
 	go func() {
 		for {
 			known := map[linkAddr]struct{}{} // what this subscription has reported
 			for u := range ch {
 				if idx := int32(u.LinkIndex); idx == skipIndex.Load() {
+					skipped(true)
 					continue
 				} else if l, err := netlink.LinkByIndex(u.LinkIndex); err == nil && l.Attrs().Name == skip {
 					skipIndex.Store(idx)
+					skipped(true)
 					continue
 				}
 				if addressSetSame(known, u) {
@@ -62,6 +73,7 @@ func WatchAddresses(skip string, done <-chan struct{}, changed func()) error {
 				changed()
 			}
 			// The subscription ended: done closed, or an error ended it.
+			skipped(false)
 			for {
 				select {
 				case <-done:
@@ -69,6 +81,7 @@ func WatchAddresses(skip string, done <-chan struct{}, changed func()) error {
 				case <-time.After(resubscribeDelay):
 				}
 				if ch, err = open(); err == nil {
+					skipped(true)
 					changed() // what happened while unsubscribed
 					break
 				}

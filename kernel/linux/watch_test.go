@@ -2,6 +2,7 @@ package linux
 
 import (
 	"errors"
+	"fmt"
 	"net"
 	"net/netip"
 	"sync/atomic"
@@ -25,9 +26,16 @@ func TestWatchAddressesReal(t *testing.T) {
 	defer func() { _, _ = execOut("ip", "link", "del", "wa0") }()
 	done := make(chan struct{})
 	defer close(done)
-	var calls atomic.Int32
-	if err := WatchAddresses("skipme", done, func() { calls.Add(1) }); err != nil {
+	var calls, skips atomic.Int32
+	if err := WatchAddresses("skipme", done, func() { calls.Add(1) }, func(watching bool) {
+		if watching {
+			skips.Add(1)
+		}
+	}); err != nil {
 		t.Fatal(err)
+	}
+	if n := skips.Load(); n != 1 {
+		t.Fatalf("%d reports to skipped once subscribed, want 1", n)
 	}
 	if err := bind("skipme", netip.MustParseAddr("10.99.0.2")); err != nil {
 		t.Fatal(err)
@@ -35,6 +43,17 @@ func TestWatchAddressesReal(t *testing.T) {
 	time.Sleep(300 * time.Millisecond)
 	if n := calls.Load(); n != 0 {
 		t.Errorf("%d calls for an address on the skipped interface", n)
+	}
+	if n := skips.Load(); n != 2 {
+		t.Errorf("%d reports to skipped after an address was added to it, want 2 (the subscription, the address)", n)
+	}
+	// Its removal too: a hand's `ip addr del` on the dummy is drift the syncer repairs.
+	if out, err := execOut("ip", "addr", "del", "10.99.0.2/32", "dev", "skipme"); err != nil {
+		t.Fatal(out, err)
+	}
+	time.Sleep(300 * time.Millisecond)
+	if n := skips.Load(); n != 3 {
+		t.Errorf("%d reports to skipped after its address was removed, want 3", n)
 	}
 	if err := bind("wa0", netip.MustParseAddr("10.99.0.1")); err != nil {
 		t.Fatal(err)
@@ -80,6 +99,9 @@ func TestWatchAddressesResubscribes(t *testing.T) {
 	resubscribeDelay = time.Millisecond
 	subs, opts, changed := fakeWatch(t)
 	first := <-subs
+	if !fakeWatching.Load() {
+		t.Error("skipped(true) not called once subscribed")
+	}
 	(*opts)[0].ErrorCallback(errors.New("Receive failed: no buffer space available"))
 	close(first) // what the library does after the error
 	<-changed    // the error's own call
@@ -92,6 +114,11 @@ func TestWatchAddressesResubscribes(t *testing.T) {
 	case <-changed:
 	case <-time.After(30 * time.Second):
 		t.Fatal("no full sync asked for after resubscribing")
+	}
+	// Unsubscribed, then subscribed again: the dummy's addresses are dumped while no
+	// one watches, and once more after (what changed in between).
+	if w := fakeWatchReports.Load(); w != "true,false,true" {
+		t.Errorf("skipped was told %q, want true,false,true", w)
 	}
 	if (*opts)[0].ReceiveBufferSize < 1<<20 {
 		t.Errorf("receive buffer %d, want a large one", (*opts)[0].ReceiveBufferSize)
@@ -141,8 +168,25 @@ func fakeWatch(t *testing.T) (subs chan chan<- netlink.AddrUpdate, opts *[]netli
 	}
 	done := make(chan struct{})
 	t.Cleanup(func() { close(done) })
-	if err := WatchAddresses("skipme", done, func() { changed <- struct{}{} }); err != nil {
+	fakeWatching.Store(false)
+	fakeWatchReports.Store("")
+	skipped := func(watching bool) {
+		fakeWatching.Store(watching)
+		if r := fakeWatchReports.Load().(string); r == "" {
+			fakeWatchReports.Store(fmt.Sprint(watching))
+		} else {
+			fakeWatchReports.Store(r + "," + fmt.Sprint(watching))
+		}
+	}
+	if err := WatchAddresses("skipme", done, func() { changed <- struct{}{} }, skipped); err != nil {
 		t.Fatal(err)
 	}
 	return subs, opts, changed
 }
+
+// fakeWatching is the last value fakeWatch's watch gave skipped; fakeWatchReports all of
+// them, comma-separated.
+var (
+	fakeWatching     atomic.Bool
+	fakeWatchReports atomic.Value
+)

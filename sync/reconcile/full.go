@@ -52,7 +52,8 @@ func (s *Syncer) syncFull(keys map[proxier.ServiceKey]struct{}, ph *phases) erro
 		}
 	}
 	// The reads, with s.mu released (read.go): every virtual server dumped, or those
-	// checked this round looked up (lookup.go).
+	// checked this round looked up (lookup.go); the addresses, unless the address watch
+	// says they did not change (addrwatch.go).
 	var addrs []netip.Addr
 	var vss []kernel.DumpedVS
 	var err error
@@ -62,8 +63,12 @@ func (s *Syncer) syncFull(keys map[proxier.ServiceKey]struct{}, ph *phases) erro
 	if !dumpAll {
 		looked = s.lookupKeys()
 	}
+	dumpAddrs := s.addressesDue(dumpAll)
 	s.unlocked(func() {
-		if addrs, err = s.k.Addresses.ListAddresses(dev); err == nil {
+		if dumpAddrs {
+			addrs, err = s.k.Addresses.ListAddresses(dev)
+		}
+		if err == nil {
 			if dumpAll {
 				vss, err = s.k.IPVS.ListVirtualServers()
 			} else {
@@ -79,14 +84,18 @@ func (s *Syncer) syncFull(keys map[proxier.ServiceKey]struct{}, ph *phases) erro
 			dumpAll = true
 		}
 	}
-	s.dumpFailed, s.dumpedAll = err != nil, dumpAll
+	s.dumpFailed, s.dumpedAll, s.dumpedAddrs = err != nil, dumpAll, dumpAddrs
 	if err != nil {
 		s.endRead()
 		return errors.Join(append(errs, err)...)
 	}
 	s.lastDump = vss
 	ph.mark("dump")
-	s.mergeAddresses(addrs)
+	if dumpAddrs {
+		s.mergeAddresses(addrs)
+	} else {
+		addrs = s.cachedAddresses() // addrwatch.go
+	}
 	reads := s.realServersToRead(vss)
 	s.unlocked(func() { s.readRealServers(vss, reads) })
 	round := s.fullRound + 1

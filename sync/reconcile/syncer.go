@@ -120,10 +120,13 @@ type Syncer struct {
 	onYield func()
 	// fullRound counts full syncs, to rotate the real-server checks.
 	fullRound int
-	// dumpAllUpTo is dumpAllUpTo (lookup.go); tests lower it. dumpedAll says whether the
-	// last full sync dumped every virtual server, for its log line.
-	dumpAllUpTo int
-	dumpedAll   bool
+	// dumpAllUpTo is dumpAllUpTo (lookup.go); tests lower it. dumpedAll and dumpedAddrs
+	// say whether the last full sync dumped every virtual server and the addresses, for
+	// its log line.
+	dumpAllUpTo            int
+	dumpedAll, dumpedAddrs bool
+	// addrWatch is what the address watch reported (addrwatch.go).
+	addrWatch addrWatch
 	// built is set once desired holds every Service.
 	built bool
 	// retry holds the objects whose last write failed; the next sync redoes them.
@@ -294,7 +297,7 @@ func (s *Syncer) logFullSync(first bool, took time.Duration, ph *phases) {
 	}
 	fields := []zap.Field{zap.Duration("took", took), zap.Duration("sinceStart", s.opts.Now().Sub(s.started)),
 		zap.Int("services", s.desired.Len()), zap.Int("virtualServers", len(s.vs)), zap.Int("realServers", s.rsTotal),
-		zap.String("why", s.fullWhy), zap.Bool("dumpedAll", s.dumpedAll)}
+		zap.String("why", s.fullWhy), zap.Bool("dumpedAll", s.dumpedAll), zap.Bool("dumpedAddresses", s.dumpedAddrs)}
 	ce.Write(append(fields, ph.fields...)...)
 }
 
