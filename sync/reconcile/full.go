@@ -76,12 +76,15 @@ func (s *Syncer) syncFull(keys map[proxier.ServiceKey]struct{}, ph *phases) erro
 			}
 		}
 	})
+	// read is how many of vss come from the kernel: all of a dump; after lookups, those
+	// found, which lookedUp puts first, before the cached rest.
+	read := len(vss)
 	if err == nil && !dumpAll {
 		var missing int
-		if vss, missing = s.lookedUp(looked, vss); missing > 0 {
+		if vss, read, missing = s.lookedUp(looked, vss); missing > 0 {
 			s.log.Info("Virtual servers gone from the kernel behind our back; reading them all", zap.Int("missing", missing), zap.Int("lookedUp", len(looked)))
 			s.unlocked(func() { vss, err = s.k.IPVS.ListVirtualServers() })
-			dumpAll = true
+			read, dumpAll = len(vss), true
 		}
 	}
 	s.dumpFailed, s.dumpedAll, s.dumpedAddrs = err != nil, dumpAll, dumpAddrs
@@ -93,13 +96,13 @@ func (s *Syncer) syncFull(keys map[proxier.ServiceKey]struct{}, ph *phases) erro
 	ph.mark("dump")
 	if dumpAddrs {
 		s.mergeAddresses(addrs)
-	} else {
+	} else if dumpAll { // the lookups found drift: everything is compared, the cached addresses too
 		addrs = s.cachedAddresses() // addrwatch.go
 	}
-	reads := s.realServersToRead(vss)
+	reads := s.realServersToRead(vss[:read])
 	s.unlocked(func() { s.readRealServers(vss, reads) })
 	round := s.fullRound + 1
-	errs = append(errs, s.refreshCache(vss, round, reads, s.endRead())...)
+	errs = append(errs, s.refreshCache(vss, read, round, reads, s.endRead())...)
 	ph.mark("readRealServers")
 
 	// The dumps that decide ownership worked: from here on, failures are retried one
@@ -109,7 +112,11 @@ func (s *Syncer) syncFull(keys map[proxier.ServiceKey]struct{}, ph *phases) erro
 
 	errs = append(errs, s.syncSets(sets, changed, listAll))
 	ph.mark("sets")
-	s.applyEverything(addrs, s.realServersDue(changed, listAll, round), &errs, ph)
+	if rsDue := s.realServersDue(changed, listAll, round); dumpAll {
+		s.applyEverything(addrs, rsDue, &errs, ph)
+	} else {
+		s.applyLooked(looked, changed, addrs, dumpAddrs, rsDue, &errs, ph)
+	}
 	errs = append(errs, s.syncRules(true))
 	ph.mark("iptables")
 	s.reconcileUDP()
@@ -145,10 +152,19 @@ func (s *Syncer) refreshDesired(keys map[proxier.ServiceKey]struct{}, changed *p
 // a full sync's garbage. The real servers of a virtual server are re-read when it is new,
 // unwanted, or its turn in the CheckEvery rotation has come (checkRealServers): reads
 // holds those read before, with s.mu released, in dump order. What a sync wrote during
-// the reads (written) keeps its cached state.
-func (s *Syncer) refreshCache(vss []kernel.DumpedVS, round int, reads []rsRead, written *touched) []error {
+// the reads (written) keeps its cached state. Only vss[:read] came from the kernel; the
+// rest are the cache's own entries (lookedUp), which are only marked as seen: checking
+// each of them (checkRealServers) was a third of the time of a full sync that looks up
+// (BenchmarkPeriodicFullSync30k).
+func (s *Syncer) refreshCache(vss []kernel.DumpedVS, read, round int, reads []rsRead, written *touched) []error {
 	var errs []error
 	for i, d := range vss {
+		if i >= read {
+			if p := s.vs[d.VSKey]; p != nil {
+				p.seen = round
+			}
+			continue
+		}
 		var r rsRead
 		if len(reads) > 0 && reads[0].i == i {
 			r, reads = reads[0], reads[1:]
@@ -235,9 +251,7 @@ func (s *Syncer) realServersDue(changed *proxier.Delta, listAll bool, round int)
 // spent 192 s in them).
 func (s *Syncer) applyEverything(addrs []netip.Addr, rsDue func(kernel.VSKey) bool, errs *[]error, ph *phases) {
 	// Each key once: the cached ones (ours in the kernel), then the desired ones not
-	// cached, compared and written a chunk at a time with the lock released between
-	// chunks (yieldLock). Each chunk decides and writes under one hold, so no decision
-	// outlives a partial sync that may change its key.
+	// cached.
 	keys := make([]kernel.VSKey, 0, max(len(s.vs), s.desired.VirtualServerCount()))
 	for key := range s.vs {
 		keys = append(keys, key)
@@ -247,6 +261,17 @@ func (s *Syncer) applyEverything(addrs []netip.Addr, rsDue func(kernel.VSKey) bo
 			keys = append(keys, key)
 		}
 	}
+	s.applyInChunks(keys, rsDue, errs)
+	ph.mark("ipvs")
+	s.applyAllAddresses(addrs)
+	s.flushAddresses(errs)
+	ph.mark("addresses")
+}
+
+// applyInChunks compares and writes the virtual servers keys (each once) a chunk at a
+// time, with the lock released between chunks (yieldLock). Each chunk decides and writes
+// under one hold, so no decision outlives a partial sync that may change its key.
+func (s *Syncer) applyInChunks(keys []kernel.VSKey, rsDue func(kernel.VSKey) bool, errs *[]error) {
 	for chunk := range slices.Chunk(keys, applyChunk) {
 		s.applyVirtualServers(slices.Values(chunk), rsDue, errs)
 		s.flushRealServers(errs)
@@ -254,7 +279,10 @@ func (s *Syncer) applyEverything(addrs []netip.Addr, rsDue func(kernel.VSKey) bo
 			s.yieldLock()
 		}
 	}
-	ph.mark("ipvs")
+}
+
+// applyAllAddresses compares every address bound (addrs) or desired.
+func (s *Syncer) applyAllAddresses(addrs []netip.Addr) {
 	for _, a := range addrs {
 		s.applyAddress(a)
 	}
@@ -263,8 +291,6 @@ func (s *Syncer) applyEverything(addrs []netip.Addr, rsDue func(kernel.VSKey) bo
 			s.applyAddress(a)
 		}
 	}
-	s.flushAddresses(errs)
-	ph.mark("addresses")
 }
 
 // syncSets writes the changed members, then lists and repairs every set whose member

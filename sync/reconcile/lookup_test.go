@@ -135,3 +135,37 @@ func statsOf(h *harness, key kernel.VSKey) kernel.VSStats {
 	}
 	return kernel.VSStats{}
 }
+
+// TestLightFullSyncAppliesChanges: a full sync that looks up instead of dumping compares
+// only what it looked up and what changed since the last sync (applyLooked), so the
+// changes it brings (a Service added with a new address, one deleted, one's endpoints
+// changed) must be in that; the node ends as a full compare would leave it.
+func TestLightFullSyncAppliesChanges(t *testing.T) {
+	build := func() *harness {
+		h := newHarness(t, kernel.Kernel{}, nil, func(o *Options) { o.CheckEvery = 10 })
+		h.syncer.dumpAllUpTo = 100
+		addServices(h, 1000)
+		h.mustSync(t)
+		h.syncer.DummyAddressesChanged(true) // a watch: the next light round trusts the cached addresses
+		h.tracker.AllChanged()
+		h.mustSync(t)
+		return h
+	}
+	ref := build()
+	changeThree(ref)
+	ref.syncer.dumpAllUpTo = 1 << 30 // every full sync dumps and compares everything
+	ref.tracker.AllChanged()
+	ref.mustSync(t)
+	want := ref.fake.Dump()
+
+	h := build()
+	changeThree(h)
+	h.tracker.AllChanged()
+	h.mustSync(t)
+	if h.syncer.dumpedAll || h.syncer.dumpedAddrs {
+		t.Fatal("the full sync dumped the virtual servers or addresses: the test proves nothing of the light round")
+	}
+	if got := h.fake.Dump(); got != want {
+		t.Errorf("a light full sync did not program the changes since the last sync:\n%s", diffLines(got, want))
+	}
+}
