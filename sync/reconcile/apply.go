@@ -16,14 +16,17 @@ import (
 // with what we believe is programmed (refreshed by every full sync), so an unchanged
 // object costs nothing. Every failure is returned, and what failed is kept for the next
 // sync to retry (Syncer.retry), which the Runner schedules early; it is not a full sync.
-func (s *Syncer) apply(delta *proxier.Delta) error {
+// ph times its steps.
+func (s *Syncer) apply(delta *proxier.Delta, ph *phases) error {
 	var errs []error
 	s.applyVirtualServers(maps.Keys(delta.VirtualServers), nil, &errs)
 	s.flushRealServers(&errs)
+	ph.mark("ipvs")
 	for a := range delta.Addresses {
 		s.applyAddress(a)
 	}
 	s.flushAddresses(&errs)
+	ph.mark("addresses")
 	var ops []kernel.SetOp
 	for m := range delta.Members {
 		if _, pending := s.pendingSets[m.Set]; pending {
@@ -32,9 +35,11 @@ func (s *Syncer) apply(delta *proxier.Delta) error {
 		ops = append(ops, s.memberOp(m))
 	}
 	errs = append(errs, s.writeMembers(ops))
+	ph.mark("members")
 	if delta.RulesChanged {
 		errs = append(errs, s.syncRules(false))
 	}
+	ph.mark("iptables")
 	return errors.Join(errs...)
 }
 

@@ -11,6 +11,12 @@ import (
 // at verbosity 2, which nobody runs, so a start that took minutes said nothing.
 const slowFullSync = 10 * time.Second
 
+// slowPartialSync is the partial-sync duration above which a partial sync logs where
+// its time went at Info: one change normally takes milliseconds, and a change latency
+// of 10 s at 30,000 Services (`make bench-scale` 2026-12-04) was one partial sync of
+// 9 s that said only its duration, at Debug.
+const slowPartialSync = time.Second
+
 // phases times the steps of one full sync: each mark records the time since the
 // previous one under the step's name.
 type phases struct {
@@ -20,11 +26,14 @@ type phases struct {
 }
 
 func newPhases(now func() time.Time) *phases {
-	return &phases{now: now, last: now(), fields: make([]zap.Field, 0, 9)}
+	return &phases{now: now, last: now(), fields: make([]zap.Field, 0, 12)}
 }
 
-// mark ends the step called name.
+// mark ends the step called name; on a nil *phases it does nothing.
 func (p *phases) mark(name string) {
+	if p == nil {
+		return
+	}
 	t := p.now()
 	p.fields = append(p.fields, zap.Duration(name, t.Sub(p.last)))
 	p.last = t

@@ -9,6 +9,7 @@ import (
 	"go.uber.org/zap/zaptest/observer"
 
 	"github.com/ipvs-proxier/ipvs-proxier/kernel"
+	"github.com/ipvs-proxier/ipvs-proxier/proxier"
 )
 
 // TestFullSyncSaysWhereItsTimeWent: the first sync logs at Info that the node is
@@ -51,5 +52,40 @@ func TestFullSyncSaysWhereItsTimeWent(t *testing.T) {
 	h.mustSync(t)
 	if slow := logs.FilterMessage("Slow full sync").All(); len(slow) != 1 || slow[0].ContextMap()["why"] != "needed" {
 		t.Errorf("a slow full sync: %v, want one 'Slow full sync' line, why needed", logs.All())
+	}
+}
+
+// TestSlowPartialSyncSaysWhereItsTimeWent: a partial sync that takes slowPartialSync or
+// more logs at Info where its time went; a quick one logs nothing at Info.
+func TestSlowPartialSyncSaysWhereItsTimeWent(t *testing.T) {
+	core, logs := observer.New(zapcore.InfoLevel)
+	clock := time.Unix(1000, 0)
+	step := time.Millisecond // each reading of the clock is this much later
+	h := newHarness(t, kernel.Kernel{}, nil, func(o *Options) {
+		o.Logger = zap.New(core)
+		o.Now = func() time.Time { clock = clock.Add(step); return clock }
+		o.SyncPeriod = time.Hour
+	})
+	addServices(h, 3)
+	h.mustSync(t)
+	logs.TakeAll()
+	changeThree(h)
+	h.mustSync(t)
+	if n := logs.Len(); n != 0 {
+		t.Errorf("a quick partial sync logged at Info: %v", logs.All())
+	}
+	step = slowPartialSync / 4
+	changeThree(h)
+	h.tracker.ServiceChanged(proxier.ServiceKey{Namespace: "bench", Name: "svc-0"})
+	h.mustSync(t)
+	slow := logs.FilterMessage("Slow partial sync").All()
+	if len(slow) != 1 {
+		t.Fatalf("a slow partial sync: %v, want one 'Slow partial sync' line", logs.All())
+	}
+	f := slow[0].ContextMap()
+	for _, name := range []string{"took", "translate", "sets", "ipvs", "addresses", "members", "iptables", "reapAndHealthChecks"} {
+		if d, ok := f[name].(time.Duration); !ok || d <= 0 {
+			t.Errorf("%s = %v in the slow partial sync's line %v", name, f[name], f)
+		}
 	}
 }

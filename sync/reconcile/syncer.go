@@ -234,17 +234,17 @@ func (s *Syncer) Sync() error {
 // recorded. Called with s.mu held.
 func (s *Syncer) run(start time.Time, keys map[proxier.ServiceKey]struct{}, full bool) error {
 	var err error
-	var ph *phases // a full sync's step times, for its log line
+	ph := newPhases(s.opts.Now) // the step times, for the log line of a full or slow sync
 	if full {
-		ph = newPhases(s.opts.Now)
 		err = s.syncFull(keys, ph)
 	} else {
-		err = s.syncPartial(keys)
+		err = s.syncPartial(keys, ph)
 	}
 	err = errors.Join(err, s.reapDrained())
 	if hc := s.opts.HealthChecks; hc != nil {
 		hc.Apply()
 	}
+	ph.mark("reapAndHealthChecks")
 	end := s.opts.Now()
 	s.opts.Metrics.ObserveSync(full, end.Sub(start), err, end)
 	s.status.LastSync, s.status.LastFull, s.status.LastDuration = end, full, end.Sub(start)
@@ -259,6 +259,8 @@ func (s *Syncer) run(start time.Time, keys map[proxier.ServiceKey]struct{}, full
 	s.observeTriggers(end)
 	if full {
 		s.logFullSync(first, end.Sub(start), ph)
+	} else if took := end.Sub(start); took >= slowPartialSync {
+		s.log.Info("Slow partial sync", append([]zap.Field{zap.Duration("took", took), zap.Int("services", len(keys))}, ph.fields...)...)
 	}
 	s.log.Debug("Synced", zap.Bool("full", full), zap.Int("services", len(keys)), zap.Duration("took", end.Sub(start)))
 	return nil
@@ -316,14 +318,18 @@ func (s *Syncer) Config() proxier.Config {
 	return s.cfg
 }
 
-func (s *Syncer) syncPartial(keys map[proxier.ServiceKey]struct{}) error {
+// syncPartial programs the changed Services keys and the last sync's failed writes; ph
+// times its steps.
+func (s *Syncer) syncPartial(keys map[proxier.ServiceKey]struct{}, ph *phases) error {
 	delta := s.retry
 	s.retry = proxier.NewDelta()
 	for k := range keys {
 		s.updateService(k, delta)
 	}
+	ph.mark("translate")
 	err := s.reconcileSets(false)
-	return errors.Join(err, s.apply(delta))
+	ph.mark("sets")
+	return errors.Join(err, s.apply(delta, ph))
 }
 
 // updateService recomputes one Service into the desired state.
