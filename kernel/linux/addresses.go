@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"net/netip"
+	"sync/atomic"
 
 	"github.com/vishvananda/netlink"
 	"github.com/vishvananda/netlink/nl"
@@ -67,7 +68,7 @@ func (x *Addresses) ListAddresses(dev string) ([]netip.Addr, error) {
 	}
 	index := uint32(l.Attrs().Index)
 	var out []netip.Addr
-	err = x.dump.dumpAddresses(func() { out = out[:0] }, func(i uint32, a netip.Addr) {
+	err = x.dump.dumpAddresses(index, func() { out = out[:0] }, func(i uint32, a netip.Addr) {
 		if i == index {
 			out = append(out, a)
 		}
@@ -78,10 +79,11 @@ func (x *Addresses) ListAddresses(dev string) ([]netip.Addr, error) {
 	return out, nil
 }
 
-// dumpAddresses dumps every interface's addresses (RTM_GETADDR) over c and calls each
-// with the interface index and address of every one but link-local ones, as they
-// stream in. An interrupted dump is read again, after restart.
-func (c *routeConn) dumpAddresses(restart func(), each func(index uint32, a netip.Addr)) error {
+// dumpAddresses dumps the addresses (RTM_GETADDR) of the interface index over c (of
+// every interface when index is 0, or when the kernel does not filter: c.strict) and
+// calls each with the interface index and address of every one but link-local ones, as
+// they stream in. An interrupted dump is read again, after restart.
+func (c *routeConn) dumpAddresses(index uint32, restart func(), each func(index uint32, a netip.Addr)) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	var answer error = netlink.ErrDumpInterrupted
@@ -90,10 +92,13 @@ func (c *routeConn) dumpAddresses(restart func(), each func(index uint32, a neti
 			return err
 		}
 		req := &nl.NetlinkRequest{NlMsghdr: unix.NlMsghdr{Len: unix.SizeofNlMsghdr, Type: unix.RTM_GETADDR}}
-		req.AddData(nl.NewIfAddrmsg(unix.AF_UNSPEC))
+		msg := nl.NewIfAddrmsg(unix.AF_UNSPEC)
+		msg.Index = index
+		req.AddData(msg)
 		restart()
 		var sockErr error
 		answer, sockErr = dumpOn(c.sh, req, func(body []byte) {
+			addressesRead.Add(1)
 			if i, a, ok := parseAddr(body); ok {
 				each(i, a)
 			}
@@ -132,32 +137,53 @@ func parseAddr(body []byte) (uint32, netip.Addr, bool) {
 	return nl.NativeEndian().Uint32(body[4:8]), a.Unmap(), true
 }
 
+// addressesRead counts the addresses address dumps have read, for tests.
+var addressesRead atomic.Int64
+
 // localDump is LocalAddresses' socket, kept between full syncs.
 var localDump routeConn
 
 // LocalAddresses returns the node's addresses on every interface but skip (the dummy),
 // without loopback and link-local ones: the node IPs NodePorts listen on by default.
-// One dump, read as it streams in (dumpAddresses): the kernel sends every interface's
-// addresses whatever the request names, and the dummy holds one per Service IP, so
-// netlink.AddrList built ~30 MB of objects for them at every full sync at 30,000
-// Services, only to drop them here (bench/results/2026-12-03-profile-30000; a host benchmark
-// with 30,000 addresses: 42 MB and 241,000 allocations per call before, 32 kB and 198 now).
+// Every full sync reads them. The dummy holds one address per Service IP, so one dump of
+// every interface's addresses read 45,000 to keep a handful at 30,000 Services, a fifth
+// of a periodic full sync's CPU in the emulated VM (bench/results/2026-12-04-30000-looked):
+// where the kernel filters by interface (routeConn.strict) each other interface's
+// addresses are dumped alone. Elsewhere one dump, read as it streams in (dumpAddresses):
+// netlink.AddrList built ~30 MB of objects for the dummy's at every full sync
+// (bench/results/2026-12-03-profile-30000).
 func LocalAddresses(skip string) ([]netip.Addr, error) {
+	links, err := netlink.LinkList()
+	if err != nil {
+		return nil, wrapErr("list links", err)
+	}
 	skipIndex := uint32(0) // no interface has index 0
-	switch l, err := netlink.LinkByName(skip); {
-	case err == nil:
-		skipIndex = uint32(l.Attrs().Index)
-	case !errors.As(err, new(netlink.LinkNotFoundError)):
-		return nil, wrapErr("link "+skip, err)
+	for _, l := range links {
+		if l.Attrs().Name == skip {
+			skipIndex = uint32(l.Attrs().Index)
+		}
 	}
 	var out []netip.Addr
-	err := localDump.dumpAddresses(func() { out = out[:0] }, func(i uint32, a netip.Addr) {
-		if i != skipIndex && !a.IsLoopback() {
-			out = append(out, a)
+	dump := func(index uint32) error {
+		start := len(out)
+		return localDump.dumpAddresses(index, func() { out = out[:start] }, func(i uint32, a netip.Addr) {
+			if i != skipIndex && (index == 0 || i == index) && !a.IsLoopback() {
+				out = append(out, a)
+			}
+		})
+	}
+	if !localDump.filters() {
+		if err := dump(0); err != nil {
+			return nil, wrapErr("list addresses", err)
 		}
-	})
-	if err != nil {
-		return nil, wrapErr("list addresses", err)
+		return out, nil
+	}
+	for _, l := range links {
+		if i := uint32(l.Attrs().Index); i != skipIndex {
+			if err := dump(i); err != nil && !errors.Is(err, unix.ENODEV) { // ENODEV: gone since the list
+				return nil, wrapErr("list addresses of "+l.Attrs().Name, err)
+			}
+		}
 	}
 	return out, nil
 }

@@ -15,6 +15,11 @@ import (
 type routeConn struct {
 	mu gosync.Mutex
 	sh *nl.SocketHandle
+	// strict is set when the socket has NETLINK_GET_STRICT_CHK: the kernel then honours
+	// a dump request's interface index (Linux 4.20, commit 5fc7fa6 and the ones after
+	// it), where without it every interface's addresses come back whatever the request
+	// names.
+	strict bool
 }
 
 // open opens the socket if there is none. Called with c.mu held.
@@ -27,7 +32,16 @@ func (c *routeConn) open() error {
 		return err
 	}
 	c.sh = &nl.SocketHandle{Socket: sock}
+	c.strict = unix.SetsockoptInt(sock.GetFd(), unix.SOL_NETLINK, unix.NETLINK_GET_STRICT_CHK, 1) == nil
 	return nil
+}
+
+// filters reports whether the kernel answers this socket's address dumps for the one
+// interface asked (strict), opening it first; false when it cannot be opened.
+func (c *routeConn) filters() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.open() == nil && c.strict
 }
 
 // close drops the socket; the next write opens a new one.

@@ -202,3 +202,26 @@ func TestFullSyncReadsRealServersUnlocked(t *testing.T) {
 		t.Errorf("%d real-server lists, %d of them under the lock; want 51 (one adopted at the first sync, 50 at the second), none", reads, locked)
 	}
 }
+
+// TestBackgroundFullLeavesChangesToPartialSyncs: a background full sync does not take
+// the changes waiting in the tracker (it would program them only at its end, 15-18 s
+// later on each CheckEvery-th round at 30,000 Services in the VM); the next partial
+// sync, which may run during its reads, programs them.
+func TestBackgroundFullLeavesChangesToPartialSyncs(t *testing.T) {
+	h := newHarness(t, kernel.Kernel{}, nil, func(o *Options) { o.BackgroundFull = true })
+	addServices(h, 3)
+	h.mustSync(t)
+	changeThree(h)
+	h.syncer.mu.Lock()
+	h.syncer.fullRunning = true // as Sync sets it before starting one
+	h.syncer.mu.Unlock()
+	h.syncer.backgroundFull()
+	if n := h.tracker.Pending(); n != 3 {
+		t.Fatalf("%d changed Services left in the tracker after the background full sync, want 3", n)
+	}
+	h.mustSync(t)
+	if !hasVS(h.fake, kernel.VSKey{Protocol: kernel.TCP, Address: mustAddr("10.99.0.1"), Port: 80}) {
+		t.Error("the partial sync after it did not program the new Service")
+	}
+	assertSettled(t, h)
+}
