@@ -110,7 +110,7 @@ func (s *Syncer) syncFull(keys map[proxier.ServiceKey]struct{}, ph *phases) erro
 	s.needFull, s.fullAgain, s.lastFull = s.fullAgain, false, s.fullBegan
 	s.fullRound = round
 
-	errs = append(errs, s.syncSets(sets, changed, listAll))
+	errs = append(errs, s.syncSets(sets, changed, listAll, ph))
 	ph.mark("sets")
 	if rsDue := s.realServersDue(changed, listAll, round); dumpAll {
 		s.applyEverything(addrs, rsDue, &errs, ph)
@@ -297,7 +297,7 @@ func (s *Syncer) applyAllAddresses(addrs []netip.Addr) {
 // count (one header-only netlink request) differs from the desired count, and every
 // set on each CheckEvery-th full sync or when listAll. Listing all sets was most of an
 // idle full sync's cost: 66,000 entries at 10,000 Services, in the VM ~half the CPU.
-func (s *Syncer) syncSets(sets []kernel.Set, changed *proxier.Delta, listAll bool) error {
+func (s *Syncer) syncSets(sets []kernel.Set, changed *proxier.Delta, listAll bool, ph *phases) error {
 	var ops []kernel.SetOp
 	for m := range changed.Members {
 		if _, pending := s.pendingSets[m.Set]; pending {
@@ -317,7 +317,7 @@ func (s *Syncer) syncSets(sets []kernel.Set, changed *proxier.Delta, listAll boo
 			s.pendingSets[set.Name] = struct{}{}
 		}
 	}
-	return errors.Join(append(errs, s.reconcileSets(true))...)
+	return errors.Join(append(errs, s.reconcileSets(true, ph))...)
 }
 
 // reconcileSets (re)creates and lists the pending sets and makes each hold exactly its
@@ -333,7 +333,7 @@ func (s *Syncer) syncSets(sets []kernel.Set, changed *proxier.Delta, listAll boo
 // during the read make the listing older than the kernel for those members; the repair
 // compares it with the desired state as it then is and rewrites them, which the kernel
 // takes as done (IPSET_ERR_EXIST is success), so they are neither lost nor reverted.
-func (s *Syncer) reconcileSets(unlock bool) error {
+func (s *Syncer) reconcileSets(unlock bool, ph *phases) error {
 	if len(s.pendingSets) == 0 {
 		return nil // every partial sync calls this: no set list built for nothing
 	}
@@ -363,7 +363,8 @@ func (s *Syncer) reconcileSets(unlock bool) error {
 	}
 	if unlock {
 		s.unlocked(list)
-		s.endRead() // the virtual-server and address caches were merged before
+		ph.mark("setsListed") // the rest of the "sets" step is the repair, under the lock
+		s.endRead()           // the virtual-server and address caches were merged before
 		// A change to every Service while the sets were read (a Sync then only sets
 		// fullAgain) asks for another full sync, as one during the dumps does.
 		s.needFull, s.fullAgain = s.needFull || s.fullAgain, false

@@ -31,7 +31,7 @@ func TestFullSyncSaysWhereItsTimeWent(t *testing.T) {
 		t.Fatalf("first sync: %d 'Node programmed' lines, want 1; all: %v", len(first), logs.All())
 	}
 	f := first[0].ContextMap()
-	for _, step := range []string{"took", "translate", "dump", "readRealServers", "sets", "ipvs", "addresses", "iptables", "conntrack"} {
+	for _, step := range []string{"took", "translate", "dump", "readRealServers", "setsListed", "sets", "ipvs", "addresses", "iptables", "conntrack"} {
 		if d, ok := f[step].(time.Duration); !ok || d <= 0 {
 			t.Errorf("%s = %v in the first sync's line %v", step, f[step], f)
 		}

@@ -327,7 +327,7 @@ func (s *Syncer) syncPartial(keys map[proxier.ServiceKey]struct{}, ph *phases) e
 		s.updateService(k, delta)
 	}
 	ph.mark("translate")
-	err := s.reconcileSets(false)
+	err := s.reconcileSets(false, nil)
 	ph.mark("sets")
 	return errors.Join(err, s.apply(delta, ph))
 }
