@@ -2,8 +2,6 @@ package linux
 
 import (
 	"fmt"
-	"net"
-	"net/netip"
 	"syscall"
 
 	"github.com/vishvananda/netlink"
@@ -75,53 +73,17 @@ func (x *IPSets) EnsureSet(s kernel.Set) error {
 	return nil
 }
 
-// ListEntries implements kernel.IPSets. IpsetList merges a set split over several
-// netlink messages (vishvananda/netlink ipset_linux.go: IpsetListAll returns one result
-// per message, IpsetList merges them).
+// ListEntries implements kernel.IPSets, over the listing connection (listEntries).
 func (x *IPSets) ListEntries(name string) ([]kernel.SetEntry, error) {
-	var res *netlink.IPSetResult
+	var out []kernel.SetEntry
 	var err error
 	for try := 0; try < 5; try++ { // a dump interrupted by a concurrent change is retried
-		err = x.list.with(func(h *netlink.Handle, _ map[int]*nl.SocketHandle) error {
-			duringList()
-			res, err = h.IpsetList(name)
-			return err
-		})
-		if err == nil || !interrupted(err) {
+		if out, err = x.listEntries(name); err == nil || !interrupted(err) {
 			break
 		}
 	}
 	if err != nil {
 		return nil, wrapErr("list set "+name, err)
 	}
-	out := make([]kernel.SetEntry, 0, len(res.Entries))
-	for _, e := range res.Entries {
-		out = append(out, fromEntry(res.TypeName, e))
-	}
 	return out, nil
-}
-
-func addr(ip net.IP) netip.Addr {
-	a, _ := netip.AddrFromSlice(ip)
-	return a.Unmap()
-}
-
-func fromEntry(typ string, e netlink.IPSetEntry) kernel.SetEntry {
-	var out kernel.SetEntry
-	if typ != string(kernel.BitmapPort) {
-		out.IP = addr(e.IP)
-	}
-	if e.Port != nil {
-		out.Port = *e.Port
-	}
-	if e.Protocol != nil && typ != string(kernel.BitmapPort) {
-		out.Protocol = kernel.Protocol(*e.Protocol)
-	}
-	switch typ {
-	case string(kernel.HashIPPortIP):
-		out.IP2 = addr(e.IP2)
-	case string(kernel.HashIPPortNet):
-		out.Net = netip.PrefixFrom(addr(e.IP2), int(e.CIDR2))
-	}
-	return out
 }
