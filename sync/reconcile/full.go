@@ -34,6 +34,7 @@ func (s *Syncer) syncFull(keys map[proxier.ServiceKey]struct{}, ph *phases) erro
 	s.retry, s.pendingSets = proxier.NewDelta(), map[string]struct{}{}
 	s.named = nil // read again, if needed, before this sync's sets are repaired
 	listAll := s.refreshDesired(keys, changed)
+	s.heavy = listAll || s.heavyDue()
 	ph.mark("translate")
 	if hc := s.opts.HealthChecks; hc != nil {
 		hc.SetAddresses(healthCheckAddrs(&s.cfg))
@@ -109,6 +110,9 @@ func (s *Syncer) syncFull(keys map[proxier.ServiceKey]struct{}, ph *phases) erro
 	// object at a time (unless a change to every Service came during the reads).
 	s.needFull, s.fullAgain, s.lastFull = s.fullAgain, false, s.fullBegan
 	s.fullRound = round
+	if s.heavy {
+		s.lastHeavy = round
+	}
 
 	errs = append(errs, s.syncSets(sets, changed, listAll, ph))
 	ph.mark("sets")
@@ -295,7 +299,7 @@ func (s *Syncer) applyAllAddresses(addrs []netip.Addr) {
 
 // syncSets writes the changed members, then lists and repairs every set whose member
 // count (one header-only netlink request) differs from the desired count, and every
-// set on each CheckEvery-th full sync or when listAll. Listing all sets was most of an
+// set on the heavy round (heavyDue) or when listAll. Listing all sets was most of an
 // idle full sync's cost: 66,000 entries at 10,000 Services, in the VM ~half the CPU.
 func (s *Syncer) syncSets(sets []kernel.Set, changed *proxier.Delta, listAll bool, ph *phases) error {
 	var ops []kernel.SetOp
@@ -306,8 +310,7 @@ func (s *Syncer) syncSets(sets []kernel.Set, changed *proxier.Delta, listAll boo
 		ops = append(ops, s.memberOp(m))
 	}
 	errs := []error{s.writeMembers(ops)}
-	every := max(s.opts.CheckEvery, 1)
-	listAll = listAll || s.fullRound%every == 0
+	listAll = listAll || s.heavy
 	for _, set := range sets {
 		if _, pending := s.pendingSets[set.Name]; pending || listAll {
 			s.pendingSets[set.Name] = struct{}{}

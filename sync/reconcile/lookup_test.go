@@ -107,7 +107,7 @@ func TestLookupMissingOnlyCountsDrift(t *testing.T) {
 	svc1 := kernel.VSKey{Protocol: kernel.TCP, Address: netip.MustParseAddr("10.100.0.1"), Port: 80}
 	// A round that looks svc-1 up: with some CheckEvery, its turn in the rotation never
 	// falls on a round that looks up (it falls on the dump's).
-	for i := 0; !h.syncer.checkRealServersNow(svc1) || h.syncer.dumpAllDue(false); i++ {
+	for i := 0; !h.syncer.checkRealServersNow(svc1) || h.syncer.heavyDue(); i++ {
 		if i == 8 {
 			t.Fatal("svc-1 never comes up for a lookup")
 		}
@@ -167,5 +167,30 @@ func TestLightFullSyncAppliesChanges(t *testing.T) {
 	}
 	if got := h.fake.Dump(); got != want {
 		t.Errorf("a light full sync did not program the changes since the last sync:\n%s", diffLines(got, want))
+	}
+}
+
+// TestHeavyRoundOnlyInTheBackground: with BackgroundFull, a full sync run inline (a
+// change to every Service) never takes the heavy round (every virtual server dumped,
+// every set listed), which holds the runner for as long as it takes; the next one in
+// the background does.
+func TestHeavyRoundOnlyInTheBackground(t *testing.T) {
+	h := newHarness(t, kernel.Kernel{}, nil, func(o *Options) { o.CheckEvery = 10; o.BackgroundFull = true })
+	h.syncer.dumpAllUpTo = 100
+	addServices(h, 1000)
+	h.mustSync(t) // the first: inline, dumps and lists everything
+	for i := range 15 {
+		ops := fullSyncOps(t, h) // AllChanged: inline
+		if ops["ListVirtualServers"] != 0 || ops["ListEntries"] != 0 {
+			t.Fatalf("inline full sync %d dumped every virtual server %d times and listed %d sets, want none", i+2, ops["ListVirtualServers"], ops["ListEntries"])
+		}
+	}
+	h.fake.ResetOps()
+	h.syncer.mu.Lock()
+	h.syncer.fullRunning = true // as Sync sets it before starting one
+	h.syncer.mu.Unlock()
+	h.syncer.backgroundFull()
+	if ops := h.fake.Ops(); ops["ListVirtualServers"] != 1 || ops["ListEntries"] == 0 {
+		t.Errorf("the background full sync after them dumped every virtual server %d times and listed %d sets, want 1 and every set", ops["ListVirtualServers"], ops["ListEntries"])
 	}
 }

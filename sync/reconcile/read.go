@@ -158,7 +158,9 @@ func (s *Syncer) backgroundFull() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	defer s.publish()
+	s.background = true
 	err := s.run(s.opts.Now(), nil, true) // syncFull clears fullRunning, set when this was started
+	s.background = false
 	if (err != nil || s.needFull) && s.opts.Wake != nil {
 		s.opts.Wake()
 	}

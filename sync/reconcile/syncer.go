@@ -118,8 +118,12 @@ type Syncer struct {
 	fullWhy string
 	// onYield, for tests, runs in yieldLock with s.mu released.
 	onYield func()
-	// fullRound counts full syncs, to rotate the real-server checks.
-	fullRound int
+	// fullRound counts full syncs, to rotate the real-server checks. lastHeavy is the
+	// round of the last heavy one (heavyDue), heavy says the running one is.
+	fullRound, lastHeavy int
+	heavy                bool
+	// background is set while a full sync runs in the background (backgroundFull).
+	background bool
 	// dumpAllUpTo is dumpAllUpTo (lookup.go); tests lower it. dumpedAll and dumpedAddrs
 	// say whether the last full sync dumped every virtual server and the addresses, for
 	// its log line.
