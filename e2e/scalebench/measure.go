@@ -485,6 +485,9 @@ func (m *measurement) saveDaemonLog() {
 		return
 	}
 	out, err := m.b.node.MustExec("cat /tmp/daemon.log")
+	if err == nil { // the folder may not exist yet: the report makes it at the end
+		err = os.MkdirAll(m.b.daemonLogs, 0o755)
+	}
 	if err == nil {
 		err = os.WriteFile(filepath.Join(m.b.daemonLogs, fmt.Sprintf("daemon-%d.log", m.n)), []byte(out), 0o644)
 	}
