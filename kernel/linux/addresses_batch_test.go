@@ -6,8 +6,6 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/vishvananda/netlink"
-
 	"github.com/ipvs-proxier/ipvs-proxier/kernel"
 	"github.com/ipvs-proxier/ipvs-proxier/kernel/kerneltest"
 )
@@ -16,14 +14,7 @@ import (
 // binding again and unbinding absent ones succeed, a missing device fails every op.
 func TestWriteAddressesReal(t *testing.T) {
 	kerneltest.RequireNetns(t)
-	if err := netlink.LinkAdd(&netlink.Veth{LinkAttrs: netlink.LinkAttrs{Name: "batch0"}, PeerName: "batch1"}); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if l, err := netlink.LinkByName("batch0"); err == nil {
-			_ = netlink.LinkDel(l)
-		}
-	})
+	addVeth(t, "batch0", "batch1")
 	x := &Addresses{}
 	var ops []kernel.AddressOp
 	var want []netip.Addr

@@ -5,8 +5,6 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/vishvananda/netlink"
-
 	"github.com/ipvs-proxier/ipvs-proxier/kernel"
 	"github.com/ipvs-proxier/ipvs-proxier/kernel/kerneltest"
 )
@@ -16,14 +14,7 @@ import (
 // interface's addresses at all: 300 of them there, far fewer read.
 func TestLocalAddressesSkipsTheDummyReal(t *testing.T) {
 	kerneltest.RequireNetns(t)
-	if err := netlink.LinkAdd(&netlink.Veth{LinkAttrs: netlink.LinkAttrs{Name: "local0"}, PeerName: "localskip"}); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if l, err := netlink.LinkByName("local0"); err == nil {
-			_ = netlink.LinkDel(l)
-		}
-	})
+	addVeth(t, "local0", "localskip")
 	node := []netip.Addr{netip.MustParseAddr("192.0.2.10"), netip.MustParseAddr("2001:db8::10")}
 	for _, a := range node {
 		if err := bind("local0", a); err != nil {

@@ -2,6 +2,9 @@ package linux
 
 import (
 	"net/netip"
+	"testing"
+
+	"github.com/vishvananda/netlink"
 
 	"github.com/ipvs-proxier/ipvs-proxier/kernel"
 )
@@ -35,4 +38,17 @@ func addEntry(set string, e kernel.SetEntry) error {
 
 func delEntry(set string, e kernel.SetEntry) error {
 	return testSets.WriteEntries([]kernel.SetOp{{Set: set, Entry: e, Delete: true}})[0]
+}
+
+// addVeth makes a veth pair in the test's netns, deleted when the test ends.
+func addVeth(t *testing.T, name, peer string) {
+	t.Helper()
+	if err := netlink.LinkAdd(&netlink.Veth{LinkAttrs: netlink.LinkAttrs{Name: name}, PeerName: peer}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if l, err := netlink.LinkByName(name); err == nil {
+			_ = netlink.LinkDel(l)
+		}
+	})
 }

@@ -8,10 +8,7 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 
-	"github.com/ipvs-proxier/ipvs-proxier/kernel/kerneltest"
 	"github.com/ipvs-proxier/ipvs-proxier/kernel/linux"
-	"github.com/ipvs-proxier/ipvs-proxier/proxier"
-	"github.com/ipvs-proxier/ipvs-proxier/sync/source"
 )
 
 // TestFullSyncWatchedAddressesRealKernel: on the VM's kernel, with the real address
@@ -19,14 +16,7 @@ import (
 // the notifications of our own binds are in, and an `ip addr del` on it by hand is
 // reported by the kernel and repaired by the next full sync.
 func TestFullSyncWatchedAddressesRealKernel(t *testing.T) {
-	kerneltest.RequireIPVS(t)
-	rk := &realKernel{k: linuxKernel(t)}
-	rk.reset(t)
-	t.Cleanup(func() { rk.reset(t) })
-	src := source.NewStaticSource()
-	tracker := source.NewTracker(nil)
-	s := NewSyncer(Options{Config: proxier.Config{NodeName: "vm"}, CheckEvery: 10}, rk.k, src, tracker)
-	s.dumpAllUpTo = 0
+	s, src, full := vmLookupSyncer(t)
 	done := make(chan struct{})
 	defer close(done)
 	if err := linux.WatchAddresses("kube-ipvs0", done, func() {}, s.DummyAddressesChanged); err != nil {
@@ -37,13 +27,6 @@ func TestFullSyncWatchedAddressesRealKernel(t *testing.T) {
 		name := fmt.Sprintf("svc-%d", i)
 		src.SetService(svc("bench", name, fmt.Sprintf("10.97.0.%d", i+1), 80, v1.ProtocolTCP))
 		src.SetSlice(slice("bench", name, name+"-1", 8080, v1.ProtocolTCP, fmt.Sprintf("10.244.0.%d", i+1)))
-	}
-	full := func() {
-		t.Helper()
-		tracker.AllChanged()
-		if err := s.Sync(); err != nil {
-			t.Fatalf("full sync: %v", err)
-		}
 	}
 	addrs := "ip -o addr show dev kube-ipvs0 | awk '{print $4}' | sort"
 	full() // the first: dumps, and binds the addresses (each notified back)

@@ -42,13 +42,16 @@ func (s *Syncer) dumpAllDue(listAll bool) bool {
 // the runner, and every change with it, and the heavy round took 18-20 s at 30,000
 // Services in the emulated VM (an endpoint removal waited 20.2 s behind one, `make
 // bench-scale` 2026-12-04, bench/results/2026-12-04-30000-strictaddr); the next
-// background one takes it instead.
+// background one takes it instead, unless it is overdue by another CheckEvery (changes
+// to every Service coming faster than syncPeriod leave no periodic full sync to the
+// background).
 func (s *Syncer) heavyDue() bool {
 	every := max(s.opts.CheckEvery, 1)
+	since := s.fullRound + 1 - s.lastHeavy
 	if s.opts.BackgroundFull && !s.background && every > 1 {
-		return false
+		return since >= 2*every
 	}
-	return s.fullRound+1-s.lastHeavy >= every
+	return since >= every
 }
 
 // lookupKeys lists the cached virtual servers whose real servers this full sync reads

@@ -171,9 +171,9 @@ func TestLightFullSyncAppliesChanges(t *testing.T) {
 }
 
 // TestHeavyRoundOnlyInTheBackground: with BackgroundFull, a full sync run inline (a
-// change to every Service) never takes the heavy round (every virtual server dumped,
+// change to every Service) does not take the heavy round (every virtual server dumped,
 // every set listed), which holds the runner for as long as it takes; the next one in
-// the background does.
+// the background does, or an inline one once it is overdue by another CheckEvery.
 func TestHeavyRoundOnlyInTheBackground(t *testing.T) {
 	h := newHarness(t, kernel.Kernel{}, nil, func(o *Options) { o.CheckEvery = 10; o.BackgroundFull = true })
 	h.syncer.dumpAllUpTo = 100
@@ -192,5 +192,13 @@ func TestHeavyRoundOnlyInTheBackground(t *testing.T) {
 	h.syncer.backgroundFull()
 	if ops := h.fake.Ops(); ops["ListVirtualServers"] != 1 || ops["ListEntries"] == 0 {
 		t.Errorf("the background full sync after them dumped every virtual server %d times and listed %d sets, want 1 and every set", ops["ListVirtualServers"], ops["ListEntries"])
+	}
+	// Only inline full syncs from now on: one of 20 takes the overdue heavy round.
+	heavy := 0
+	for range 20 {
+		heavy += fullSyncOps(t, h)["ListVirtualServers"]
+	}
+	if heavy != 1 {
+		t.Errorf("20 inline full syncs, no background one, took the heavy round %d times, want 1 (overdue by CheckEvery)", heavy)
 	}
 }

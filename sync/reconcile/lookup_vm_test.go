@@ -17,26 +17,12 @@ import (
 // lookups turn into a dump of everything, and a scheduler changed with `ipvsadm -E` is
 // repaired within CheckEvery full syncs.
 func TestFullSyncLookupsRealKernel(t *testing.T) {
-	kerneltest.RequireIPVS(t)
-	rk := &realKernel{k: linuxKernel(t)}
-	rk.reset(t)
-	t.Cleanup(func() { rk.reset(t) })
-	src := source.NewStaticSource()
-	tracker := source.NewTracker(nil)
-	s := NewSyncer(Options{Config: proxier.Config{NodeName: "vm"}, CheckEvery: 10}, rk.k, src, tracker)
-	s.dumpAllUpTo = 0
+	s, src, full := vmLookupSyncer(t)
 	const n = 200
 	for i := range n {
 		name := fmt.Sprintf("svc-%d", i)
 		src.SetService(svc("bench", name, fmt.Sprintf("10.97.%d.%d", i/250, i%250+1), 80, v1.ProtocolTCP))
 		src.SetSlice(slice("bench", name, name+"-1", 8080, v1.ProtocolTCP, fmt.Sprintf("10.244.%d.%d", i/250, i%250+1)))
-	}
-	full := func() {
-		t.Helper()
-		tracker.AllChanged()
-		if err := s.Sync(); err != nil {
-			t.Fatalf("full sync: %v", err)
-		}
 	}
 	full() // the first: dumps
 	want := sh(t, "ipvsadm -Sn | sort")
@@ -61,5 +47,27 @@ func TestFullSyncLookupsRealKernel(t *testing.T) {
 	}
 	if got := sh(t, "ipvsadm -Sn | sort"); got != want {
 		t.Errorf("a scheduler changed by hand not repaired within 10 full syncs:\n%s", got)
+	}
+}
+
+// vmLookupSyncer is a syncer on the VM's kernel (reset before and after the test) with
+// CheckEvery 10 and every full sync past the first looking up (dumpAllUpTo 0), its
+// source, and a function that runs one full sync inline.
+func vmLookupSyncer(t *testing.T) (*Syncer, *source.StaticSource, func()) {
+	t.Helper()
+	kerneltest.RequireIPVS(t)
+	rk := &realKernel{k: linuxKernel(t)}
+	rk.reset(t)
+	t.Cleanup(func() { rk.reset(t) })
+	src := source.NewStaticSource()
+	tracker := source.NewTracker(nil)
+	s := NewSyncer(Options{Config: proxier.Config{NodeName: "vm"}, CheckEvery: 10}, rk.k, src, tracker)
+	s.dumpAllUpTo = 0
+	return s, src, func() {
+		t.Helper()
+		tracker.AllChanged()
+		if err := s.Sync(); err != nil {
+			t.Fatalf("full sync: %v", err)
+		}
 	}
 }
