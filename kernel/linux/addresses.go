@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"net/netip"
-	"sync/atomic"
 
 	"github.com/vishvananda/netlink"
 	"github.com/vishvananda/netlink/nl"
@@ -98,7 +97,7 @@ func (c *routeConn) dumpAddresses(index uint32, restart func(), each func(index 
 		restart()
 		var sockErr error
 		answer, sockErr = dumpOn(c.sh, req, func(body []byte) {
-			addressesRead.Add(1)
+			c.read++
 			if i, a, ok := parseAddr(body); ok {
 				each(i, a)
 			}
@@ -136,9 +135,6 @@ func parseAddr(body []byte) (uint32, netip.Addr, bool) {
 	}
 	return nl.NativeEndian().Uint32(body[4:8]), a.Unmap(), true
 }
-
-// addressesRead counts the addresses address dumps have read, for tests.
-var addressesRead atomic.Int64
 
 // localDump is LocalAddresses' socket, kept between full syncs.
 var localDump routeConn

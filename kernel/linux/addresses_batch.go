@@ -16,10 +16,12 @@ type routeConn struct {
 	mu gosync.Mutex
 	sh *nl.SocketHandle
 	// strict is set when the socket has NETLINK_GET_STRICT_CHK: the kernel then honours
-	// a dump request's interface index (Linux 4.20, commit 5fc7fa6 and the ones after
-	// it), where without it every interface's addresses come back whatever the request
-	// names.
+	// a dump request's interface index (Linux 4.20, "netlink: Add new socket option to
+	// enable strict checking on dumps" and the address-dump filters after it), where
+	// without it every interface's addresses come back whatever the request names.
 	strict bool
+	// read counts the addresses this socket's dumps have parsed, for tests.
+	read int
 }
 
 // open opens the socket if there is none. Called with c.mu held.

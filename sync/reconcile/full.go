@@ -59,7 +59,7 @@ func (s *Syncer) syncFull(keys map[proxier.ServiceKey]struct{}, ph *phases) erro
 	var vss []kernel.DumpedVS
 	var err error
 	dev := s.cfg.DummyDevice
-	dumpAll := s.dumpAllDue(listAll)
+	dumpAll := s.dumpAllDue()
 	var looked []kernel.VSKey
 	if !dumpAll {
 		looked = s.lookupKeys()

@@ -13,8 +13,9 @@ import (
 // dump of N virtual servers costs O(N²): 1.2 s at 45,000 in the emulated VM on its own
 // (`make bench-kernel`, bench/results/kernel.md), 2.4-2.9 s of a 3.6 s periodic full
 // sync in the daemon at 30,000 Services. Past dumpAllUpTo virtual servers, a full sync
-// dumps them all only on each CheckEvery-th round (with the set listing), when the
-// desired state was rebuilt, or after a failed dump; in between it looks up by key
+// dumps them all only on the heavy round (heavyDue: CheckEvery full syncs after the
+// last, with the set listing), when the desired state was rebuilt (which makes it one),
+// or after a failed dump; in between it looks up by key
 // (IPVS_CMD_GET_SERVICE, a hash lookup each) the virtual servers whose real servers
 // it reads this round, the same rotating 1/CheckEvery (at most ~realServerReads). A
 // lookup that finds one of ours missing makes that full sync dump them all, so a mass
@@ -28,11 +29,11 @@ import (
 // (0.06 s against 0.08 s, from the 45,000 numbers above).
 const dumpAllUpTo = 10000
 
-// dumpAllDue reports whether this full sync dumps every virtual server (see above):
-// listAll is set when the desired state was rebuilt (the first full sync, a changed
-// node); s.heavy when this is the heavy round of its CheckEvery (heavyDue).
-func (s *Syncer) dumpAllDue(listAll bool) bool {
-	return listAll || s.heavy || s.dumpFailed || len(s.vs) <= s.dumpAllUpTo
+// dumpAllDue reports whether this full sync dumps every virtual server (see above): on
+// the heavy round (s.heavy, set by syncFull: heavyDue, or the desired state rebuilt),
+// after a failed dump, or at most dumpAllUpTo of them.
+func (s *Syncer) dumpAllDue() bool {
+	return s.heavy || s.dumpFailed || len(s.vs) <= s.dumpAllUpTo
 }
 
 // heavyDue reports whether this full sync is the heavy round: CheckEvery full syncs
