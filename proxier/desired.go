@@ -23,7 +23,7 @@ type Desired struct {
 	vs       map[kernel.VSKey]*claims
 	addrs    map[netip.Addr]int
 	// members counts the Services that want each set entry, by set name.
-	members    map[string]map[entryKey]int32
+	members    map[string]*entryCounts
 	outFilters map[OutFilter]int
 	// gone holds, during one Set, the members the old state's removal left unwanted; the
 	// new state's members take theirs back, so only a net change reaches the delta (the
@@ -45,7 +45,7 @@ func NewDesired() *Desired {
 		services:   map[ServiceKey]*ServiceState{},
 		vs:         map[kernel.VSKey]*claims{},
 		addrs:      map[netip.Addr]int{},
-		members:    map[string]map[entryKey]int32{},
+		members:    map[string]*entryCounts{},
 		gone:       map[kernel.Member]struct{}{},
 		outFilters: map[OutFilter]int{},
 		touched:    map[ServiceKey]struct{}{},
@@ -181,11 +181,10 @@ func (d *Desired) remove(st *ServiceState, delta *Delta) {
 func (d *Desired) addMember(m kernel.Member, delta *Delta) {
 	set := d.members[m.Set]
 	if set == nil {
-		set = map[entryKey]int32{}
+		set = &entryCounts{}
 		d.members[m.Set] = set
 	}
-	k := packEntry(m.Entry)
-	if set[k]++; set[k] == 1 {
+	if set.add(m.Entry) {
 		if _, ok := d.gone[m]; ok {
 			delete(d.gone, m) // wanted before and after: no change
 		} else {
@@ -196,9 +195,7 @@ func (d *Desired) addMember(m kernel.Member, delta *Delta) {
 
 // removeMember counts one Service less wanting m; Set reports it once unwanted.
 func (d *Desired) removeMember(m kernel.Member) {
-	set, k := d.members[m.Set], packEntry(m.Entry)
-	if set[k]--; set[k] <= 0 {
-		delete(set, k)
+	if set := d.members[m.Set]; set != nil && set.remove(m.Entry) {
 		d.gone[m] = struct{}{}
 	}
 }
@@ -308,28 +305,22 @@ func (d *Desired) HasAddress(a netip.Addr) bool { return d.addrs[a] > 0 }
 func (d *Desired) Addresses() []netip.Addr { return slices.Collect(maps.Keys(d.addrs)) }
 
 // HasMember reports whether m should be in its set.
-func (d *Desired) HasMember(m kernel.Member) bool { return d.members[m.Set][packEntry(m.Entry)] > 0 }
+func (d *Desired) HasMember(m kernel.Member) bool { return d.members[m.Set].has(m.Entry) }
 
 // SetLen returns how many entries set should hold.
-func (d *Desired) SetLen(set string) int { return len(d.members[set]) }
+func (d *Desired) SetLen(set string) int { return d.members[set].len() }
 
 // SetEntries returns the entries set should hold, in no order.
 func (d *Desired) SetEntries(set string) iter.Seq[kernel.SetEntry] {
-	return func(yield func(kernel.SetEntry) bool) {
-		for k := range d.members[set] {
-			if !yield(k.entry()) {
-				return
-			}
-		}
-	}
+	return d.members[set].all()
 }
 
 // Members returns every desired set member.
 func (d *Desired) Members() []kernel.Member {
 	var out []kernel.Member
 	for set, entries := range d.members {
-		for k := range entries {
-			out = append(out, kernel.Member{Set: set, Entry: k.entry()})
+		for e := range entries.all() {
+			out = append(out, kernel.Member{Set: set, Entry: e})
 		}
 	}
 	return out
@@ -369,9 +360,7 @@ func (d *Desired) Plan(cfg *Config) string {
 	b.WriteString("\n# ipset save\n")
 	members := map[string][]kernel.SetEntry{}
 	for set, entries := range d.members {
-		for k := range entries {
-			members[set] = append(members[set], k.entry())
-		}
+		members[set] = slices.AppendSeq(members[set], entries.all())
 	}
 	b.WriteString(kernel.FormatSets(Sets(cfg.Families), members))
 	for _, f := range cfg.Families {
