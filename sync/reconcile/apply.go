@@ -165,18 +165,38 @@ func (s *Syncer) applyAddress(a netip.Addr) {
 	}
 }
 
-// flushAddresses sends the queued address writes as one batch. A failure is added to
-// errs, its cache entry restored, and the address queued for retry.
+// flushAddresses sends the queued address writes as one batch, after any a full sync
+// sends in the background (startAddresses). A failure is added to errs, its cache entry
+// restored, and the address queued for retry.
 func (s *Syncer) flushAddresses(errs *[]error) {
 	if len(s.addrQueue) == 0 {
 		return
 	}
-	for i, err := range s.k.Addresses.WriteAddresses(s.cfg.DummyDevice, s.addrQueue) {
+	ops := s.addrQueue
+	s.addrQueue = nil
+	if !s.addrWrite.TryLock() {
+		// A full sync's batch is being sent: wait for it with s.mu released, so that the
+		// full sync goes on meanwhile (it queues no address writes after its batch).
+		s.mu.Unlock()
+		if s.onAddrWait != nil {
+			s.onAddrWait()
+		}
+		s.addrWrite.Lock()
+		s.mu.Lock()
+	}
+	results := s.k.Addresses.WriteAddresses(s.cfg.DummyDevice, ops)
+	s.addrWrite.Unlock()
+	s.addressesFailed(ops, results, errs)
+}
+
+// addressesFailed handles the failures among the results of address writes ops.
+func (s *Syncer) addressesFailed(ops []kernel.AddressOp, results []error, errs *[]error) {
+	for i, err := range results {
 		if err == nil {
 			continue
 		}
 		*errs = append(*errs, err)
-		op := s.addrQueue[i]
+		op := ops[i]
 		s.retry.Addresses[op.Addr] = struct{}{}
 		if op.Unbind {
 			s.addrs[op.Addr] = struct{}{}
@@ -184,7 +204,6 @@ func (s *Syncer) flushAddresses(errs *[]error) {
 			delete(s.addrs, op.Addr)
 		}
 	}
-	s.addrQueue = nil
 }
 
 func ignore(err, sentinel error) error {

@@ -114,13 +114,25 @@ func (s *Syncer) syncFull(keys map[proxier.ServiceKey]struct{}, ph *phases) erro
 		s.lastHeavy = round
 	}
 
+	// The addresses first: if many, they are written alongside the rest (addrbatch.go).
+	if dumpAll || dumpAddrs {
+		s.applyAllAddresses(addrs)
+	} else {
+		for a := range changed.Addresses {
+			s.applyAddress(a)
+		}
+	}
+	batch := s.startAddresses()
 	errs = append(errs, s.syncSets(sets, changed, listAll, ph))
 	ph.mark("sets")
 	if rsDue := s.realServersDue(changed, listAll, round); dumpAll {
-		s.applyEverything(addrs, rsDue, &errs, ph)
+		s.applyEverything(rsDue, &errs, ph)
 	} else {
-		s.applyLooked(looked, changed, addrs, dumpAddrs, rsDue, &errs, ph)
+		s.applyLooked(looked, changed, rsDue, &errs, ph)
 	}
+	s.finishAddresses(batch, &errs)
+	s.flushAddresses(&errs)
+	ph.mark("addresses")
 	errs = append(errs, s.syncRules(true))
 	ph.mark("iptables")
 	s.reconcileUDP()
@@ -249,11 +261,11 @@ func (s *Syncer) realServersDue(changed *proxier.Delta, listAll bool, round int)
 	}
 }
 
-// applyEverything applies every virtual server and address in the kernel (addrs, as
-// dumped) or desired, without a delta: the cache holds exactly the kernel's (ours) then.
-// rsDue is applyVirtualServers'. ph times the two steps (a cold start at 30,000 Services
-// spent 192 s in them).
-func (s *Syncer) applyEverything(addrs []netip.Addr, rsDue func(kernel.VSKey) bool, errs *[]error, ph *phases) {
+// applyEverything applies every virtual server in the kernel or desired, without a
+// delta: the cache holds exactly the kernel's (ours) then. rsDue is
+// applyVirtualServers'. The addresses are compared before (syncFull: every one bound,
+// as dumped, or desired). ph times it.
+func (s *Syncer) applyEverything(rsDue func(kernel.VSKey) bool, errs *[]error, ph *phases) {
 	// Each key once: the cached ones (ours in the kernel), then the desired ones not
 	// cached.
 	keys := make([]kernel.VSKey, 0, max(len(s.vs), s.desired.VirtualServerCount()))
@@ -267,9 +279,6 @@ func (s *Syncer) applyEverything(addrs []netip.Addr, rsDue func(kernel.VSKey) bo
 	}
 	s.applyInChunks(keys, rsDue, errs)
 	ph.mark("ipvs")
-	s.applyAllAddresses(addrs)
-	s.flushAddresses(errs)
-	ph.mark("addresses")
 }
 
 // applyInChunks compares and writes the virtual servers keys (each once) a chunk at a

@@ -1,8 +1,6 @@
 package reconcile
 
 import (
-	"net/netip"
-
 	"github.com/ipvs-proxier/ipvs-proxier/kernel"
 	"github.com/ipvs-proxier/ipvs-proxier/proxier"
 )
@@ -95,14 +93,14 @@ func (s *Syncer) lookedUp(keys []kernel.VSKey, found []kernel.DumpedVS) (vss []k
 
 // applyLooked is applyEverything for a full sync that looked up instead of dumping: it
 // compares and writes only the virtual servers it looked up and those whose desire
-// changed since the last sync (changed, the last sync's failed writes included), and
-// the addresses likewise unless it dumped them (dumpedAddrs: then every one). Every
+// changed since the last sync (changed, the last sync's failed writes included); syncFull
+// compares the addresses likewise before, unless it dumped them (then every one). Every
 // other cached virtual server and address is what the last sync that touched it made it,
 // and this round read nothing new of it from the kernel, so comparing it with its desire
 // finds nothing: at 30,000 Services that compare of 45,000 virtual servers and as many
 // addresses was a third of the time of such a round (BenchmarkPeriodicFullSync30k). The
 // CheckEvery-th round, which dumps, compares everything.
-func (s *Syncer) applyLooked(looked []kernel.VSKey, changed *proxier.Delta, addrs []netip.Addr, dumpedAddrs bool, rsDue func(kernel.VSKey) bool, errs *[]error, ph *phases) {
+func (s *Syncer) applyLooked(looked []kernel.VSKey, changed *proxier.Delta, rsDue func(kernel.VSKey) bool, errs *[]error, ph *phases) {
 	keys := make([]kernel.VSKey, 0, len(looked)+len(changed.VirtualServers))
 	seen := make(map[kernel.VSKey]struct{}, cap(keys))
 	for _, key := range looked {
@@ -116,13 +114,4 @@ func (s *Syncer) applyLooked(looked []kernel.VSKey, changed *proxier.Delta, addr
 	}
 	s.applyInChunks(keys, rsDue, errs)
 	ph.mark("ipvs")
-	if dumpedAddrs {
-		s.applyAllAddresses(addrs)
-	} else {
-		for a := range changed.Addresses {
-			s.applyAddress(a)
-		}
-	}
-	s.flushAddresses(errs)
-	ph.mark("addresses")
 }

@@ -118,6 +118,8 @@ type Syncer struct {
 	fullWhy string
 	// onYield, for tests, runs in yieldLock with s.mu released.
 	onYield func()
+	// onAddrWait, for tests, runs when flushAddresses waits for a background batch.
+	onAddrWait func()
 	// fullRound counts full syncs, to rotate the real-server checks. lastHeavy is the
 	// round of the last heavy one (heavyDue), heavy says the running one is.
 	fullRound, lastHeavy int
@@ -139,6 +141,9 @@ type Syncer struct {
 	rsQueue []queuedRS
 	// addrQueue holds the address writes of the current apply, sent as one batch.
 	addrQueue []kernel.AddressOp
+	// addrWrite is held while address writes are sent, so that those of a partial sync
+	// wait for a full sync's batch in the background (addrbatch.go).
+	addrWrite sync.Mutex
 	// pendingSets are sets whose creation or listing failed; the next sync lists them.
 	pendingSets map[string]struct{}
 	// setCaps is the capacity each set was last made to hold (sized).

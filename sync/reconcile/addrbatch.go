@@ -1,0 +1,66 @@
+package reconcile
+
+import (
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/ipvs-proxier/ipvs-proxier/kernel"
+)
+
+// backgroundAddresses is the number of queued address writes from which a full sync
+// sends them in the background (startAddresses).
+const backgroundAddresses = 1000
+
+// addressBatch is a batch of address writes a full sync sends while it writes the sets
+// and the virtual servers.
+type addressBatch struct {
+	ops  []kernel.AddressOp
+	errs []error
+	took time.Duration
+	done chan struct{}
+}
+
+// startAddresses sends the queued address writes in the background when they are many,
+// so that they overlap the set and virtual-server writes (other kernel locks: the
+// ipset and IPVS mutexes, not RTNL), and returns the batch to finish; nil when it left
+// them queued for flushAddresses. Binding is slow in the kernel: each bind walks the
+// device's whole address list (__inet_insert_ifa, net/ipv4/devinet.c), so a cold start
+// that binds 30,000 ClusterIPs spent 51 s of its 92 in them after the sets (7.6 s)
+// and the virtual servers (14.1 s) in the emulated VM (`make bench-scale`,
+// bench/results/2026-12-04-30000-heavy220). s.addrWrite is held until the batch is
+// sent: a partial sync's address writes (flushAddresses) wait for it, so they land
+// after it, in the order their decisions were made.
+func (s *Syncer) startAddresses() *addressBatch {
+	if len(s.addrQueue) < backgroundAddresses {
+		return nil
+	}
+	b := &addressBatch{ops: s.addrQueue, done: make(chan struct{})}
+	s.addrQueue = nil
+	dev, begun := s.cfg.DummyDevice, s.opts.Now()
+	s.addrWrite.Lock()
+	go func() {
+		defer close(b.done)
+		defer s.addrWrite.Unlock()
+		b.errs = s.k.Addresses.WriteAddresses(dev, b.ops)
+		b.took = s.opts.Now().Sub(begun)
+	}()
+	return b
+}
+
+// finishAddresses waits for b (nil: nothing) with s.mu released, so partial syncs run
+// meanwhile, and handles its failures as flushAddresses does.
+func (s *Syncer) finishAddresses(b *addressBatch, errs *[]error) {
+	if b == nil {
+		return
+	}
+	select {
+	case <-b.done:
+	default:
+		s.mu.Unlock()
+		<-b.done
+		s.mu.Lock()
+	}
+	s.addressesFailed(b.ops, b.errs, errs)
+	s.log.Info("Addresses written alongside the sets and virtual servers", zap.Int("writes", len(b.ops)), zap.Duration("took", b.took))
+}
