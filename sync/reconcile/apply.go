@@ -236,8 +236,8 @@ func (s *Syncer) syncRealServers(key kernel.VSKey, have *programmedVS, want []ke
 	}
 	var gone []kernel.RealServer
 	for _, cur := range have.rss {
-		if _, ok := wanted[cur.AddrPort()]; !ok {
-			gone = append(gone, cur)
+		if _, ok := wanted[cur.addrPort()]; !ok {
+			gone = append(gone, cur.realServer())
 		}
 	}
 	if len(gone) > 0 {
