@@ -25,7 +25,15 @@ func KubeProxy(mode string) Proxy {
 // Wipe stops every proxy and removes what any of them made: IPVS, the dummy interface,
 // iptables (both families; the legacy backend's tables too when their module is loaded),
 // ipsets and nftables (kube-proxy's nftables mode), and the connection-tracking table
-// the previous one's traffic left: a fresh node for the next.
+// the previous one's traffic left: a fresh node for the next. Last, the IPVS modules
+// loaded are reloaded (or, if they cannot be unloaded, the bench waits two minutes): the kernel
+// keeps every deleted real server on a trash list for a minute or more and walks that
+// list on every real-server add (ip_vs_trash_get_dest, net/netfilter/ipvs/ip_vs_ctl.c),
+// so a proxy started right after the previous one's real servers were cleared wrote its
+// own several times slower: the IPVS step of ours' cold start at 10,000 Services took
+// 48.0 s right after the 5,000 step and 6.1 s two minutes later (`make bench-scale`,
+// 2026-12-05; 123 s against 14 s at 30,000), and kube-proxy's step always came right
+// after ours.
 func Wipe(node *harness.Node) error {
 	_, err := node.MustExec(`for p in /tmp/daemon.pid /tmp/kube-proxy.pid; do [ -f $p ] && kill $(cat $p) 2>/dev/null; rm -f $p; done; sleep 2
 ipvsadm -C; ip link del kube-ipvs0 2>/dev/null
@@ -33,6 +41,11 @@ for t in nat filter mangle; do for c in iptables ip6tables; do $c -t $t -F; $c -
 for c in iptables ip6tables; do [ -e /proc/net/${c%tables}_tables_names ] || continue; for t in nat filter mangle; do $c-legacy -t $t -F; $c-legacy -t $t -X; done; done 2>/dev/null
 ipset destroy
 command -v nft >/dev/null && { nft delete table ip kube-proxy; nft delete table ip6 kube-proxy; } 2>/dev/null
-conntrack -F 2>/dev/null; true`)
+conntrack -F 2>/dev/null
+if [ -d /sys/module/ip_vs ]; then
+  mods=$(awk '$1 == "xt_ipvs" || $1 ~ /^ip_vs_/ {print $1}' /proc/modules)
+  for m in $mods ip_vs; do modprobe -r $m; done 2>/dev/null
+  if [ -d /sys/module/ip_vs ]; then sleep 120; else for m in ip_vs $mods; do modprobe $m; done; fi
+fi; true`)
 	return err
 }
