@@ -31,14 +31,16 @@ type addressBatch struct {
 // bench/results/2026-12-04-30000-heavy220). s.addrWrite is held until the batch is
 // sent: a partial sync's address writes (flushAddresses) wait for it, so they land
 // after it, in the order their decisions were made.
+//
+// It never waits for s.addrWrite with s.mu held (a partial sync waiting for s.mu may
+// hold it): if another write holds it, the queue is left to flushAddresses.
 func (s *Syncer) startAddresses() *addressBatch {
-	if len(s.addrQueue) < backgroundAddresses {
+	if len(s.addrQueue) < backgroundAddresses || !s.addrWrite.TryLock() {
 		return nil
 	}
 	b := &addressBatch{ops: s.addrQueue, done: make(chan struct{})}
 	s.addrQueue = nil
 	dev, begun := s.cfg.DummyDevice, s.opts.Now()
-	s.addrWrite.Lock()
 	go func() {
 		defer close(b.done)
 		defer s.addrWrite.Unlock()
