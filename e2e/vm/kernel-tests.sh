@@ -23,7 +23,7 @@ cat > "$payload/scenario.sh" <<'SCEN'
 export IPVS_PROXIER_TEST_NETNS=1 IPVS_PROXIER_TEST_IPVS=1
 rc=0
 /linux.test -test.v 2>&1 || rc=1
-/reconcile.test -test.v -test.run 'TestRealPackets|TestFullSyncLookupsRealKernel|TestFullSyncWatchedAddressesRealKernel' 2>&1 || rc=1
+/reconcile.test -test.v -test.run 'TestRealPackets|TestFullSyncLookupsRealKernel|TestFullSyncWatchedAddressesRealKernel|TestAddressBatchRealKernel' 2>&1 || rc=1
 # The scenario scripts read testdata/scenarios from the working directory.
 cd / && /reconcile.test -test.v -test.run 'TestScenariosRealKernel' 2>&1 || rc=1
 exit $rc

@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"regexp"
 	"runtime"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -202,6 +203,33 @@ func normIPVS(s string) string {
 		out = append(out, l)
 	}
 	return strings.Join(out, "\n")
+}
+
+// canonIPVS is normIPVS in an order that does not depend on the order of the writes:
+// `ipvsadm -Ln` lists a hash bucket's virtual servers newest first and a virtual
+// server's real servers in the order they were added, and a repair writes them in
+// whatever order it finds them missing. Each block (a virtual server and its real
+// servers, sorted) is kept whole; the blocks are sorted, after the header.
+func canonIPVS(s string) string {
+	var head []string
+	var blocks [][]string
+	for _, l := range strings.Split(normIPVS(s), "\n") {
+		switch {
+		case strings.HasPrefix(strings.TrimSpace(l), "->") && len(blocks) > 0:
+			blocks[len(blocks)-1] = append(blocks[len(blocks)-1], l)
+		case strings.HasPrefix(l, "TCP ") || strings.HasPrefix(l, "UDP ") || strings.HasPrefix(l, "SCTP "):
+			blocks = append(blocks, []string{l})
+		default:
+			head = append(head, l)
+		}
+	}
+	out := make([]string, 0, len(blocks))
+	for _, b := range blocks {
+		slices.Sort(b[1:])
+		out = append(out, strings.Join(b, "\n"))
+	}
+	slices.Sort(out)
+	return strings.Join(append(head, out...), "\n")
 }
 
 // TestRealPackets: the syncer programs a real kernel and traffic from a client netns
@@ -627,13 +655,17 @@ ip netns exec client ip addr add 10.0.5.4/24 dev eth0 && ip netns exec client ip
 		if err := s.Sync(); err != nil {
 			t.Fatal(err)
 		}
-		want := normIPVS(sh(t, "ipvsadm -Ln; ipset list KUBE-CLUSTER-IP | grep -A9 Members"))
+		// Every member, sorted: a hash set lists a bucket's members in the order they
+		// were added, and the repair adds them in another order (CI, stop 33, failed
+		// here when the first nine members listed were compared).
+		state := "ipvsadm -Ln; ipset list KUBE-CLUSTER-IP | sed -n '/^Members:/,$p' | sort"
+		want := canonIPVS(sh(t, state))
 		sh(t, "ipvsadm -C && ipset flush KUBE-CLUSTER-IP")
 		tracker.AllChanged()
 		if err := s.Sync(); err != nil {
 			t.Fatal(err)
 		}
-		if got := normIPVS(sh(t, "ipvsadm -Ln; ipset list KUBE-CLUSTER-IP | grep -A9 Members")); got != want {
+		if got := canonIPVS(sh(t, state)); got != want {
 			t.Errorf("not repaired:\n%s\nwant\n%s", got, want)
 		}
 		if name, err := ask(t, "10.96.0.10:80"); err != nil || name != "pod1" {
