@@ -205,11 +205,10 @@ func normIPVS(s string) string {
 	return strings.Join(out, "\n")
 }
 
-// canonIPVS is normIPVS in an order that does not depend on the order of the writes:
-// `ipvsadm -Ln` lists a hash bucket's virtual servers newest first and a virtual
-// server's real servers in the order they were added, and a repair writes them in
-// whatever order it finds them missing. Each block (a virtual server and its real
-// servers, sorted) is kept whole; the blocks are sorted, after the header.
+// canonIPVS is normIPVS in an order that does not depend on the order of the writes
+// (a repair writes what it finds missing in map order), so that a comparison rests
+// on what is programmed, not on how a tool lists it. Each block (a virtual server and
+// its real servers, sorted) is kept whole; the blocks are sorted, after the header.
 func canonIPVS(s string) string {
 	var head []string
 	var blocks [][]string
