@@ -87,6 +87,7 @@ func (b *bench) run(ctx context.Context, p benchkit.Proxy, n int) result {
 	if m.p.Name == "ipvs-proxier" {
 		m.full0 = m.firstFullSync()
 	}
+	m.settle()
 	m.idle()
 	m.changeLatency(ctx)
 	m.saveDaemonLog()
@@ -306,6 +307,36 @@ func (m *measurement) coldStart() bool {
 		m.note("cold-start profile: %v", err)
 	}
 	return true
+}
+
+// settleReserve is the part of the budget that settle leaves to the idle windows, the
+// changes and the churn.
+const settleReserve = 4 * time.Minute
+
+// settle waits, within the budget less settleReserve, until the proxy's set entries
+// stop growing (the same count 15 s apart), so that the idle windows measure a steady
+// state: at 1,000 Services kube-proxy's first sync filled its sets for 8-12 minutes
+// after KUBE-CLUSTER-IP was complete (one ipset exec per entry), and its "idle"
+// windows were that sync (65.6 s/min, 29 s of each 30 in ipset; 2026-12-05,
+// bench/results/2026-12-05-1000-both). It notes how long it waited, or that the sets
+// were still growing when it gave up.
+func (m *measurement) settle() {
+	start, prev := time.Now(), m.b.setEntries()
+	for {
+		time.Sleep(15 * time.Second)
+		n := m.b.setEntries()
+		if n == prev {
+			if waited := time.Since(start); waited > 20*time.Second {
+				m.note("sets settled at %d entries after another %v", n, waited.Round(time.Second))
+			}
+			return
+		}
+		if time.Now().Add(settleReserve).After(m.deadline) {
+			m.note("sets still growing (%d entries) after another %v: the idle windows include its first sync", n, time.Since(start).Round(time.Second))
+			return
+		}
+		prev = n
+	}
 }
 
 // idleWindows is how many syncPeriods (30 s) the idle CPU is measured over. One window
