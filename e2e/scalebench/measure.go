@@ -315,11 +315,11 @@ const settleReserve = 4 * time.Minute
 
 // settle waits, within the budget less settleReserve, until the proxy's set entries
 // stop growing (the same count 15 s apart), so that the idle windows measure a steady
-// state: at 1,000 Services kube-proxy's first sync filled its sets for 8-12 minutes
-// after KUBE-CLUSTER-IP was complete (one ipset exec per entry), and its "idle"
-// windows were that sync (65.6 s/min, 29 s of each 30 in ipset; 2026-12-05,
-// bench/results/2026-12-05-1000-both). It notes how long it waited, or that the sets
-// were still growing when it gave up.
+// state: at 1,000 Services kube-proxy's first sync was still filling its other sets
+// (one ipset exec per entry) for the rest of a 12-minute budget after KUBE-CLUSTER-IP
+// was complete, and its "idle" windows were that sync (65.6 s/min, 29 s of each 30 in
+// ipset; bench/results/2026-12-05-1000-both). It notes how long it waited, or that the
+// sets were still growing when it gave up.
 func (m *measurement) settle() {
 	start, prev := time.Now(), m.b.setEntries()
 	for {

@@ -655,8 +655,8 @@ ip netns exec client ip addr add 10.0.5.4/24 dev eth0 && ip netns exec client ip
 			t.Fatal(err)
 		}
 		// Every member, sorted: a hash set lists a bucket's members in the order they
-		// were added, and the repair adds them in another order (CI, stop 33, failed
-		// here when the first nine members listed were compared).
+		// were added, and the repair adds them in another order (comparing the first
+		// nine members as listed failed when two of them shared a bucket).
 		state := "ipvsadm -Ln; ipset list KUBE-CLUSTER-IP | sed -n '/^Members:/,$p' | sort"
 		want := canonIPVS(sh(t, state))
 		sh(t, "ipvsadm -C && ipset flush KUBE-CLUSTER-IP")
