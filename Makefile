@@ -24,8 +24,11 @@ test: ## Everything CI runs: lint, unit, host-netns, real-kernel VM, e2e and ima
 	@# whatever its tasks' nice (sched(7), "The autogroup feature"), so the group itself is niced too.
 	@setsid nice -n 19 sh -c 'echo 19 >/proc/self/autogroup 2>/dev/null; exec "$$0" --no-print-directory prebuild' $(MAKE) >bin/prebuild.log 2>&1 & pid=$$!; \
 	trap 'kill -- -$$pid 2>/dev/null; kill $$pid 2>/dev/null' EXIT; \
-	$(MAKE) --no-print-directory lint test-unit test-netns test-vm e2e test-image
+	$(MAKE) --no-print-directory deps lint test-unit test-netns test-vm e2e test-image
 	@echo "make test: all tiers passed"
+
+deps: ## Install the host packages every tier needs (the one list: e2e/hostdeps/packages.txt); silent when all are there
+	./e2e/hostdeps/install.sh
 
 prebuild: ## Build the Kubernetes binaries the e2e runs (kube-apiserver, etcd, kubectl, kube-proxy, kubeadm, kubelet tier) into the cache
 	cd e2e && $(GO) run ./harness/buildcp -kubeadm -kubelet
@@ -33,10 +36,10 @@ prebuild: ## Build the Kubernetes binaries the e2e runs (kube-apiserver, etcd, k
 test-unit: ## Unit tests (no privileges, fake kernel), with the fuzz seeds
 	$(GO) test -count=1 ./...
 
-test-netns: ## Real netlink ipset/conntrack/address tests in a fresh netns on this host (root)
+test-netns: deps ## Real netlink ipset/conntrack/address tests in a fresh netns on this host (root)
 	./kernel/linux/hosttest.sh
 
-test-vm: ## Real-kernel tests in a qemu VM (IPVS, dummy, real packets); first run installs qemu and fetches the kernel
+test-vm: deps ## Real-kernel tests in a qemu VM (IPVS, dummy, real packets); the first run fetches the kernel
 	@mkdir -p bin
 	set -o pipefail && ./e2e/vm/kernel-tests.sh 2>&1 | tee bin/test-vm.log || { awk -f e2e/failsummary.awk bin/test-vm.log; exit 1; }
 
@@ -46,6 +49,8 @@ lint: ## gofmt, go vet and staticcheck (pinned, through go run)
 	cd e2e && $(GO) vet ./...
 	cd e2e/image && $(GO) vet ./...
 	$(GO) run $(STATICCHECK) ./...
+	@# Every program the repository runs is on the host-package list (e2e/hostdeps).
+	cd e2e && $(GO) test -count=1 ./hostdeps
 
 FUZZTIME ?= 60s
 fuzz: ## Fuzz the translation, whole clusters (loader, syncer, plan) and --config, FUZZTIME each (60s); make test runs their seeds
@@ -63,25 +68,25 @@ bench-micro: ## Go benchmarks (fake kernel, 30,000 Services x 4): one change, fu
 	@if [ -f bench/micro/baseline.txt ]; then $(GO) run $(BENCHSTAT) bench/micro/baseline.txt bench/micro/latest.txt; \
 	else echo "no bench/micro/baseline.txt: copy latest.txt there to start tracking"; fi
 
-bench-kernel: ## Real-kernel Go benchmarks in the VM: the IPVS dump, ours vs moby/ipvs, at IPVS_BENCH_VS virtual servers (default 60000)
+bench-kernel: deps ## Real-kernel Go benchmarks in the VM: the IPVS dump, ours vs moby/ipvs, at IPVS_BENCH_VS virtual servers (default 60000)
 	./e2e/vm/kernel-tests.sh bench
 
-bench-scale: ## ipvs-proxier vs kube-proxy IPVS mode in the VM at SVC_SCALE_STEPS Services (default 1000,5000,10000,30000); results in bench/results/
+bench-scale: deps ## ipvs-proxier vs kube-proxy IPVS mode in the VM at SVC_SCALE_STEPS Services (default 1000,5000,10000,30000); results in bench/results/
 	cd e2e && $(GO) run ./scalebench
 
-bench-dataplane: ## Requests and hairpin streams through a Service with DP_SIZES Services (default 1000,30000): ipvs-proxier vs kube-proxy's IPVS, iptables and nftables modes in the VM; results in bench/results/dataplane.md
+bench-dataplane: deps ## Requests and hairpin streams through a Service with DP_SIZES Services (default 1000,30000): ipvs-proxier vs kube-proxy's IPVS, iptables and nftables modes in the VM; results in bench/results/dataplane.md
 	cd e2e && $(GO) run ./dataplane
 
-e2e: ## End to end: real kube-apiserver + etcd, the daemon in VM nodes as deploy/ runs it, real traffic; the kubeadm upgrade advice (e2e/kubeadm); then the kubelet tier (e2e-kubelet)
+e2e: deps ## End to end: real kube-apiserver + etcd, the daemon in VM nodes as deploy/ runs it, real traffic; the kubeadm upgrade advice (e2e/kubeadm); then the kubelet tier (e2e-kubelet)
 	@mkdir -p bin
 	@# The log is kept, and on failure its summary (e2e/failsummary.awk) is printed last.
 	cd e2e && set -o pipefail && IPVS_PROXIER_E2E=1 $(GO) test -p 1 -count=1 -v -timeout 60m ./... 2>&1 | tee ../bin/e2e.log \
 	  || { awk -f failsummary.awk ../bin/e2e.log; exit 1; }
 
-e2e-kubelet: ## Only the kubelet tier: the image under a real kubelet and containerd in the VM (apply, rolling update, outage, reboot, the migration guide)
+e2e-kubelet: deps ## Only the kubelet tier: the image under a real kubelet and containerd in the VM (apply, rolling update, outage, reboot, the migration guide)
 	cd e2e && IPVS_PROXIER_E2E=1 $(GO) test -count=1 -v -timeout 60m ./kubelet
 
-demo: ## The main job: local apiserver, a real-kernel VM node running the daemon, examples/demo.yaml; Ctrl-C to stop
+demo: deps ## The main job: local apiserver, a real-kernel VM node running the daemon, examples/demo.yaml; Ctrl-C to stop
 	cd e2e && $(GO) run ./demo
 
 demo-exec: ## Run CMD on a running demo's node: make demo-exec CMD='ipvsadm -Ln'
@@ -92,11 +97,11 @@ demo-down: ## Stop a running `make demo`
 	@pid=$$(cat $${IPVS_PROXIER_CACHE:-$$HOME/.cache/ipvs-proxier}/demo.pid 2>/dev/null) && kill $$pid && echo "stopped demo (pid $$pid)" || echo "no demo running"
 
 IMAGE_ARCHIVE ?= bin/ipvs-proxier-image.tar
-image-oci: ## Build the image without a container engine (mmdebstrap + go-containerregistry) into IMAGE_ARCHIVE, reproducibly (SOURCE_DATE_EPOCH)
+image-oci: deps ## Build the image without a container engine (mmdebstrap + go-containerregistry) into IMAGE_ARCHIVE, reproducibly (SOURCE_DATE_EPOCH)
 	@mkdir -p $(dir $(IMAGE_ARCHIVE))
 	cd e2e/image && $(GO) run . -out $(abspath $(IMAGE_ARCHIVE)) -tag $(IMAGE)
 
-test-image: ## Build the image twice (same digest), check its contents and run its binary and iptables wrapper in a fresh netns
+test-image: deps ## Build the image twice (same digest), check its contents and run its binary and iptables wrapper in a fresh netns
 	cd e2e/image && IPVS_PROXIER_E2E=1 $(GO) test -count=1 -v .
 
 image: ## Build the container image with docker or podman (no engine runs in CI; a test checks the Dockerfile instead)
@@ -106,4 +111,4 @@ image: ## Build the container image with docker or podman (no engine runs in CI;
 plan-example: build ## Print what the daemon would program for examples/cluster.yaml
 	$(BIN) plan -f examples/cluster.yaml --hostname-override test-node --cluster-cidr 10.244.0.0/16
 
-.PHONY: help build test prebuild test-unit test-netns test-vm e2e e2e-kubelet lint fuzz bench bench-micro bench-kernel bench-scale bench-dataplane demo demo-exec demo-down image image-oci test-image plan-example
+.PHONY: help build test deps prebuild test-unit test-netns test-vm e2e e2e-kubelet lint fuzz bench bench-micro bench-kernel bench-scale bench-dataplane demo demo-exec demo-down image image-oci test-image plan-example

@@ -115,19 +115,9 @@ func (b *build) rootfs() (string, error) {
 	if _, err := os.Stat(out); err == nil {
 		return out, nil
 	}
-	if _, err := exec.LookPath("mmdebstrap"); err != nil {
-		fmt.Fprintln(os.Stderr, "image: installing mmdebstrap (first run only)")
-		install := exec.Command("apt-get", "install", "-y", "-qq", "--no-install-recommends", "mmdebstrap")
-		install.Env = append(os.Environ(), "DEBIAN_FRONTEND=noninteractive")
-		if o, err := install.CombinedOutput(); err != nil {
-			if o2, err2 := exec.Command("apt-get", "update", "-qq").CombinedOutput(); err2 != nil {
-				return "", fmt.Errorf("apt-get update: %w\n%s", err2, o2)
-			}
-			if o, err = install.CombinedOutput(); err != nil {
-				return "", fmt.Errorf("install mmdebstrap: %w\n%s", err, o)
-			}
-			_ = o
-		}
+	// mmdebstrap is a host package: the one list (e2e/hostdeps) installs it.
+	if o, err := exec.Command(filepath.Join(b.repo, "e2e/hostdeps/install.sh")).CombinedOutput(); err != nil {
+		return "", fmt.Errorf("e2e/hostdeps/install.sh: %w\n%s", err, o)
 	}
 	if err := os.MkdirAll(cacheDir(), 0o755); err != nil {
 		return "", err

@@ -2,7 +2,7 @@
 # Real-kernel test VM: a Debian kernel (IPVS, dummy, ipset as modules) under qemu TCG,
 # with a busybox initramfs. The host kernel has no IPVS, so every IPVS claim is tested here.
 #
-#   vm.sh deps              install what is missing (apt) and fetch the kernel into the cache
+#   vm.sh deps              install the host packages (e2e/hostdeps) and fetch the kernel into the cache
 #   vm.sh run PAYLOAD [MB]  boot with PAYLOAD/ copied to / (it must hold /scenario.sh);
 #                           prints the console and exits with the scenario's status
 #   vm.sh initrd OUT PAYLOAD  build the initramfs only (the e2e harness boots it itself)
@@ -18,15 +18,7 @@ mkdir -p "$CACHE"
 say() { echo "vm.sh: $*" >&2; }
 
 deps() {
-  local need=()
-  for c in qemu-system-x86_64:qemu-system-x86 busybox:busybox-static ipvsadm:ipvsadm ipset:ipset \
-           xtables-nft-multi:iptables conntrack:conntrack cpio:cpio depmod:kmod socat:socat ip:iproute2 nft:nftables; do
-    command -v "${c%%:*}" >/dev/null || need+=("${c##*:}")
-  done
-  if ((${#need[@]})); then
-    say "installing ${need[*]} (first run only)"
-    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null
-  fi
+  "$(dirname "$0")/../hostdeps/install.sh"
   if [ ! -f "$CACHE/kver" ]; then
     local pkg; pkg=$(apt-cache depends linux-image-amd64 2>/dev/null | awk '/Depends: linux-image-/{print $2; exit}')
     if [ -z "$pkg" ]; then # a fresh machine has no package lists yet

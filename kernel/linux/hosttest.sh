@@ -1,14 +1,11 @@
 #!/usr/bin/env bash
 # Runs the real-kernel tests of kernel/linux that this host's kernel supports (ipset,
 # conntrack, addresses on veth, iptables) inside a fresh network namespace, so nothing of
-# the machine's own networking is touched. Installs iptables if it is missing.
+# the machine's own networking is touched. The host tools come from e2e/hostdeps.
 set -euo pipefail
 cd "$(dirname "$0")"
 if [ "$(id -u)" != 0 ]; then echo "hosttest.sh: needs root (unshare -n)"; exit 1; fi
-if ! command -v iptables-nft-restore >/dev/null || ! command -v iptables-legacy-save >/dev/null; then
-  echo "hosttest.sh: installing iptables"
-  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends iptables >/dev/null
-fi
+../../e2e/hostdeps/install.sh
 bin=$(mktemp -d)/linux.test
 trap 'rm -rf "$(dirname "$bin")"' EXIT
 go test -c -o "$bin" .
