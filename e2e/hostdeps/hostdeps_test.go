@@ -5,6 +5,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 	"testing"
@@ -188,5 +189,55 @@ func TestNothingElseInstalls(t *testing.T) {
 		if m := installs.FindString(string(src)); m != "" {
 			t.Errorf("%s installs a package (%q): add it to e2e/hostdeps/packages.txt instead", name, m)
 		}
+	}
+}
+
+// TestInstallScript runs install.sh against a stand-in dpkg-query and apt-get: with
+// nothing installed it installs every install line's package in one apt-get call; with
+// everything installed it runs no apt-get and prints nothing. dpkg-query exits 1 when it
+// has never seen a package, as on a new machine.
+func TestInstallScript(t *testing.T) {
+	var want []string
+	for _, l := range readList(t) {
+		if l.Kind == "install" {
+			want = append(want, l.Package)
+		}
+	}
+	for _, tc := range []struct {
+		name      string
+		installed []string
+		wantApt   bool
+	}{{"new machine", nil, true}, {"all installed", want, false}, {"one missing", want[1:], true}} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			stub := func(name, body string) {
+				if err := os.WriteFile(filepath.Join(dir, name), []byte("#!/bin/sh\n"+body), 0o755); err != nil {
+					t.Fatal(err)
+				}
+			}
+			stub("dpkg-query", `rc=0; shift 2; for p in "$@"; do case " $FAKE_INSTALLED " in *" $p "*) echo "$p ii ";; *) rc=1;; esac; done; exit $rc`)
+			stub("apt-get", `echo "$*" >> "$FAKE_LOG"`)
+			stub("id", "echo 0")
+			log := filepath.Join(dir, "apt.log")
+			cmd := exec.Command("./install.sh")
+			cmd.Env = append(os.Environ(), "PATH="+dir+":"+os.Getenv("PATH"), "TMPDIR="+dir, "FAKE_LOG="+log,
+				"FAKE_INSTALLED="+strings.Join(tc.installed, " "))
+			out, err := cmd.CombinedOutput()
+			if err != nil {
+				t.Fatalf("install.sh: %v\n%s", err, out)
+			}
+			calls, _ := os.ReadFile(log)
+			if !tc.wantApt {
+				if len(calls) > 0 || len(out) > 0 {
+					t.Errorf("everything installed, yet apt-get ran %q and install.sh printed %q", calls, out)
+				}
+				return
+			}
+			missing := want[:len(want)-len(tc.installed)]
+			got := strings.Fields(strings.SplitN(string(calls), "\n", 2)[0])
+			if !slices.Contains(got, "install") || !slices.Equal(got[len(got)-len(missing):], missing) {
+				t.Errorf("apt-get called with %q, want an install of %q", calls, missing)
+			}
+		})
 	}
 }

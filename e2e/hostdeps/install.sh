@@ -8,9 +8,11 @@ list=$(dirname "$0")/packages.txt
 mapfile -t want < <(awk '$1 == "install" { print $2 }' "$list")
 
 missing() {
-  # dpkg-query prints nothing for a package it has never seen; those count as missing.
+  # dpkg-query prints nothing for a package it has never seen, and then exits 1: those
+  # count as missing.
   local have
-  have=$(dpkg-query -W -f='${Package} ${db:Status-Abbrev}\n' "${want[@]}" 2>/dev/null | awk '$2 == "ii" { print $1 }')
+  have=$(dpkg-query -W -f='${Package} ${db:Status-Abbrev}\n' "${want[@]}" 2>/dev/null || true)
+  have=$(awk '$2 == "ii" { print $1 }' <<<"$have")
   for p in "${want[@]}"; do grep -qxF "$p" <<<"$have" || echo "$p"; done
 }
 
