@@ -47,16 +47,28 @@ func (c *claims) remove(k ServiceKey) {
 	}
 }
 
-// winner is the claimant that is programmed: the first Service in name order, so the
-// choice does not depend on which Service was seen first.
+// winner is the claimant that is programmed. A claim on an allocated address (a
+// ClusterIP, a NodePort: the apiserver keeps them unique) beats one on a user-chosen
+// address (an external IP, a load-balancer ingress), so a Service cannot take another's
+// ClusterIP or NodePort by naming it (CVE-2020-8554 is this class of attack). Between
+// claims of one kind the first Service in name order wins, so the choice does not depend
+// on which Service was seen first.
 func (c *claims) winner() (*VirtualServerState, ServiceKey) {
 	best, st := c.key, c.state
 	for k, s := range c.more {
-		if strings.Compare(k.String(), best.String()) < 0 {
+		if outranks(s, k, st, best) {
 			best, st = k, s
 		}
 	}
 	return st, best
+}
+
+// outranks reports whether claim a of Service ak beats claim b of Service bk.
+func outranks(a *VirtualServerState, ak ServiceKey, b *VirtualServerState, bk ServiceKey) bool {
+	if a.UserChosen != b.UserChosen {
+		return !a.UserChosen
+	}
+	return strings.Compare(ak.String(), bk.String()) < 0
 }
 
 // keys returns every claimant.

@@ -9,7 +9,8 @@ import (
 
 // Two Services can claim one virtual server: the same external IP and port, the same
 // load-balancer IP and port (the API allows both), the same NodePort (a file can hold
-// it). One of them, the first by namespace/name (claims.winner), is programmed, and it
+// it). One of them (claims.winner: an allocated ClusterIP or NodePort before a
+// user-chosen external or LB IP, then the first by namespace/name) is programmed, and it
 // must own every kernel object of that VIP:port, set members included: a loser's
 // KUBE-NO-ENDPOINTS entry would REJECT new connections to a virtual server that has
 // real servers, and an ETP=Local loser would put the VIP in the -LOCAL sets too. So a
@@ -222,11 +223,17 @@ func (d *Desired) Conflicts(k ServiceKey) []Problem {
 		if c == nil {
 			continue
 		}
-		if _, w := c.winner(); w != k {
-			out = append(out, Problem{Kind: "Service", Namespace: k.Namespace, Name: k.Name, Reason: "VirtualServerConflict",
-				Message: fmt.Sprintf("virtual server %s is also claimed by Service %s, which is programmed there (the first by namespace/name); "+
-					"this Service's traffic to it goes to %s's endpoints", vs.VSKey, w, w)})
+		ws, w := c.winner()
+		if w == k {
+			continue
 		}
+		why := "the first by namespace/name"
+		if !ws.UserChosen && vs.UserChosen {
+			why = "its ClusterIP or NodePort, which the apiserver allocated to it; this Service's externalIPs or load-balancer ingress may not take it"
+		}
+		out = append(out, Problem{Kind: "Service", Namespace: k.Namespace, Name: k.Name, Reason: "VirtualServerConflict",
+			Message: fmt.Sprintf("virtual server %s is also claimed by Service %s, which is programmed there (%s); "+
+				"this Service's traffic to it goes to %s's endpoints", vs.VSKey, w, why, w)})
 	}
 	return out
 }

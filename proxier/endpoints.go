@@ -49,7 +49,7 @@ func collectEndpoints(cfg *Config, slices_ []*discovery.EndpointSlice, probs *[]
 		default:
 			continue // FQDN slices carry no IPs to program
 		}
-		badFamily := 0
+		badFamily, special, firstSpecial := 0, 0, ""
 		for _, p := range sl.Ports {
 			if p.Port == nil || *p.Port <= 0 || *p.Port > 65535 {
 				continue
@@ -68,13 +68,19 @@ func collectEndpoints(cfg *Config, slices_ []*discovery.EndpointSlice, probs *[]
 				if len(e.Addresses) == 0 {
 					continue
 				}
-				a, err := netip.ParseAddr(e.Addresses[0])
-				if err != nil || kernel.FamilyOf(a) != fam || a.Zone() != "" {
+				a, ok := ParseAddr(e.Addresses[0])
+				if !ok || kernel.FamilyOf(a) != fam {
 					badFamily++
 					continue
 				}
+				if why := specialEndpoint(a); why != "" {
+					if special++; firstSpecial == "" {
+						firstSpecial = a.String() + " is " + why
+					}
+					continue
+				}
 				ep := endpoint{
-					addr:        netip.AddrPortFrom(a.Unmap(), uint16(*p.Port)),
+					addr:        netip.AddrPortFrom(a, uint16(*p.Port)),
 					ready:       e.Conditions.Ready == nil || *e.Conditions.Ready,
 					serving:     e.Conditions.Serving == nil || *e.Conditions.Serving,
 					terminating: e.Conditions.Terminating != nil && *e.Conditions.Terminating,
@@ -103,8 +109,35 @@ func collectEndpoints(cfg *Config, slices_ []*discovery.EndpointSlice, probs *[]
 				Reason:  "InvalidEndpointAddress",
 				Message: fmt.Sprintf("%d endpoint address(es) are not valid %s addresses; skipped", badFamily, sl.AddressType)})
 		}
+		if special > 0 {
+			*probs = append(*probs, Problem{Kind: "EndpointSlice", Namespace: sl.Namespace, Name: sl.Name,
+				Reason: "InvalidEndpointAddress",
+				Message: fmt.Sprintf("%d endpoint address(es) are addresses the API refuses for an endpoint (%s); never programmed",
+					special, firstSpecial)})
+		}
 	}
 	return out
+}
+
+// specialEndpoint says why a may not be an endpoint, or "" when it may. The API's
+// endpoint validation refuses these (CVE-2021-25737: an endpoint on the node's loopback
+// or on 169.254.169.254, the cloud metadata service, would make the node proxy to it),
+// but a slice stored before that check, or written by hand to a file for plan, can hold
+// them. Multicast and broadcast addresses cannot be a real server either.
+func specialEndpoint(a netip.Addr) string {
+	switch {
+	case a.IsUnspecified():
+		return "the unspecified address"
+	case a.IsLoopback():
+		return "a loopback address"
+	case a.IsLinkLocalUnicast():
+		return "a link-local address"
+	case a.IsMulticast():
+		return "a multicast address"
+	case a == netip.AddrFrom4([4]byte{255, 255, 255, 255}):
+		return "the broadcast address"
+	}
+	return ""
 }
 
 // betterCopy reports whether a copy of an endpoint seen in a later slice replaces the

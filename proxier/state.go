@@ -19,6 +19,11 @@ func (k ServiceKey) String() string { return k.Namespace + "/" + k.Name }
 type VirtualServerState struct {
 	kernel.VirtualServer
 	RealServers []kernel.RealServer
+	// UserChosen marks a virtual server on an address the Service's author chose (an
+	// external IP or a load-balancer ingress), which the apiserver does not keep unique,
+	// as opposed to one it allocated (a ClusterIP, a NodePort). An allocated claim always
+	// wins a contested virtual server (claims.winner).
+	UserChosen bool
 }
 
 // HealthCheck is a healthCheckNodePort to serve for an ETP=Local LoadBalancer.
@@ -81,7 +86,7 @@ func (s *ServiceState) Equal(o *ServiceState) bool {
 		return s.Empty() == o.Empty()
 	}
 	return slices.EqualFunc(s.VirtualServers, o.VirtualServers, func(a, b VirtualServerState) bool {
-		return a.VirtualServer.Equal(b.VirtualServer) && slices.Equal(a.RealServers, b.RealServers)
+		return a.VirtualServer.Equal(b.VirtualServer) && slices.Equal(a.RealServers, b.RealServers) && a.UserChosen == b.UserChosen
 	}) && slices.Equal(s.Bind, o.Bind) && s.Members.Equal(o.Members) &&
 		slices.Equal(s.OutFilters, o.OutFilters) && slices.Equal(s.UDPFrontends, o.UDPFrontends) &&
 		(s.HealthCheck == nil) == (o.HealthCheck == nil) && (s.HealthCheck == nil || *s.HealthCheck == *o.HealthCheck)
@@ -121,7 +126,18 @@ func (s *ServiceState) normalize(members []kernel.Member) {
 	slices.SortFunc(members, compareMembers)
 	s.Members = PackMembers(slices.Compact(members))
 	slices.SortFunc(s.VirtualServers, func(a, b VirtualServerState) int { return kernel.CompareVSKeys(a.VSKey, b.VSKey) })
-	s.VirtualServers = slices.CompactFunc(s.VirtualServers, func(a, b VirtualServerState) bool { return a.VSKey == b.VSKey })
+	// One address and port reached twice (a NodePort on a node IP that is also an
+	// external IP) is one virtual server, allocated if either way is.
+	vss := s.VirtualServers[:0]
+	for _, v := range s.VirtualServers {
+		if n := len(vss); n > 0 && vss[n-1].VSKey == v.VSKey {
+			vss[n-1].UserChosen = vss[n-1].UserChosen && v.UserChosen
+			continue
+		}
+		vss = append(vss, v)
+	}
+	clear(s.VirtualServers[len(vss):])
+	s.VirtualServers = vss
 	for i := range s.VirtualServers {
 		slices.SortFunc(s.VirtualServers[i].RealServers, kernel.CompareRealServers)
 	}

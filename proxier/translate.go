@@ -144,12 +144,11 @@ func (t *translator) clusterIPs() []netip.Addr {
 	}
 	var out []netip.Addr
 	for _, s := range ips {
-		a, err := netip.ParseAddr(s)
-		if err != nil || a.Zone() != "" {
+		a, ok := ParseAddr(s)
+		if !ok {
 			t.problem("InvalidClusterIP", "clusterIP %q is not an IP address; skipped", s)
 			continue
 		}
-		a = a.Unmap()
 		if t.cfg.servesFamily(kernel.FamilyOf(a)) && !slices.Contains(out, a) {
 			out = append(out, a)
 		}
@@ -268,6 +267,18 @@ func (ps *portState) addVS(addr netip.Addr, p uint16, rss []kernel.RealServer, e
 	if ps.proto == kernel.UDP {
 		st.UDPFrontends = append(st.UDPFrontends, netip.AddrPortFrom(addr, p))
 	}
+	// An external or LB IP inside a service CIDR is served like a ClusterIP (kube-proxy
+	// serves it); KUBE-CLUSTER-IPS-CHECK must not reject the node's own connections to it.
+	if slices.ContainsFunc(t.cfg.ServiceCIDRs, func(c netip.Prefix) bool { return c.Contains(addr) }) {
+		ps.member(setServiceIPs, kernel.SetEntry{IP: addr})
+	}
+}
+
+// markUserChosen marks the virtual server addVS added last as on an address the
+// Service's author chose.
+func (ps *portState) markUserChosen() {
+	vss := ps.t.st.VirtualServers
+	vss[len(vss)-1].UserChosen = true
 }
 
 // bind puts a on the dummy interface.
@@ -285,6 +296,7 @@ func (ps *portState) addExternalIPs() {
 			continue
 		}
 		ps.addVS(a, ps.port, ps.external, true)
+		ps.markUserChosen()
 		if !slices.Contains(t.cfg.NodeIPs, a) {
 			ps.bind(a)
 		}
@@ -336,6 +348,7 @@ func (ps *portState) addLoadBalancer() {
 			continue
 		}
 		ps.addVS(a, ps.port, ps.external, true)
+		ps.markUserChosen()
 		if !slices.Contains(t.cfg.NodeIPs, a) {
 			ps.bind(a)
 		}
@@ -377,8 +390,8 @@ func (t *translator) sourceRanges(f kernel.Family) (ranges []netip.Prefix, filte
 			continue
 		}
 		listed = true
-		p, err := netip.ParsePrefix(strings.TrimSpace(s))
-		if err != nil {
+		p, ok := ParsePrefix(s)
+		if !ok {
 			t.problem("InvalidSourceRange", "loadBalancerSourceRanges %q is not a CIDR; skipped, the firewall stays closed to it", s)
 			invalid = true
 			continue
@@ -433,12 +446,11 @@ func (t *translator) usableVIP(a netip.Addr, field, reason string) bool {
 // parseFamilyIP parses s and reports whether it is an address of family f. Unparseable
 // addresses are Problems; other families are silently left to that family's pass.
 func (t *translator) parseFamilyIP(s string, f kernel.Family, reason string) (netip.Addr, bool) {
-	a, err := netip.ParseAddr(strings.TrimSpace(s))
-	if err != nil || a.Zone() != "" {
+	a, ok := ParseAddr(s)
+	if !ok {
 		t.problem(reason, "%q is not an IP address; skipped", s) // repeats are compacted in normalize
 		return netip.Addr{}, false
 	}
-	a = a.Unmap()
 	return a, kernel.FamilyOf(a) == f
 }
 

@@ -1,8 +1,6 @@
 package proxier
 
 import (
-	"net/netip"
-
 	v1 "k8s.io/api/core/v1"
 
 	"github.com/ipvs-proxier/ipvs-proxier/kernel"
@@ -24,11 +22,10 @@ func allocatedMembers(svc *v1.Service) []kernel.Member {
 	}
 	var out []kernel.Member
 	for _, s := range ips {
-		a, err := netip.ParseAddr(s)
-		if err != nil || a.IsUnspecified() {
+		a, ok := ParseAddr(s)
+		if !ok || a.IsUnspecified() {
 			continue // "None", or garbage the API would not store
 		}
-		a = a.Unmap()
 		out = append(out, kernel.Member{Set: SetName(setServiceIPs, kernel.FamilyOf(a)), Entry: kernel.SetEntry{IP: a}})
 	}
 	return out
