@@ -102,3 +102,39 @@ func TestNodePortAddressesPrimary(t *testing.T) {
 		t.Errorf("NodePort also on the non-primary %s:\n%s", harness.NodeIP, out)
 	}
 }
+
+// TestExternalIPCannotTakeClusterIP: a Service that sorts first and names another
+// Service's ClusterIP as its external IP does not take it: the ClusterIP keeps forwarding
+// to its own Service's pod, and the Warning lands on the Service that named it.
+func TestExternalIPCannotTakeClusterIP(t *testing.T) {
+	requireEnv(t)
+	victim, vip := createProgrammed(t, service("zz-victim"), 80, v1.ProtocolTCP, podEP{"10.244.0.11", "node-1"})
+	createService(t, service("a-hijack", v1.ServiceSpec{ExternalIPs: []string{victim.Spec.ClusterIP}}), 80, v1.ProtocolTCP,
+		podEP{"10.244.0.12", "node-1"})
+	waitWarning(t, "a-hijack", "VirtualServerConflict", func(m string) bool { return strings.Contains(m, "default/zz-victim") })
+	if block := vsBlock(ipvsadm(t), vip); !strings.Contains(block, "10.244.0.11:80") || strings.Contains(block, "10.244.0.12:80") {
+		t.Fatalf("%s forwards to\n%s\nwant only the victim's pod 10.244.0.11", vip, block)
+	}
+	for i := range 10 {
+		if a, err := node.Ask("client", "tcp", vip); err != nil || !strings.HasPrefix(a, "pod1") {
+			t.Fatalf("request %d to the victim's ClusterIP %s: %q %v", i, vip, a, err)
+		}
+	}
+}
+
+// TestExternalIPInServiceCIDR: an external IP inside the service CIDR that no Service
+// was allocated answers the node's own connections (kube-proxy serves it), instead of
+// the unallocated-ClusterIP check's REJECT.
+func TestExternalIPInServiceCIDR(t *testing.T) {
+	requireEnv(t)
+	const vip = "10.96.200.200:80"
+	createService(t, service("ext-in-cidr", v1.ServiceSpec{ExternalIPs: []string{"10.96.200.200"}}), 80, v1.ProtocolTCP,
+		podEP{"10.244.0.11", "node-1"})
+	waitIPVS(t, "external IP", func(s string) bool { return strings.Contains(vsBlock(s, vip), "10.244.0.11:80") })
+	waitServing(t, "", "tcp", vip)
+	for _, ns := range []string{"", "client"} {
+		if a, err := node.Ask(ns, "tcp", vip); err != nil || !strings.HasPrefix(a, "pod1") {
+			t.Errorf("from netns %q to %s: %q %v", ns, vip, a, err)
+		}
+	}
+}

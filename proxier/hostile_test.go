@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"unicode/utf8"
 
 	v1 "k8s.io/api/core/v1"
 	discovery "k8s.io/api/discovery/v1"
@@ -174,6 +175,25 @@ func TestParseAddr(t *testing.T) {
 		p, ok := ParsePrefix(in)
 		if got := map[bool]string{true: p.String(), false: ""}[ok]; got != want {
 			t.Errorf("ParsePrefix(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
+// TestProblemMessagesBounded: a 64 KiB annotation gives a Problem of at most 1 KiB
+// (events.k8s.io's cap on a note), quoted, so one line in the log.
+func TestProblemMessagesBounded(t *testing.T) {
+	cfg := testConfig()
+	huge := strings.Repeat("é\nx", 64<<10/4)
+	st := translate(cfg, makeService("ns", "big", func(s *v1.Service) {
+		s.Annotations = map[string]string{AnnotationScheduler: huge, AnnotationSchedulerFlags: huge}
+	}))
+	if len(st.Problems) != 2 {
+		t.Fatalf("Problems %v, want InvalidScheduler and InvalidSchedulerFlags", reasons(st))
+	}
+	for _, p := range st.Problems {
+		if len(p.Message) > MaxMessage || !utf8.ValidString(p.Message) || strings.Contains(p.Message, "\n") || !strings.HasSuffix(p.Message, "(truncated)") {
+			t.Errorf("%s: %d bytes, valid UTF-8 %v, newline %v: %.80q...", p.Reason, len(p.Message), utf8.ValidString(p.Message),
+				strings.Contains(p.Message, "\n"), p.Message)
 		}
 	}
 }

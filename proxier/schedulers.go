@@ -78,5 +78,5 @@ func parseSchedulerFlags(sched, s string) (uint32, error) {
 }
 
 func serviceProblem(svc *v1.Service, reason, msg string) Problem {
-	return Problem{Kind: "Service", Namespace: svc.Namespace, Name: svc.Name, Reason: reason, Message: msg}
+	return Problem{Kind: "Service", Namespace: svc.Namespace, Name: svc.Name, Reason: reason, Message: BoundMessage(msg)}
 }

@@ -5,6 +5,7 @@ import (
 	"net/netip"
 	"slices"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/ipvs-proxier/ipvs-proxier/kernel"
 )
@@ -67,6 +68,27 @@ type Problem struct {
 	Name      string
 	Reason    string // an Event reason, CamelCase
 	Message   string
+}
+
+// MaxMessage is the longest Problem message, in bytes: events.k8s.io/v1 caps an Event's
+// note at 1 KiB, and a log line or an Event should not carry a 64 KiB annotation value.
+const MaxMessage = 1024
+
+// truncated ends a message that BoundMessage cut.
+const truncated = "... (truncated)"
+
+// BoundMessage returns msg cut to MaxMessage bytes, on a UTF-8 boundary, marked as cut.
+// Values from API objects in a message are %q-quoted where they are formatted, so a
+// message holds no raw newline either.
+func BoundMessage(msg string) string {
+	if len(msg) <= MaxMessage {
+		return msg
+	}
+	cut := MaxMessage - len(truncated)
+	for cut > 0 && !utf8.RuneStart(msg[cut]) {
+		cut--
+	}
+	return msg[:cut] + truncated
 }
 
 // String prints the problem for logs.
