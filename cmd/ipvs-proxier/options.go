@@ -195,7 +195,13 @@ func (o *options) validRanges() error {
 	if o.masqueradeBit < 0 || o.masqueradeBit > 31 {
 		return fmt.Errorf("%s: %d not in 0-31", o.origin("iptables-masquerade-bit"), o.masqueradeBit)
 	}
-	return nil
+	if err := o.validTimeouts(); err != nil {
+		return err
+	}
+	if err := o.validDummyName(); err != nil {
+		return err
+	}
+	return o.completeAddresses()
 }
 
 // resolve validates the options and builds the translation and sync configs.
