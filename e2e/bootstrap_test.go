@@ -82,13 +82,13 @@ sed 's|/var/lib/kube-proxy/kubeconfig.conf|/tmp/stuck/kubeconfig.conf|' /var/lib
 		}
 	}
 	r, err := node.Get("", "http://127.0.0.1:10256/readyz")
-	if err != nil || r.Code != 503 || !strings.Contains(r.Body, "cannot reach the API server at "+bad) {
+	if err != nil || r.Code != 503 || !strings.Contains(r.Body, "the API server is unreachable") || strings.Contains(r.Body, bad) {
 		t.Errorf("/readyz: %+v %v", r, err)
 	}
 	if r, err := node.Get("", "http://127.0.0.1:10256/livez"); err != nil || r.Code != 200 {
 		t.Errorf("/livez: %+v %v", r, err)
 	}
-	r, err = node.Get("", "http://127.0.0.1:10256/status")
+	r, err = node.Get("", "http://127.0.0.1:10249/status")
 	var st struct {
 		APIServer struct {
 			Server    string

@@ -275,3 +275,25 @@ func TestConntrackPressure(t *testing.T) {
 	}
 	t.Logf("resolved event %v after release: %s", time.Since(released).Round(time.Second), ev.Message)
 }
+
+// TestHealthListenerFromTheNetwork: from another host (the client netns, through the
+// node's address on its link), the health listener answers kube-proxy's health paths and
+// nothing else: /status, /proxyMode and /metrics are not there, and /readyz names no
+// server. /status answers on the metrics listener, on the node's loopback.
+func TestHealthListenerFromTheNetwork(t *testing.T) {
+	requireEnv(t)
+	const base = "http://192.168.50.1:10256"
+	for _, path := range []string{"/healthz", "/livez", "/readyz"} {
+		if r, err := node.Get("client", base+path); err != nil || r.Code != 200 || strings.Contains(r.Body, "https://") {
+			t.Errorf("%s from the client: %v %+v", path, err, r)
+		}
+	}
+	for _, path := range []string{"/status", "/proxyMode", "/metrics", "/", "/debug/pprof/", "/configz"} {
+		if r, err := node.Get("client", base+path); err != nil || r.Code != 404 {
+			t.Errorf("%s from the client: %v %+v, want 404", path, err, r)
+		}
+	}
+	if r, err := node.Get("", "http://127.0.0.1:10249/status"); err != nil || r.Code != 200 || !strings.Contains(r.Body, `"apiServer"`) {
+		t.Errorf("/status on the metrics listener: %v %+v", err, r)
+	}
+}

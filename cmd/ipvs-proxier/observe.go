@@ -101,9 +101,10 @@ func serveOnce(ctx context.Context, log *zap.Logger, what, addr string, h http.H
 	return nil
 }
 
-// metricsHandler serves /metrics plus kube-proxy's /healthz ping and /proxyMode, and
-// /debug/pprof with profiling on (the metrics address is loopback by default).
-func metricsHandler(m *metrics.Metrics, profiling bool) http.Handler {
+// metricsHandler serves /metrics plus kube-proxy's /healthz ping and /proxyMode, our
+// /status, and /debug/pprof with profiling on (the metrics address is loopback by
+// default).
+func metricsHandler(m *metrics.Metrics, profiling bool, status func() any) http.Handler {
 	mux := http.NewServeMux()
 	if profiling {
 		mux.HandleFunc("/debug/pprof/", pprof.Index)
@@ -114,6 +115,9 @@ func metricsHandler(m *metrics.Metrics, profiling bool) http.Handler {
 	mux.Handle("/metrics", promhttp.HandlerFor(m.Registry, promhttp.HandlerOpts{}))
 	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("ok")) })
 	mux.HandleFunc("/proxyMode", health.ProxyMode)
+	if status != nil {
+		mux.HandleFunc("/status", health.StatusHandler(status))
+	}
 	return mux
 }
 

@@ -240,9 +240,9 @@ func runProxy(o *options, r *resolved, log *zap.Logger, client kubernetes.Interf
 		}
 	}, 5*time.Second)
 	go monitor.Run(ctx, o.conntrackInterval)
-	serve(ctx, log, "metrics", o.metricsAddr, metricsHandler(m, o.profiling))
+	status := statusSources{node: r.nodeName, syncer: syncer, proxy: proxyHealth, monitor: monitor, hc: hc, api: api}.report
+	serve(ctx, log, "metrics", o.metricsAddr, metricsHandler(m, o.profiling, status))
 	hs := &health.Server{Proxy: proxyHealth, NodeEligible: func() bool { return nodeEligible(src.Node()) },
-		Status:       statusSources{node: r.nodeName, syncer: syncer, proxy: proxyHealth, monitor: monitor, hc: hc, api: api}.report,
 		CountHealthz: m.Healthz, CountLivez: m.Livez, APIServer: api}
 	serve(ctx, log, "health", o.healthzAddr, hs.Handler())
 	log.Info("Running", zap.Duration("minSyncPeriod", o.minSyncPeriod), zap.Duration("syncPeriod", o.syncPeriod),

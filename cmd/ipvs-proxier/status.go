@@ -15,7 +15,7 @@ import (
 // runStatus prints a human summary of the local daemon's /status.
 func runStatus(args []string, out io.Writer) error {
 	fs := pflag.NewFlagSet("status", pflag.ContinueOnError)
-	addr := fs.String("address", "127.0.0.1:10256", "the daemon's --healthz-bind-address")
+	addr := fs.String("address", "127.0.0.1:10249", "the daemon's --metrics-bind-address, where /status is served")
 	raw := fs.Bool("json", false, "print the /status JSON as it is")
 	if err := fs.Parse(args); err != nil {
 		return err

@@ -79,7 +79,7 @@ func TestDemo(t *testing.T) {
 	if err != nil || json.Unmarshal(b, &st) != nil {
 		t.Fatalf("state.json: %v %s", err, b)
 	}
-	for _, want := range []string{"export KUBECONFIG=" + st.Kubeconfig, "make demo-exec CMD='ipvsadm -Ln'", "status --address " + st.Health, st.Metrics + "/metrics"} {
+	for _, want := range []string{"export KUBECONFIG=" + st.Kubeconfig, "make demo-exec CMD='ipvsadm -Ln'", "status --address " + st.Metrics, st.Metrics + "/metrics"} {
 		if !strings.Contains(output(), want) {
 			t.Errorf("the demo does not print %q:\n%s", want, output())
 		}
@@ -117,7 +117,7 @@ func TestDemo(t *testing.T) {
 	nodeFollows("one endpoint removed", func(s string) bool { return serving(s) == 1 })
 
 	run("make", "-s", "build")
-	if got := run("bin/ipvs-proxier", "status", "--address", st.Health); !strings.Contains(got, "on node node-1") || !strings.Contains(got, "healthy, ready") {
+	if got := run("bin/ipvs-proxier", "status", "--address", st.Metrics); !strings.Contains(got, "on node node-1") || !strings.Contains(got, "healthy, ready") {
 		t.Errorf("ipvs-proxier status:\n%s", got)
 	}
 	resp, err := http.Get("http://" + st.Metrics + "/metrics")

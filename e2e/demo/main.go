@@ -89,7 +89,7 @@ func run() error {
     # (no controllers run: pods are network namespaces in the VM, so edit EndpointSlices)
     make build && bin/ipvs-proxier status --address %s
     curl -s http://%s/metrics | grep ^kubeproxy_sync
-`, st.Kubeconfig, harness.KubeVersion, cp.Bins.Kubectl, st.Health, st.Metrics)
+`, st.Kubeconfig, harness.KubeVersion, cp.Bins.Kubectl, st.Metrics, st.Metrics)
 	sig := make(chan os.Signal, 1)
 	signal.Notify(sig, syscall.SIGINT, syscall.SIGTERM)
 	<-sig

@@ -136,11 +136,11 @@ func TestAPIServerUnreachable(t *testing.T) {
 	var ready, status harness.HTTPResult
 	if err := waitFor(time.Minute, func() bool {
 		ready, _ = node.Get("", "http://127.0.0.1:10256/readyz")
-		return ready.Code == 503 && strings.Contains(ready.Body, "cannot reach the API server at "+harness.ControlPlaneEndpoint)
+		return ready.Code == 503 && strings.Contains(ready.Body, "the API server is unreachable")
 	}); err != nil {
 		t.Errorf("/readyz while the apiserver is unreachable: %+v", ready)
 	}
-	status, _ = node.Get("", "http://127.0.0.1:10256/status")
+	status, _ = node.Get("", "http://127.0.0.1:10249/status")
 	var st struct {
 		APIServer struct {
 			Server, Error string

@@ -8,7 +8,8 @@ import (
 	"time"
 )
 
-// An unreachable API server makes /readyz fail with the address and the error, and
+// An unreachable API server makes /readyz fail with a short reason (the address and the
+// error are in Reason, for /status and the log), and
 // /livez stays as it was: a restart cannot fix the network.
 func TestReadyzSaysWhyTheAPIServerIsUnreachable(t *testing.T) {
 	c := &clock{t: time.Unix(1000, 0)}
@@ -24,10 +25,13 @@ func TestReadyzSaysWhyTheAPIServerIsUnreachable(t *testing.T) {
 	c.t = c.t.Add(time.Minute)
 	a.Probed(errors.New("dial tcp 10.96.0.1:443: i/o timeout"))
 	resp, body := get(t, h, "/readyz")
-	reason, _ := body["reason"].(string)
-	if resp.StatusCode != 503 || !strings.Contains(reason, "https://10.96.0.1:443") || !strings.Contains(reason, "i/o timeout") ||
-		!strings.Contains(reason, "since 1970-01-01T00:16:40Z") {
+	if resp.StatusCode != 503 || body["reason"] != "the API server is unreachable" {
 		t.Errorf("unreachable /readyz = %d %v", resp.StatusCode, body)
+	}
+	// The address, the error and since when are /status's and the log's.
+	if reason := a.Reason(); !strings.Contains(reason, "https://10.96.0.1:443") || !strings.Contains(reason, "i/o timeout") ||
+		!strings.Contains(reason, "since 1970-01-01T00:16:40Z") {
+		t.Errorf("Reason() = %q", reason)
 	}
 	if resp, _ := get(t, h, "/livez"); resp.StatusCode != 200 {
 		t.Errorf("/livez = %d while only the API server is unreachable", resp.StatusCode)

@@ -2,12 +2,14 @@ package health
 
 import (
 	"encoding/json"
+	"errors"
 	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/netip"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -60,7 +62,6 @@ func TestHealthEndpoints(t *testing.T) {
 	eligible := true
 	codes := map[string][]int{}
 	s := &Server{Proxy: p, NodeEligible: func() bool { return eligible },
-		Status:       func() any { return map[string]int{"virtualServers": 3} },
 		CountHealthz: func(code int) { codes["healthz"] = append(codes["healthz"], code) },
 		CountLivez:   func(code int) { codes["livez"] = append(codes["livez"], code) }}
 	h := s.Handler()
@@ -100,12 +101,54 @@ func TestHealthEndpoints(t *testing.T) {
 	if len(codes["healthz"]) != len(tests) || codes["healthz"][2] != 503 || codes["livez"][3] != 503 {
 		t.Errorf("counted codes %v", codes)
 	}
-	resp, _ := get(t, h, "/proxyMode")
+	resp, _ := get(t, http.HandlerFunc(ProxyMode), "/proxyMode")
 	if b, _ := io.ReadAll(resp.Body); string(b) != "ipvs" {
 		t.Errorf("/proxyMode = %q", b)
 	}
-	if _, body := get(t, h, "/status"); body["virtualServers"] != 3.0 {
+	if _, body := get(t, StatusHandler(func() any { return map[string]int{"virtualServers": 3} }), "/status"); body["virtualServers"] != 3.0 {
 		t.Errorf("/status = %v", body)
+	}
+}
+
+// TestHealthListenerContract: the health listener, open to the node's network, serves
+// kube-proxy's health contract and nothing more: /healthz and /livez with kube-proxy's
+// fields, /readyz with a short reason that names no server and no error; every other
+// path is 404, /status and /proxyMode included.
+func TestHealthListenerContract(t *testing.T) {
+	c := &clock{t: time.Unix(1000, 0)}
+	p := NewProxy(time.Minute, c.now)
+	api := NewAPIServer("https://10.0.0.1:6443", c.now)
+	api.Probed(errors.New("dial tcp 10.0.0.1:6443: connect: connection refused"))
+	h := (&Server{Proxy: p, APIServer: api}).Handler()
+	allowed := map[string]map[string]bool{
+		// kube-proxy's ProxyHealth (pkg/proxy/healthcheck/proxy_health.go).
+		"/healthz": {"lastUpdated": true, "currentTime": true, "nodeEligible": true, "healthy": true, "status": true},
+		"/livez":   {"lastUpdated": true, "currentTime": true, "nodeEligible": true, "healthy": true, "status": true},
+		"/readyz":  {"ready": true, "reason": true, "lastUpdated": true, "currentTime": true},
+	}
+	for _, path := range []string{"/healthz", "/livez", "/readyz", "/", "/status", "/proxyMode", "/metrics", "/debug/pprof/",
+		"/configz", "/flagz", "/statusz", "/healthz/ping", "/readyz/status", "/status/", "/STATUS", "/%2e/status"} {
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, httptest.NewRequest("GET", "http://192.168.0.10:10256"+path, nil))
+		keys, ok := allowed[path]
+		if !ok {
+			if rec.Code != http.StatusNotFound {
+				t.Errorf("%s answered %d %q, want 404", path, rec.Code, rec.Body.String())
+			}
+			continue
+		}
+		var body map[string]any
+		if err := json.Unmarshal(rec.Body.Bytes(), &body); err != nil {
+			t.Fatalf("%s: %v: %q", path, err, rec.Body.String())
+		}
+		for k := range body {
+			if !keys[k] {
+				t.Errorf("%s has field %q beyond the health contract: %s", path, k, rec.Body.String())
+			}
+		}
+		if b := rec.Body.String(); strings.Contains(b, "10.0.0.1") || strings.Contains(b, "refused") {
+			t.Errorf("%s names the API server or its error: %s", path, b)
+		}
 	}
 }
 

@@ -6,15 +6,17 @@ import (
 	"time"
 )
 
-// Server holds the handlers of --healthz-bind-address.
+// Server holds the handlers of --healthz-bind-address, which is open to the node's
+// network (0.0.0.0:10256 by default): kube-proxy's health contract and no more. /healthz
+// and /livez answer kube-proxy's bodies; /readyz adds a short reason, never the API
+// server's address or error (those are in the log and in /status, on the metrics
+// listener).
 type Server struct {
 	Proxy *Proxy
 	// NodeEligible reports whether the Node exists, is not being deleted and is not
 	// tainted ToBeDeletedByClusterAutoscaler; /healthz fails otherwise (kube-proxy 1.28+,
 	// KEP-3836), so load balancers drain the node first.
 	NodeEligible func() bool
-	// Status builds the /status body.
-	Status func() any
 	// Count is told the code of each /healthz and /livez answer, for metrics.
 	CountHealthz, CountLivez func(code int)
 	// APIServer, when set, makes /readyz fail with the reason while the API server is
@@ -31,8 +33,8 @@ func (s *Server) Handler() http.Handler {
 	mux.HandleFunc("/readyz", func(w http.ResponseWriter, r *http.Request) {
 		st := s.Proxy.State()
 		body := readyBody{Ready: st.Ready, LastUpdated: st.LastUpdated, CurrentTime: st.Now}
-		if s.APIServer != nil {
-			body.Reason = s.APIServer.Reason()
+		if s.APIServer != nil && !s.APIServer.State().Reachable {
+			body.Reason = "the API server is unreachable"
 		}
 		if !st.Ready && body.Reason == "" {
 			body.Reason = "waiting for the first successful sync"
@@ -43,18 +45,17 @@ func (s *Server) Handler() http.Handler {
 		}
 		writeJSON(w, code, body)
 	})
-	mux.HandleFunc("/proxyMode", ProxyMode)
-	mux.HandleFunc("/status", func(w http.ResponseWriter, r *http.Request) {
-		if s.Status == nil {
-			http.NotFound(w, r)
-			return
-		}
-		writeJSON(w, http.StatusOK, s.Status())
-	})
 	return mux
 }
 
-// ProxyMode answers "ipvs", as kube-proxy does on both its servers.
+// StatusHandler serves /status, the body status builds: Service names, VIPs, connection
+// counts, the API server's address and error. It belongs on the metrics listener
+// (loopback by default), not on the health listener.
+func StatusHandler(status func() any) http.HandlerFunc {
+	return func(w http.ResponseWriter, _ *http.Request) { writeJSON(w, http.StatusOK, status()) }
+}
+
+// ProxyMode answers "ipvs", as kube-proxy does on its metrics server.
 func ProxyMode(w http.ResponseWriter, _ *http.Request) {
 	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 	w.Header().Set("X-Content-Type-Options", "nosniff")
