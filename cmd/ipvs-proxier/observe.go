@@ -141,6 +141,8 @@ type statusReport struct {
 	Draining             int                   `json:"gracefulTerminationQueue"`
 	HealthCheckNodePorts int                   `json:"healthCheckNodePorts"`
 	TopVirtualServers    []topVS               `json:"topVirtualServers"`
+	// SetupProblems: what this container could not set up on the node (setupProblem).
+	SetupProblems []string `json:"setupProblems,omitempty"`
 }
 
 // topVS is one line of the busiest virtual servers.
@@ -160,11 +162,12 @@ type statusSources struct {
 	monitor *pressure.Monitor
 	hc      *health.Services
 	api     *health.APIServer
+	setup   []string
 }
 
 func (s statusSources) report() any {
 	var r statusReport
-	r.Node, r.Version = s.node, version
+	r.Node, r.Version, r.SetupProblems = s.node, version, s.setup
 	st, ps := s.syncer.Status(), s.proxy.State()
 	r.Sync.Healthy, r.Sync.Ready = ps.Healthy, ps.Ready
 	r.Sync.LastSync, r.Sync.LastSuccess, r.Sync.LastError = st.LastSync, st.LastSuccess, st.LastError

@@ -80,7 +80,7 @@ func runDaemon(args []string) error {
 		return err
 	}
 	defer lock.Close()
-	k, ipvsHandle, err := prepareNode(o, r, log)
+	k, ipvsHandle, setup, err := prepareNode(o, r, log)
 	if err != nil {
 		return err
 	}
@@ -90,7 +90,7 @@ func runDaemon(args []string) error {
 		log.Info("Node initialised (--init-only); exiting")
 		return nil
 	}
-	runProxy(o, r, log, client, health.NewAPIServer(restCfg.Host, nil), k)
+	runProxy(o, r, log, client, health.NewAPIServer(restCfg.Host, nil), k, setup)
 	log.Info("Stopping; kernel state left in place")
 	return nil
 }
@@ -126,15 +126,19 @@ func daemonOptions(args []string) (o *options, warnings []string, done bool, err
 }
 
 // prepareNode checks that IPVS works and sets the node up as kube-proxy does at start:
-// the dummy device, the sysctls, the IPVS timeouts and the OOM score.
-func prepareNode(o *options, r *resolved, log *zap.Logger) (kernel.Kernel, *linux.IPVS, error) {
+// the dummy device, the sysctls, the IPVS timeouts and the OOM score. setup lists what
+// this container could not set up (setupProblem).
+func prepareNode(o *options, r *resolved, log *zap.Logger) (k kernel.Kernel, h *linux.IPVS, setup []string, err error) {
 	report := linux.Preflight{}.Check([]string{o.scheduler})
 	if report.NoIPVS != "" {
 		// Before any sysctl: on such a kernel they fail with a bare ENOENT.
-		return kernel.Kernel{}, nil, fmt.Errorf("IPVS is not usable on this node: %s (%s)", report.NoIPVS, report)
+		return kernel.Kernel{}, nil, nil, fmt.Errorf("IPVS is not usable on this node: %s (%s)", report.NoIPVS, report)
 	}
 	if !report.OK() {
 		log.Warn(report.String())
+	}
+	if len(report.MissingModules) > 0 && !o.kp.initOnly {
+		setup = append(setup, report.String())
 	}
 	k, ipvsHandle, err := linux.New(10*time.Second, allChains())
 	if err == nil {
@@ -145,11 +149,11 @@ func prepareNode(o *options, r *resolved, log *zap.Logger) (kernel.Kernel, *linu
 			ipvsHandle.Close()
 		}
 		// The only fatal preflight failure: without IPVS there is nothing to do.
-		return kernel.Kernel{}, nil, fmt.Errorf("IPVS is not usable on this node: %w (%s)", err, report)
+		return kernel.Kernel{}, nil, nil, fmt.Errorf("IPVS is not usable on this node: %w (%s)", err, report)
 	}
-	fail := func(err error) (kernel.Kernel, *linux.IPVS, error) {
+	fail := func(err error) (kernel.Kernel, *linux.IPVS, []string, error) {
 		ipvsHandle.Close()
-		return kernel.Kernel{}, nil, err
+		return kernel.Kernel{}, nil, nil, err
 	}
 	if err := k.Addresses.EnsureDummy(r.cfg.DummyDevice); errors.Is(err, kernel.ErrNotDummy) {
 		return fail(err)
@@ -160,8 +164,12 @@ func prepareNode(o *options, r *resolved, log *zap.Logger) (kernel.Kernel, *linu
 	for _, c := range changes {
 		log.Info("Sysctl changed", zap.String("key", c.Key), zap.Int("old", c.Old), zap.Int("new", c.New))
 	}
+	problem, err := setupProblem(err, o.kp.initOnly)
 	if err != nil {
 		return fail(err)
+	}
+	if problem != "" {
+		setup = append(setup, problem)
 	}
 	if err := ipvsHandle.SetTimeouts(o.tcpTimeout, o.tcpFinTimeout, o.udpTimeout); err != nil {
 		log.Warn("Cannot set IPVS timeouts", zap.Error(err))
@@ -171,12 +179,12 @@ func prepareNode(o *options, r *resolved, log *zap.Logger) (kernel.Kernel, *linu
 			log.Warn("Cannot set oom_score_adj", zap.Int("value", o.kp.oomScoreAdj), zap.Error(err))
 		}
 	}
-	return k, ipvsHandle, nil
+	return k, ipvsHandle, setup, nil
 }
 
 // runProxy wires the data flow (informers, tracker, syncer, runner) with its metrics,
 // events and health servers, and runs it until SIGTERM or SIGINT.
-func runProxy(o *options, r *resolved, log *zap.Logger, client kubernetes.Interface, api *health.APIServer, k kernel.Kernel) {
+func runProxy(o *options, r *resolved, log *zap.Logger, client kubernetes.Interface, api *health.APIServer, k kernel.Kernel, setup []string) {
 	broadcaster := record.NewBroadcaster()
 	broadcaster.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: client.CoreV1().Events("")})
 	defer broadcaster.Shutdown()
@@ -185,6 +193,7 @@ func runProxy(o *options, r *resolved, log *zap.Logger, client kubernetes.Interf
 	// kube-proxy announces each start on its Node (reason Starting, action StartKubeProxy:
 	// cmd/kube-proxy/app/server.go); node dashboards and runbooks look for it.
 	nodeEvents{recorder: recorder, node: r.nodeName}.NodeEvent(v1.EventTypeNormal, "Starting", "StartKubeProxy: ipvs-proxier "+version)
+	reportSetup(log, nodeEvents{recorder: recorder, node: r.nodeName}, setup)
 
 	var runner *reconcile.Runner
 	var syncer *reconcile.Syncer
@@ -240,10 +249,10 @@ func runProxy(o *options, r *resolved, log *zap.Logger, client kubernetes.Interf
 		}
 	}, 5*time.Second)
 	go monitor.Run(ctx, o.conntrackInterval)
-	status := statusSources{node: r.nodeName, syncer: syncer, proxy: proxyHealth, monitor: monitor, hc: hc, api: api}.report
+	status := statusSources{node: r.nodeName, syncer: syncer, proxy: proxyHealth, monitor: monitor, hc: hc, api: api, setup: setup}.report
 	serve(ctx, log, "metrics", o.metricsAddr, metricsHandler(m, o.profiling, status))
 	hs := &health.Server{Proxy: proxyHealth, NodeEligible: func() bool { return nodeEligible(src.Node()) },
-		CountHealthz: m.Healthz, CountLivez: m.Livez, APIServer: api}
+		CountHealthz: m.Healthz, CountLivez: m.Livez, APIServer: api, SetupIncomplete: len(setup) > 0}
 	serve(ctx, log, "health", o.healthzAddr, hs.Handler())
 	log.Info("Running", zap.Duration("minSyncPeriod", o.minSyncPeriod), zap.Duration("syncPeriod", o.syncPeriod),
 		zap.String("scheduler", o.scheduler), zap.Int64("memoryLimitBytes", debug.SetMemoryLimit(-1)))

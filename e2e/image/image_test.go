@@ -103,6 +103,21 @@ func TestImage(t *testing.T) {
 	if !strings.Contains(out, "(legacy)") || !strings.Contains(out, "ip6tables-legacy") {
 		t.Errorf("wrapper on a legacy node:\n%s", out)
 	}
+	// A read-only root, as the DaemonSet mounts it (readOnlyRootFilesystem): the wrapper
+	// cannot relink, and still runs the flavoured program, every time.
+	root = filepath.Join(dir, "root3")
+	if err := extract(mutate.Extract(img), root); err != nil {
+		t.Fatal(err)
+	}
+	// The runtime gives the container its /dev; the node's stands in.
+	ro := exec.Command("unshare", "-n", "-m", "sh", "-c", "mount --bind "+root+" "+root+" && mount -o remount,bind,ro "+root+
+		" && mount -t proc proc "+root+"/proc && mount --rbind /dev "+root+"/dev && chroot "+root+
+		" sh -c 'iptables -V && iptables-save -V && readlink /usr/sbin/iptables'")
+	b3, err := ro.CombinedOutput()
+	if out := string(b3); err != nil || !strings.Contains(out, "(nf_tables)") || !strings.Contains(out, "iptables-nft-save v") ||
+		strings.Contains(out, "Read-only") || !strings.HasSuffix(strings.TrimSpace(out), "iptables-wrapper") {
+		t.Errorf("wrapper on a read-only root: %v\n%s", err, out)
+	}
 }
 
 // extract writes a flattened image filesystem into dir.

@@ -297,3 +297,18 @@ func TestHealthCheckNodePortsFollowAddresses(t *testing.T) {
 		t.Error("nil: want a listener on every address")
 	}
 }
+
+// TestReadyzSetupIncomplete: a node setup this container could not finish keeps /readyz
+// at 503 with a short reason, while /livez stays 200 (a restart would not help).
+func TestReadyzSetupIncomplete(t *testing.T) {
+	c := &clock{t: time.Unix(1000, 0)}
+	p := NewProxy(time.Minute, c.now)
+	p.Updated()
+	h := (&Server{Proxy: p, SetupIncomplete: true}).Handler()
+	if resp, body := get(t, h, "/readyz"); resp.StatusCode != 503 || body["reason"] != "node setup incomplete" {
+		t.Errorf("/readyz = %d %v", resp.StatusCode, body)
+	}
+	if resp, _ := get(t, h, "/livez"); resp.StatusCode != 200 {
+		t.Errorf("/livez = %d", resp.StatusCode)
+	}
+}

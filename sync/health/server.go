@@ -23,6 +23,9 @@ type Server struct {
 	// unreachable. /livez does not follow it: a restart cannot bring the server back,
 	// and the programmed state keeps forwarding meanwhile.
 	APIServer *APIServer
+	// SetupIncomplete makes /readyz fail: the node lacks a sysctl or module that this
+	// container could not set (the log, the Node's Events and /status say which).
+	SetupIncomplete bool
 }
 
 // Handler returns the mux.
@@ -35,6 +38,9 @@ func (s *Server) Handler() http.Handler {
 		body := readyBody{Ready: st.Ready, LastUpdated: st.LastUpdated, CurrentTime: st.Now}
 		if s.APIServer != nil && !s.APIServer.State().Reachable {
 			body.Reason = "the API server is unreachable"
+		}
+		if s.SetupIncomplete {
+			body.Reason = "node setup incomplete"
 		}
 		if !st.Ready && body.Reason == "" {
 			body.Reason = "waiting for the first successful sync"
