@@ -12,7 +12,9 @@ import (
 // permission) is a problem to report, not a crash loop; other failures, and every
 // failure of --init-only, stop the daemon.
 func TestSetupProblem(t *testing.T) {
-	wrap := func(err error) error { return fmt.Errorf("sysctl net/ipv4/conf/all/arp_ignore=1: %w", &fs.PathError{Op: "open", Err: err}) }
+	wrap := func(err error) error {
+		return fmt.Errorf("sysctl net/ipv4/conf/all/arp_ignore=1: %w", &fs.PathError{Op: "open", Err: err})
+	}
 	for _, tc := range []struct {
 		err      error
 		initOnly bool
