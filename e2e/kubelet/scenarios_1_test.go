@@ -50,6 +50,7 @@ func TestApplyOnEmptyNode(t *testing.T) {
 		!strings.Contains(daemonLog(t), fmt.Sprintf(`"memoryLimitBytes":%d`, want)) {
 		t.Errorf("the daemon's log does not report a memory limit of the request, %d bytes", want)
 	}
+	checkPrivileges(t, p)
 	var r harness.HTTPResult
 	var err error
 	if werr := waitFor(time.Minute, func() bool {
@@ -209,6 +210,113 @@ func TestReboot(t *testing.T) {
 	time.Sleep(5 * time.Second)
 	if ok, failed := stop(); ok == 0 || failed != 0 {
 		t.Errorf("after the reboot: %d answered, %d failed", ok, failed)
+	}
+}
+
+// checkPrivileges reads the running daemon's /proc/1/status inside its container
+// (through the node's containerd): its capability sets are NET_ADMIN and NET_RAW alone,
+// as the manifest says, it cannot gain privileges, and seccomp filters it; the init
+// container ran and exited 0.
+func checkPrivileges(t *testing.T, p *v1.Pod) {
+	t.Helper()
+	out, err := tryExecIn(p, "cat", "/proc/1/status")
+	if err != nil {
+		t.Fatalf("/proc/1/status in the container: %v\n%s", err, out)
+	}
+	// CAP_NET_ADMIN is bit 12, CAP_NET_RAW bit 13.
+	const want = "0000000000003000"
+	fields := map[string]string{}
+	for _, l := range strings.Split(out, "\n") {
+		if k, v, ok := strings.Cut(l, ":"); ok {
+			fields[k] = strings.TrimSpace(v)
+		}
+	}
+	for _, k := range []string{"CapEff", "CapPrm", "CapBnd"} {
+		if fields[k] != want {
+			t.Errorf("%s %q, want %s (NET_ADMIN, NET_RAW)", k, fields[k], want)
+		}
+	}
+	if fields["NoNewPrivs"] != "1" || fields["Seccomp"] != "2" {
+		t.Errorf("NoNewPrivs %q Seccomp %q, want 1 and 2 (filter)", fields["NoNewPrivs"], fields["Seccomp"])
+	}
+	if st := p.Status.InitContainerStatuses; len(st) != 1 || st[0].State.Terminated == nil || st[0].State.Terminated.ExitCode != 0 {
+		t.Errorf("init container status %+v", st)
+	}
+	t.Logf("daemon container: CapEff %s NoNewPrivs %s Seccomp %s", fields["CapEff"], fields["NoNewPrivs"], fields["Seccomp"])
+}
+
+// TestSysctlNeededAfterStart: the config gains strictARP, and the daemon's container
+// restarts (the init container does not run again): the unprivileged daemon cannot write
+// arp_ignore, so it says so (a NodeSetupIncomplete Event on the Node, /readyz 503, /livez
+// 200) and keeps forwarding; a new pod (its init container) sets it and is Ready.
+func TestSysctlNeededAfterStart(t *testing.T) {
+	requireEnv(t)
+	ctx := context.Background()
+	before := waitPodReady(t, 2*time.Minute, nil)
+	if _, err := node.MustExec("echo 0 > /proc/sys/net/ipv4/conf/all/arp_ignore"); err != nil {
+		t.Fatal(err)
+	}
+	cms := cp.Admin.CoreV1().ConfigMaps("kube-system")
+	cm, err := cms.Get(ctx, "ipvs-proxier", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	orig := cm.Data["config.conf"]
+	if !strings.Contains(orig, "\n    ipvs:\n") && !strings.Contains(orig, "\nipvs:\n") {
+		t.Fatalf("config.conf has no ipvs: section to extend:\n%s", orig)
+	}
+	cm.Data["config.conf"] = strings.Replace(orig, "ipvs:\n", "ipvs:\n  strictARP: true\n", 1)
+	if _, err := cms.Update(ctx, cm, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		cm, err := cms.Get(ctx, "ipvs-proxier", metav1.GetOptions{})
+		if err == nil {
+			cm.Data["config.conf"] = orig
+			_, err = cms.Update(ctx, cm, metav1.UpdateOptions{})
+		}
+		if err != nil {
+			t.Errorf("restoring the ConfigMap: %v", err)
+		}
+	})
+	// The kubelet refreshes the mounted ConfigMap within its sync period; then the
+	// daemon is stopped and the kubelet restarts its container alone.
+	vol := fmt.Sprintf("/var/lib/kubelet/pods/%s/volumes/kubernetes.io~configmap/config/config.conf", before.UID)
+	if err := waitFor(3*time.Minute, func() bool {
+		out, _ := node.MustExec("grep -c strictARP " + vol)
+		return strings.TrimSpace(out) == "1"
+	}); err != nil {
+		t.Fatalf("the pod's config.conf never showed the change")
+	}
+	if _, err := node.MustExec("kill $(pidof ipvs-proxier)"); err != nil {
+		t.Fatal(err)
+	}
+	var ready harness.HTTPResult
+	if err := waitFor(3*time.Minute, func() bool {
+		evs, _ := cp.Admin.CoreV1().Events("").List(ctx, metav1.ListOptions{FieldSelector: "reason=NodeSetupIncomplete"})
+		ready, _ = node.Get("", "http://127.0.0.1:10256/readyz")
+		return evs != nil && len(evs.Items) > 0 && strings.Contains(evs.Items[0].Message, "arp_ignore") && ready.Code == 503
+	}); err != nil {
+		t.Fatalf("no NodeSetupIncomplete Event naming arp_ignore with /readyz 503 (last %+v):\n%s", ready, tail(daemonLog(t), 2000))
+	}
+	if !strings.Contains(ready.Body, "node setup incomplete") {
+		t.Errorf("/readyz body %q", ready.Body)
+	}
+	if live, err := node.Get("", "http://127.0.0.1:10256/livez"); err != nil || live.Code != 200 {
+		t.Errorf("/livez %+v %v", live, err)
+	}
+	stop := node.RequestLoop(t.Logf, "pod1", webTarget(t))
+	time.Sleep(5 * time.Second)
+	if ok, failed := stop(); ok == 0 || failed != 0 {
+		t.Errorf("while not ready: %d answered, %d failed", ok, failed)
+	}
+	// A new pod: its init container sets arp_ignore, and it is Ready.
+	if err := cp.Admin.CoreV1().Pods("kube-system").Delete(ctx, before.Name, metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waitPodReady(t, 5*time.Minute, func(p *v1.Pod) bool { return p.UID != before.UID })
+	if out, _ := node.MustExec("cat /proc/sys/net/ipv4/conf/all/arp_ignore"); strings.TrimSpace(out) != "1" {
+		t.Errorf("arp_ignore %q after the new pod's init container, want 1", out)
 	}
 }
 
