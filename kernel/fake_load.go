@@ -216,6 +216,11 @@ func ParseSetEntry(t SetType, s string) (SetEntry, error) {
 	switch {
 	case t == HashIPPortIP && len(parts) == 3:
 		e.IP2, err = netip.ParseAddr(parts[2])
+	case t == HashIPPortNet && len(parts) == 3 && !strings.Contains(parts[2], "/"):
+		var a netip.Addr // `ipset save` prints a one-address net without its length
+		if a, err = netip.ParseAddr(parts[2]); err == nil {
+			e.Net = netip.PrefixFrom(a, a.BitLen())
+		}
 	case t == HashIPPortNet && len(parts) == 3:
 		e.Net, err = netip.ParsePrefix(parts[2])
 	case len(parts) != 2:

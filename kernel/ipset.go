@@ -65,6 +65,9 @@ func (e SetEntry) String() string {
 	switch {
 	case e.IP2.IsValid():
 		s += "," + e.IP2.String()
+	case e.Net.IsValid() && e.Net.IsSingleIP():
+		// As `ipset save` prints a hash:net entry of one address: no /32 or /128.
+		s += "," + e.Net.Addr().String()
 	case e.Net.IsValid():
 		s += "," + e.Net.String()
 	}

@@ -362,7 +362,14 @@ func (d *Desired) Plan(cfg *Config) string {
 	for set, entries := range d.members {
 		members[set] = slices.AppendSeq(members[set], entries.all())
 	}
-	b.WriteString(kernel.FormatSets(Sets(cfg.Families), members))
+	// Each hash set with the capacity the daemon gives it (SetCapacity).
+	sets := Sets(cfg.Families)
+	for i := range sets {
+		if sets[i].MaxElem != 0 {
+			sets[i].MaxElem = SetCapacity(len(members[sets[i].Name]))
+		}
+	}
+	b.WriteString(kernel.FormatSets(sets, members))
 	for _, f := range cfg.Families {
 		b.WriteString("\n# " + f.String() + " iptables-save\n")
 		b.WriteString(RenderRules(cfg, f, d.OutFilters()))

@@ -85,6 +85,10 @@ func (o *options) validDummyName() error {
 		bad = "may not be . or .."
 	case strings.ContainsAny(n, "/: \t\n\r\v\f"):
 		bad = "may not hold '/', ':' or white space"
+	case n == "lo":
+		// Every node has it, and it is no dummy: the daemon would refuse it at start
+		// (kernel.ErrNotDummy), so plan refuses it too.
+		bad = "it is the loopback interface, not a dummy"
 	default:
 		return nil
 	}

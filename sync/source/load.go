@@ -1,6 +1,7 @@
 package source
 
 import (
+	"bufio"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -12,26 +13,51 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"k8s.io/client-go/kubernetes/scheme"
+	"sigs.k8s.io/yaml"
+
+	"github.com/ipvs-proxier/ipvs-proxier/proxier"
 )
 
 // LoadObjects reads Services, EndpointSlices and Nodes into src from what kubectl
 // accepts: multi-document YAML (comment-only and null documents, as `helm template`
 // prints, are skipped), JSON (one object, newline-delimited or concatenated), `kind:
-// List` and the typed lists (`ServiceList`, `EndpointSliceList`, `NodeList`). nodeName
-// picks the Node to use. What cannot be used is skipped, with a note for each: objects of
-// kinds the scheme does not know (custom resources), other kinds, and EndpointSlices
-// without the service-name label (the daemon skips those too). Only unreadable input is
-// an error.
+// List` and the typed lists (`ServiceList`, `EndpointSliceList`, `NodeList`), in UTF-8
+// or in UTF-16 with a byte-order mark. nodeName picks the Node to use. What cannot be
+// used is skipped, with a note for each: objects of kinds the scheme does not know
+// (custom resources), other kinds, EndpointSlices without the service-name label and
+// headless ones (the daemon does not watch either). Unreadable input is an error: a YAML
+// mapping with a key twice (the apiserver refuses it), NUL bytes, a document over
+// MaxDocumentBytes.
 func LoadObjects(r io.Reader, src *StaticSource, nodeName string) (notes []string, err error) {
-	dec := utilyaml.NewYAMLOrJSONDecoder(r, 4096)
+	lim := &docLimit{r: textReader(r), max: MaxDocumentBytes}
 	l := &loader{src: src, node: nodeName}
+	stream, _, isJSON := utilyaml.GuessJSONStream(lim, 4096)
+	next := func() ([]byte, error) { return nil, io.EOF }
+	if isJSON {
+		dec := json.NewDecoder(stream)
+		next = func() ([]byte, error) {
+			var raw json.RawMessage
+			err := dec.Decode(&raw)
+			return raw, err
+		}
+	} else {
+		yr := utilyaml.NewYAMLReader(bufio.NewReader(stream))
+		next = func() ([]byte, error) {
+			doc, err := yr.Read()
+			if err != nil {
+				return nil, err
+			}
+			return yaml.YAMLToJSONStrict(doc)
+		}
+	}
 	for i := 0; ; i++ {
-		var raw json.RawMessage
-		if err := dec.Decode(&raw); errors.Is(err, io.EOF) {
+		raw, err := next()
+		if errors.Is(err, io.EOF) {
 			return l.notes, nil
 		} else if err != nil {
 			return l.notes, fmt.Errorf("document %d: %w", i, err)
 		}
+		lim.next()
 		if len(raw) == 0 || string(raw) == "null" {
 			continue
 		}
@@ -73,6 +99,10 @@ func (l *loader) add(obj runtime.Object, where string) {
 	case *v1.Service:
 		l.src.SetService(o)
 	case *discovery.EndpointSlice:
+		if _, headless := o.Labels[proxier.LabelHeadless]; headless {
+			l.note("%s: EndpointSlice %s/%s is labelled %s; skipped, as the daemon does not watch it", where, o.Namespace, o.Name, proxier.LabelHeadless)
+			return
+		}
 		if _, ok := l.src.SetSlice(o); !ok {
 			l.note("%s: EndpointSlice %s/%s has no %s label; skipped", where, o.Namespace, o.Name, discovery.LabelServiceName)
 		}
