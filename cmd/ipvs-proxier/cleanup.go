@@ -34,6 +34,13 @@ func runCleanup(args []string, out io.Writer) error {
 	excludeFlag := fs.StringSlice("ipvs-exclude-cidrs", nil, "CIDRs whose virtual servers are left alone")
 	leftoversOnly := fs.Bool("leftovers-only", false, "remove only kube-proxy iptables-mode chains ipvs-proxier does not use; safe while the daemon runs")
 	keepShared := fs.Bool("keep-shared-chains", false, "leave the chains kube-proxy's iptables mode also uses (KUBE-SERVICES, ...): for a rollback with kube-proxy running")
+	fs.SetOutput(out)
+	fs.Usage = func() {
+		commandUsage(out, fs, "ipvs-proxier cleanup [flags]",
+			"Removes what ipvs-proxier programmed on this node (its virtual servers, sets, chains and dummy interface) and\n"+
+				"nothing else; with --iptables-mode-leftovers also kube-proxy iptables mode's chains.",
+			"  kubectl -n kube-system exec POD -- ipvs-proxier cleanup --leftovers-only")
+	}
 	if err := fs.Parse(args); err != nil {
 		return err
 	}

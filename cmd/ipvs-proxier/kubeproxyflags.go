@@ -41,7 +41,7 @@ type kubeProxyFlags struct {
 func (o *options) addKubeProxyFlags() {
 	fs, k := o.fs, &o.kp
 	fs.IntVarP(&k.verbosity, "v", "v", 0, "kube-proxy's log verbosity: 4 and above is --log-level=debug (unless --log-level is given)")
-	fs.BoolVar(&k.cleanup, "cleanup", false, "kube-proxy's --cleanup: run `ipvs-proxier cleanup --iptables-mode-leftovers` and exit")
+	fs.BoolVar(&k.cleanup, "cleanup", false, "kube-proxy's --cleanup: run 'ipvs-proxier cleanup --iptables-mode-leftovers' and exit")
 	fs.BoolVar(&k.initOnly, "init-only", false, "kube-proxy's --init-only: load the kernel modules, set the sysctls, and exit")
 	fs.StringVar(&k.proxyMode, "proxy-mode", "", "kube-proxy's proxy mode; ipvs-proxier always programs IPVS (another value is named in a warning)")
 	fs.IntVar(&k.oomScoreAdj, "oom-score-adj", 0, "kube-proxy's --oom-score-adj: written to /proc/self/oom_score_adj when given")

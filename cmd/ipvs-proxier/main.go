@@ -6,6 +6,7 @@
 //	ipvs-proxier status [flags]   summarise the local daemon's /status
 //	ipvs-proxier cleanup [flags]  remove everything ipvs-proxier programmed on this node
 //	ipvs-proxier version          print the version
+//	ipvs-proxier help [COMMAND]   what the program is and its commands, or a command's flags
 package main
 
 import (
@@ -24,7 +25,7 @@ func main() {
 
 // subcommands are the words run accepts first; anything else that is not a flag is a
 // typo, never a reason to start the daemon.
-var subcommands = []string{"run", "plan", "status", "cleanup", "version"}
+var subcommands = []string{"run", "plan", "status", "cleanup", "version", "help"}
 
 func run(args []string) int {
 	cmd := "run"
@@ -40,6 +41,8 @@ func run(args []string) int {
 	case "version":
 		fmt.Println(version)
 		return 0
+	case "help":
+		err = runHelp(args, os.Stdout)
 	case "plan":
 		err = runPlan(args, os.Stdout)
 	case "status":

@@ -30,6 +30,17 @@ func runPlanTo(args []string, out, errOut io.Writer) error {
 	var files []string
 	o.fs.StringArrayVarP(&files, "filename", "f", nil, "Service, EndpointSlice and Node objects (YAML or JSON, multi-document or a List); '-' is stdin")
 	strict := o.fs.Bool("strict", false, "exit non-zero when the input has problems (the daemon's Warning Events)")
+	o.fs.SetOutput(errOut)
+	o.fs.Usage = func() {
+		commandUsage(errOut, o.fs, "ipvs-proxier plan (-f FILE... | --kubeconfig FILE) [flags]",
+			"Prints what the daemon would program for the objects, in order: the IPVS table as `ipvsadm -Ln`, the dummy\n"+
+				"interface's addresses, the sets as `ipset save`, the rules as iptables-restore input. It touches nothing and\n"+
+				"needs no privileges. Problems the daemon would publish as Warning Events go to stderr. The daemon's flags\n"+
+				"and --config apply.",
+			"  ipvs-proxier plan -f examples/cluster.yaml --hostname-override test-node --cluster-cidr 10.244.0.0/16\n"+
+				"  kubectl get svc,endpointslices,nodes -A -o yaml | ipvs-proxier plan -f - --hostname-override node-1\n"+
+				"  ipvs-proxier plan --kubeconfig ~/.kube/config --hostname-override node-1 --strict")
+	}
 	if err := o.fs.Parse(args); err != nil {
 		return err
 	}

@@ -99,6 +99,8 @@ func runDaemon(args []string) error {
 // complete (--version, kube-proxy's --cleanup).
 func daemonOptions(args []string) (o *options, warnings []string, done bool, err error) {
 	o = newOptions("ipvs-proxier")
+	o.fs.SetOutput(os.Stdout)
+	o.fs.Usage = func() { daemonUsage(os.Stdout, o.fs) }
 	if err := o.fs.Parse(args); err != nil {
 		return nil, nil, false, err
 	}

@@ -17,6 +17,13 @@ func runStatus(args []string, out io.Writer) error {
 	fs := pflag.NewFlagSet("status", pflag.ContinueOnError)
 	addr := fs.String("address", "127.0.0.1:10249", "the daemon's --metrics-bind-address, where /status is served")
 	raw := fs.Bool("json", false, "print the /status JSON as it is")
+	fs.SetOutput(out)
+	fs.Usage = func() {
+		commandUsage(out, fs, "ipvs-proxier status [--address HOST:PORT] [--json]",
+			"Summarises the local daemon's /status (on its metrics listener): sync state, object counts, conntrack\n"+
+				"pressure, the drain queue, the API server, the busiest virtual servers.",
+			"  kubectl -n kube-system exec ds/ipvs-proxier -- ipvs-proxier status")
+	}
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
