@@ -51,6 +51,10 @@ lint: ## gofmt, go vet and staticcheck (pinned, through go run)
 	$(GO) run $(STATICCHECK) ./...
 	@# Every program the repository runs is on the host-package list (e2e/hostdeps).
 	cd e2e && $(GO) test -count=1 ./hostdeps
+	@# The repository speaks of the product: no numbered work sessions, stops or internal
+	@# issue numbers (a comment cites the mechanism, a public issue or a make target).
+	@bad=$$(git grep -n -E '\b([Ss]ession|[Ss]top) [0-9]+|\b[Ii]ssues? [0-9]+\b' -- . ':!*go.sum' | grep -vE 'kubernetes#|/issues/[0-9]|#[0-9]{3,}'); \
+	if [ -n "$$bad" ]; then echo "internal work references; cite the mechanism, a public issue or a make target:"; echo "$$bad"; exit 1; fi
 
 FUZZTIME ?= 60s
 fuzz: ## Fuzz the translation, whole clusters (loader, syncer, plan) and --config, FUZZTIME each (60s); make test runs their seeds

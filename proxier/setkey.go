@@ -10,7 +10,7 @@ import (
 // counts. kernel.SetEntry holds three netip values, each with a pointer (the address
 // family and zone), and is 88 bytes: as a map key at 30,000 Services (228,000 members)
 // its counts were 50 MB of a 291 MB heap, all of it scanned by every GC
-// (bench/results/2026-12-03-profile-30000). Set entries never carry a zone.
+// (a heap profile of `make bench-scale`). Set entries never carry a zone.
 type entryKey struct {
 	ip, ip2, net [16]byte
 	port         uint16

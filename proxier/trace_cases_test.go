@@ -35,7 +35,7 @@ func withSourceRanges(r ...string) func(*v1.Service) {
 }
 
 // TestTrace runs packets through the rendered rules, sets and IPVS table. Each case
-// names the README "Differences" row (or kube-proxy behaviour) it pins.
+// names the docs/differences.md row (or kube-proxy behaviour) it pins.
 func TestTrace(t *testing.T) {
 	clusterCIDR := func(c *Config) { c.ClusterCIDRs = mustPrefixes("10.244.0.0/16") }
 	type check struct {

@@ -32,7 +32,7 @@ func KubeProxy(mode string) Proxy {
 // net/netfilter/ipvs/ip_vs_ctl.c), so a proxy started right after the previous one's
 // real servers were cleared wrote its own several times slower: the IPVS step of ours'
 // cold start at 10,000 Services took 48.0 s right after the 5,000 step and 6.1 s two
-// minutes later (`make bench-scale`, 2026-12-05; 123 s against 14 s at 30,000), and
+// minutes later (`make bench-scale`; 123 s against 14 s at 30,000), and
 // kube-proxy's step always came right after ours.
 func Wipe(node *harness.Node) error {
 	_, err := node.MustExec(`for p in /tmp/daemon.pid /tmp/kube-proxy.pid; do [ -f $p ] && kill $(cat $p) 2>/dev/null; rm -f $p; done; sleep 2

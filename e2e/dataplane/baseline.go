@@ -7,8 +7,8 @@ import (
 // bracket joins the two halves of a run's baseline, one measured just before the
 // Service load and one just after it: requests and errors add up and req/s is over
 // both halves' time, so a VM that speeds up or slows down steadily during the run
-// counts the same for the baseline as for the Service load between them. The run of
-// 2026-12-04, which measured the whole baseline before, found it noisier than the
+// counts the same for the baseline as for the Service load between them. A run that
+// measured the whole baseline before, found it noisier than the
 // Service path (CV 17 % vs 7 %, r = 0.45). Percentiles do not combine and the
 // baseline reports only req/s, so they are left out. A half that failed (no time
 // measured) leaves the other.

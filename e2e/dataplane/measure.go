@@ -27,7 +27,7 @@ type result struct {
 	// directly (no Service, worker i to pod i mod 4), half just before Short and half
 	// just after it (bracket), meant to show how fast the VM ran at the time (the host
 	// drifts up to twice as fast between runs). The ratios also compare Short ÷
-	// Baseline (relative); in the run of 2026-12-04, with the whole baseline before
+	// Baseline (relative); with the whole baseline measured before
 	// Short, it varied more than the Service path (CV 17 % vs 7 %), so those ratios are
 	// shown beside the plain ones, not instead of them.
 	Baseline loadgen.Result

@@ -111,7 +111,7 @@ func randomSlices(r *rand.Rand, svc *v1.Service) []*discovery.EndpointSlice {
 // ITPLocalFallback reports whether Service name has internalTrafficPolicy Local, is
 // reachable from outside (NodePort, LoadBalancer or an external IP) and has no ready
 // endpoint on node: where kube-proxy's IPVS mode gives its ClusterIP the remote
-// endpoints and ipvs-proxier none (README, "Differences").
+// endpoints and ipvs-proxier none (docs/differences.md).
 func (cs *ClusterState) ITPLocalFallback(name, node string) bool {
 	var svc *v1.Service
 	for _, s := range cs.Services {

@@ -90,7 +90,7 @@ func run() error {
 // proxiesAt names the proxies measured at the step of n Services: BENCH_PROXIES_<n> where
 // set, else BENCH_PROXIES. kube-proxy's IPVS mode reaches a steady state only at 1,000
 // Services in the emulated VM: at 5,000 its first sync was still filling its sets after
-// 25 minutes (bench/results/2026-12-05-5000-both-settled). So one run measures it at the
+// 25 minutes (bench/results/scale-5000-both). So one run measures it at the
 // small steps, where the idle-CPU target compares the two, and ours alone above.
 func proxiesAt(n int) []string {
 	v := benchkit.Env("BENCH_PROXIES", "ipvs-proxier,kube-proxy")

@@ -110,7 +110,7 @@ type measurement struct {
 // firstFullSync waits (within the budget) until ours has recorded its first full sync
 // and returns the histogram then: the cold start ends when the virtual servers are
 // programmed, and at 30,000 Services the first sync was still binding addresses, so
-// the mean "periodic" full sync included it (2026-12-03: 28.7 s over 8).
+// the mean "periodic" full sync included it (`make bench-scale`).
 func (m *measurement) firstFullSync() [2]float64 {
 	for {
 		sum, count, ok := m.fullSyncs()
@@ -164,7 +164,7 @@ func (m *measurement) note(format string, args ...any) {
 }
 
 // firstSyncLog is what ours says of its first sync: a look at the IPVS table takes tens
-// of seconds at 30,000 Services (46 s in a run of 2026-12-04), so the cold start the
+// of seconds at 30,000 Services (46 s in `make bench-scale`), so the cold start the
 // bench sees can lag the daemon's own by minutes; the daemon logs when its first sync
 // had programmed everything (sinceStart) and each phase's seconds.
 func (m *measurement) firstSyncLog() string {
@@ -192,7 +192,7 @@ func (m *measurement) firstSyncLog() string {
 // `ipvsadm -Ln` dumps every virtual server (the kernel's walk is quadratic) and then
 // each one's real servers, under the IPVS mutex the proxy's own writes need, on the
 // VM's two vCPUs the proxy runs on; one look took up to 31 s at 5,000 Services × 50 and
-// 46 s at 30,000 (2026-12-04); with a look every second ours' IPVS writes took 94 s at
+// 46 s at 30,000; with a look every second ours' IPVS writes took 94 s at
 // 30,000, with this pause 35 s (on a fresher VM: the two runs differ in that too). A
 // proxy that finishes between two looks is seen at most one pause and one look late.
 func pollPause(took time.Duration) time.Duration { return max(time.Second, 3*took) }
@@ -200,8 +200,8 @@ func pollPause(took time.Duration) time.Duration { return max(time.Second, 3*too
 // waitLook sleeps d, or less when the proxy reports its first complete sync meanwhile
 // (synced: already reported), so that the next look at the kernel follows it within a
 // second: with the paced looks alone, a look taking 31 s at 30,000 Services and the
-// pause after it 93 s, a proxy programmed 96 s after its start was reported at 185 s
-// (2026-12-04). It returns whether the first complete sync has been reported.
+// pause after it 93 s, a proxy programmed 96 s after its start was reported at 185 s.
+// It returns whether the first complete sync has been reported.
 func (m *measurement) waitLook(d time.Duration, synced bool) bool {
 	for end := time.Now().Add(d); time.Now().Before(end); time.Sleep(time.Second) {
 		if !synced && m.syncsDone() >= 1 {
@@ -318,7 +318,7 @@ const settleReserve = 4 * time.Minute
 // state: at 1,000 Services kube-proxy's first sync was still filling its other sets
 // (one ipset exec per entry) for the rest of a 12-minute budget after KUBE-CLUSTER-IP
 // was complete, and its "idle" windows were that sync (65.6 s/min, 29 s of each 30 in
-// ipset; bench/results/2026-12-05-1000-both). It notes how long it waited, or that the
+// ipset, in `make bench-scale`). It notes how long it waited, or that the
 // sets were still growing when it gave up.
 func (m *measurement) settle() {
 	start, prev := time.Now(), m.b.setEntries()
@@ -340,7 +340,7 @@ func (m *measurement) settle() {
 }
 
 // idleWindows is how many syncPeriods (30 s) the idle CPU is measured over. One window
-// alone moved by a third from run to run at 30,000 (2026-12-04: 6.04 and 6.78 s/min,
+// alone moved by a third from run to run at 30,000 (6.04 and 6.78 s/min in two runs,
 // while a CPU profile of the 40 s after it held 1.8 s/min): a garbage collection of a
 // heap of several hundred MiB falls in some windows and not others, so each window is
 // noted apart, with its garbage collections.

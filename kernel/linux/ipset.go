@@ -17,7 +17,7 @@ import (
 // periodic full sync lists every set with the syncer's lock released, 228,004 entries at
 // 30,000 Services (~15 s in the emulated VM), and on the one connection a partial sync's
 // member write waited for all of it (an endpoint change programmed after 9.8 s, `make
-// bench-scale` 2026-12-04). The kernel serves a dump on one socket and a write on
+// bench-scale`). The kernel serves a dump on one socket and a write on
 // another side by side.
 type IPSets struct{ conn, list ipsetConn }
 

@@ -19,7 +19,7 @@ import (
 // then builds a ~200-byte IPSetEntry with a heap value per port and protocol for each
 // member: at 30,000 Services the every-tenth listing of 228,004 members was most of an
 // 18 s full sync in the emulated VM, and its garbage the collector's work after it
-// (bench/results/2026-12-04-30000-listconn). The message layout is the kernel's
+// (`make bench-scale`). The message layout is the kernel's
 // (ip_set_core.c ip_set_dump_do): the set's name, type and header in its first answer,
 // then IPSET_ATTR_ADT, a nest of IPSET_ATTR_DATA nests, one per member.
 func (x *IPSets) listEntries(name string) ([]kernel.SetEntry, error) {

@@ -30,7 +30,7 @@ type Iptables struct {
 	// sync's drift check is one save per family every syncPeriod; without those
 	// processes the mean periodic full sync at 1,000 Services in the emulated VM went
 	// from 0.55 to 0.33 s and idle CPU from 1.46 to 1.22 s/min (`make bench-scale`,
-	// 2026-12-04, two runs).
+	// two runs).
 	saved map[kernel.Family]savedTables
 	// saves counts iptables-save processes run (tests).
 	saves int

@@ -28,7 +28,7 @@ var subscribe = netlink.AddrSubscribeWithOptions
 // a SLAAC address's lifetime with one, and the VM's user-mode network advertises every
 // few minutes) changes no address and calls nothing: each such call was a change to
 // every Service, a full sync that held the runner for up to 21.6 s at 30,000 Services
-// (bench/results/2026-12-04-30000-debuglog).
+// (`make bench-scale` at --log-level=debug).
 //
 // The skipped interface is known by its index, resolved once (and again only for a
 // notification from an index not seen before), so the dummy's own notifications cost no

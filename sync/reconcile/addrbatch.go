@@ -28,7 +28,7 @@ type addressBatch struct {
 // device's whole address list (__inet_insert_ifa, net/ipv4/devinet.c), so a cold start
 // that binds 30,000 ClusterIPs spent 51 s of its 92 in them after the sets (7.6 s)
 // and the virtual servers (14.1 s) in the emulated VM (`make bench-scale`,
-// bench/results/2026-12-04-30000-heavy220). s.addrWrite is held until the batch is
+// `make bench-scale`). s.addrWrite is held until the batch is
 // sent: a partial sync's address writes (flushAddresses) wait for it, so they land
 // after it, in the order their decisions were made.
 //

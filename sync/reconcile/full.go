@@ -246,7 +246,7 @@ func (s *Syncer) refreshCache(vss []kernel.DumpedVS, read, round int, reads []rs
 // desired state was rebuilt (listAll). Every other one's cached real servers are what
 // the last sync that touched it made them, and still desired: comparing all of them
 // (56,000 virtual servers at 30,000 Services) was a third of an idle full sync in the VM
-// (the profile in bench/results/2026-12-03-profile-30000). Drift behind our back shows only in a read,
+// (a profile of `make bench-scale`). Drift behind our back shows only in a read,
 // and every virtual server is read within CheckEvery full syncs.
 func (s *Syncer) realServersDue(changed *proxier.Delta, listAll bool, round int) func(kernel.VSKey) bool {
 	if listAll {
@@ -340,7 +340,7 @@ func (s *Syncer) syncSets(sets []kernel.Set, changed *proxier.Delta, listAll boo
 // meanwhile: each CheckEvery-th full sync lists every set, 228,004 entries at 30,000
 // Services, and under the lock a change arriving then waited for all of it (change p99
 // 22 and 31 s against a p50 of 1.1 s in the emulated VM, 3.6 s once unlocked; `make
-// bench-scale` 2026-12-04). The sets leave pendingSets while they are read, so a
+// bench-scale`). The sets leave pendingSets while they are read, so a
 // partial sync does not list them under the lock too. A partial sync's member writes
 // during the read make the listing older than the kernel for those members; the repair
 // compares it with the desired state as it then is and rewrites them, which the kernel

@@ -40,7 +40,7 @@ func (s *Syncer) dumpAllDue() bool {
 // takes it: a full sync run inline (for a change to every Service, or one needed) holds
 // the runner, and every change with it, and the heavy round took 18-20 s at 30,000
 // Services in the emulated VM (an endpoint removal waited 20.2 s behind one, `make
-// bench-scale` 2026-12-04, bench/results/2026-12-04-30000-strictaddr); the next
+// bench-scale`); the next
 // background one takes it instead, unless it is overdue by another CheckEvery (changes
 // to every Service coming faster than syncPeriod leave no periodic full sync to the
 // background).

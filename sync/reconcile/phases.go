@@ -13,7 +13,7 @@ const slowFullSync = 10 * time.Second
 
 // slowPartialSync is the partial-sync duration above which a partial sync logs where
 // its time went at Info: one change normally takes milliseconds, and a change latency
-// of 10 s at 30,000 Services (`make bench-scale` 2026-12-04) was one partial sync of
+// of 10 s at 30,000 Services (`make bench-scale`) was one partial sync of
 // 9 s that said only its duration, at Debug.
 const slowPartialSync = time.Second
 

@@ -59,7 +59,7 @@ func (s *Syncer) unlocked(read func()) {
 // of s.mu (applyEverything). At 30,000 Services the whole compare held the lock for
 // seconds in the emulated VM, and a change arriving then waited for all of it: with the
 // reads unlocked, that was the rest of the change p99 (3.6 s against a p50 of 1.1 s,
-// `make bench-scale` 2026-12-04).
+// `make bench-scale`).
 const applyChunk = 1024
 
 // yieldLock releases s.mu and takes it again, so that a partial sync waiting for it goes

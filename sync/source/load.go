@@ -32,7 +32,7 @@ func LoadObjects(r io.Reader, src *StaticSource, nodeName string) (notes []strin
 	lim := &docLimit{r: textReader(r), max: MaxDocumentBytes}
 	l := &loader{src: src, node: nodeName}
 	stream, _, isJSON := utilyaml.GuessJSONStream(lim, 4096)
-	next := func() ([]byte, error) { return nil, io.EOF }
+	var next func() ([]byte, error)
 	if isJSON {
 		dec := json.NewDecoder(stream)
 		next = func() ([]byte, error) {
