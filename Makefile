@@ -72,6 +72,10 @@ bench-micro: ## Go benchmarks (fake kernel, 30,000 Services x 4): one change, fu
 	@if [ -f bench/micro/baseline.txt ]; then $(GO) run $(BENCHSTAT) bench/micro/baseline.txt bench/micro/latest.txt; \
 	else echo "no bench/micro/baseline.txt: copy latest.txt there to start tracking"; fi
 
+charts: ## Redraw bench/results' two charts from the CSVs that gather both proxies' runs (scale-both.csv, dataplane-all.csv)
+	cd e2e && $(GO) run ./scalebench chart ../bench/results/chart.png "1,000-30,000 Services × 4 endpoints, ipvs-proxier against kube-proxy v1.37 IPVS mode; qemu TCG VM, 2 vCPU, 2-core host" ../bench/results/scale-both.csv
+	cd e2e && $(GO) run ./dataplane chart ../bench/results/dataplane.png "Requests through one Service beside 1,000 or 30,000 others, rows from several runs; qemu TCG VM, 2 vCPU, 2-core host" ../bench/results/dataplane-all.csv
+
 bench-kernel: deps ## Real-kernel Go benchmarks in the VM: the IPVS dump, ours vs moby/ipvs, at IPVS_BENCH_VS virtual servers (default 60000)
 	./e2e/vm/kernel-tests.sh bench
 
@@ -115,4 +119,4 @@ image: ## Build the container image with docker or podman (no engine runs in CI;
 plan-example: build ## Print what the daemon would program for examples/cluster.yaml
 	$(BIN) plan -f examples/cluster.yaml --hostname-override test-node --cluster-cidr 10.244.0.0/16
 
-.PHONY: help build test deps prebuild test-unit test-netns test-vm e2e e2e-kubelet lint fuzz bench bench-micro bench-kernel bench-scale bench-dataplane demo demo-exec demo-down image image-oci test-image plan-example
+.PHONY: help build test deps charts prebuild test-unit test-netns test-vm e2e e2e-kubelet lint fuzz bench bench-micro bench-kernel bench-scale bench-dataplane demo demo-exec demo-down image image-oci test-image plan-example

@@ -23,6 +23,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -32,7 +33,16 @@ import (
 	"github.com/ipvs-proxier/ipvs-proxier/e2e/harness"
 )
 
-func main() { benchkit.Main(run) }
+func main() {
+	if len(os.Args) > 1 && os.Args[1] == "chart" {
+		if err := chartCommand(os.Args[2:]); err != nil {
+			fmt.Fprintln(os.Stderr, "dataplane:", err)
+			os.Exit(1)
+		}
+		return
+	}
+	benchkit.Main(run)
+}
 
 // settings are the run's knobs, from the environment.
 type settings struct {

@@ -5,12 +5,9 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"slices"
 	"strconv"
 	"strings"
 	"time"
-
-	"gonum.org/v1/plot/plotter"
 
 	"github.com/ipvs-proxier/ipvs-proxier/e2e/benchkit"
 )
@@ -175,7 +172,7 @@ func writeReport(dir, machine string, s settings, rs []result) error {
 	if err := os.WriteFile(filepath.Join(dir, "dataplane.md"), []byte(b.String()), 0o644); err != nil {
 		return err
 	}
-	return chart(filepath.Join(dir, "dataplane.png"), rs)
+	return chart(filepath.Join(dir, "dataplane.png"), "Requests through one Service beside the workload's Services; "+machine, rs)
 }
 
 func writeCSV(path string, rs []result) error {
@@ -197,28 +194,4 @@ func writeCSV(path string, rs []result) error {
 	}
 	w.Flush()
 	return w.Error()
-}
-
-// chart draws short-connection requests per second and connect p99 against the number
-// of Services, one line per proxy through the medians of its runs.
-func chart(path string, rs []result) error {
-	rps := benchkit.Panel{Title: "Short-connection requests per second", XLabel: "Services", YLabel: "req/s"}
-	p99 := benchkit.Panel{Title: "Connect p99", XLabel: "Services", YLabel: "ms"}
-	var names []string
-	for _, r := range rs {
-		if !slices.Contains(names, r.Proxy) {
-			names = append(names, r.Proxy)
-		}
-	}
-	for _, name := range names {
-		a, c := benchkit.Series{Name: display(name)}, benchkit.Series{Name: display(name)}
-		for _, n := range sizesOf(rs) {
-			if m := measured(rs, name, n); m != nil {
-				a.XYs = append(a.XYs, plotter.XY{X: float64(n), Y: m.Short.RPS})
-				c.XYs = append(c.XYs, plotter.XY{X: float64(n), Y: m.Short.Connect.P99})
-			}
-		}
-		rps.Series, p99.Series = append(rps.Series, a), append(p99.Series, c)
-	}
-	return benchkit.Chart(path, []benchkit.Panel{rps, p99})
 }

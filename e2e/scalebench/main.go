@@ -31,7 +31,16 @@ import (
 	"github.com/ipvs-proxier/ipvs-proxier/e2e/harness"
 )
 
-func main() { benchkit.Main(run) }
+func main() {
+	if len(os.Args) > 1 && os.Args[1] == "chart" {
+		if err := chartCommand(os.Args[2:]); err != nil {
+			fmt.Fprintln(os.Stderr, "scalebench:", err)
+			os.Exit(1)
+		}
+		return
+	}
+	benchkit.Main(run)
+}
 
 func run() error {
 	steps, err := benchkit.EnvInts("SVC_SCALE_STEPS", "1000,5000,10000,30000", 2)

@@ -10,8 +10,6 @@ import (
 	"strings"
 	"time"
 
-	"gonum.org/v1/plot/plotter"
-
 	"github.com/ipvs-proxier/ipvs-proxier/e2e/benchkit"
 )
 
@@ -73,7 +71,7 @@ func writeReport(dir, machine, workload string, steps []int, rs []result) error 
 	if err := os.WriteFile(filepath.Join(dir, "results.md"), []byte(b.String()), 0o644); err != nil {
 		return err
 	}
-	return chart(filepath.Join(dir, "chart.png"), rs)
+	return chart(filepath.Join(dir, "chart.png"), chartTitle(machine, workload), rs)
 }
 
 // reproduceEnv is the environment that reproduces the run: the steps, and every other
@@ -88,26 +86,4 @@ func reproduceEnv(steps []int) string {
 	}
 	slices.Sort(vars[1:])
 	return strings.Join(vars, " ")
-}
-
-// chart draws change latency (p50) and steady RSS against the Service count.
-func chart(path string, rs []result) error {
-	lat := benchkit.Panel{Title: "Change latency (p50)", XLabel: "Services", YLabel: "ms"}
-	mem := benchkit.Panel{Title: "Steady RSS", XLabel: "Services", YLabel: "MiB"}
-	for _, name := range []string{"ipvs-proxier", "kube-proxy"} {
-		l, m := benchkit.Series{Name: name}, benchkit.Series{Name: name}
-		for _, r := range rs {
-			if r.Proxy != name {
-				continue
-			}
-			if r.P50 > 0 {
-				l.XYs = append(l.XYs, plotter.XY{X: float64(r.Services), Y: float64(r.P50) / float64(time.Millisecond)})
-			}
-			if r.SteadyRSS > 0 {
-				m.XYs = append(m.XYs, plotter.XY{X: float64(r.Services), Y: r.SteadyRSS})
-			}
-		}
-		lat.Series, mem.Series = append(lat.Series, l), append(mem.Series, m)
-	}
-	return benchkit.Chart(path, []benchkit.Panel{lat, mem})
 }

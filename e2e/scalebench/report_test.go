@@ -39,3 +39,28 @@ func TestPollPause(t *testing.T) {
 		}
 	}
 }
+
+// TestReadResultsRoundTrip: the chart command reads back what writeReport wrote, a value
+// never reached ("unfinished", "—") as 0, which the chart draws as "did not finish".
+func TestReadResultsRoundTrip(t *testing.T) {
+	dir := t.TempDir()
+	t.Setenv("BENCH_OUT", dir)
+	rs := []result{
+		{Services: 1000, Endpoints: 4, Proxy: "ipvs-proxier", ColdStart: 3 * time.Second, SetsDone: 4 * time.Second, P50: 900 * time.Millisecond, P99: 1500 * time.Millisecond, Changes: 52, SteadyRSS: 40, PeakRSS: 60, CPUIdle: 0.92},
+		{Services: 30000, Endpoints: 4, Proxy: "kube-proxy", ColdStart: 500 * time.Second, PeakRSS: 398, Notes: []string{"a", "b"}},
+	}
+	if err := writeReport(dir, "m", (&benchkit.Workload{}).Describe(), []int{1000, 30000}, rs); err != nil {
+		t.Fatal(err)
+	}
+	got, err := readResults([]string{dir + "/results.csv"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 2 || got[0].SetsDone != 4*time.Second || got[0].P50 != 900*time.Millisecond || got[0].CPUIdle != 0.92 ||
+		got[1].SetsDone != 0 || got[1].P50 != 0 || got[1].ColdStart != 500*time.Second || len(got[1].Notes) != 2 {
+		t.Errorf("read back %+v", got)
+	}
+	if err := chartCommand([]string{dir + "/c.png", "t", dir + "/results.csv"}); err != nil {
+		t.Fatal(err)
+	}
+}
