@@ -5,8 +5,7 @@ import (
 	"iter"
 	"maps"
 	"net/netip"
-
-	"go.uber.org/zap"
+	"slices"
 
 	"github.com/ipvs-proxier/ipvs-proxier/kernel"
 	"github.com/ipvs-proxier/ipvs-proxier/proxier"
@@ -289,198 +288,47 @@ func (s *Syncer) flushRealServers(errs *[]error) {
 	}
 }
 
-// removeRealServers takes real servers out of service. UDP ones go at once, with their
-// conntrack flows (kubernetes#71514); TCP and SCTP ones with live connections drop to
-// weight 0 and drain, bounded by GracefulTimeout (kubernetes#57841). The writes are
-// queued behind the virtual server's additions.
-func (s *Syncer) removeRealServers(key kernel.VSKey, have *programmedVS, gone []kernel.RealServer) error {
-	vip := netip.AddrPortFrom(key.Address, key.Port)
-	if key.Protocol == kernel.UDP {
-		for _, rs := range gone {
-			ap := rs.AddrPort()
-			s.queueRS(kernel.RealServerOp{VS: key, RS: rs, Kind: kernel.OpDelete}, func() { s.clearUDP(vip, ap) })
-			s.delRS(have, ap)
-		}
-		return nil
+// applyEverything applies every virtual server in the kernel or desired, without a
+// delta: the cache holds exactly the kernel's (ours) then. rsDue is
+// applyVirtualServers'. The addresses are compared before (syncFull: every one bound,
+// as dumped, or desired). ph times it.
+func (s *Syncer) applyEverything(rsDue func(kernel.VSKey) bool, errs *[]error, ph *phases) {
+	// Each key once: the cached ones (ours in the kernel), then the desired ones not
+	// cached.
+	keys := make([]kernel.VSKey, 0, max(len(s.vs), s.desired.VirtualServerCount()))
+	for key := range s.vs {
+		keys = append(keys, key)
 	}
-	var fresh []kernel.RealServer
-	for _, rs := range gone {
-		if _, draining := s.drain[drainKey{key, rs.AddrPort()}]; !draining {
-			fresh = append(fresh, rs)
+	for key := range s.desired.VirtualServerKeySeq() {
+		if s.vs[key] == nil {
+			keys = append(keys, key)
 		}
 	}
-	if len(fresh) == 0 {
-		return nil
-	}
-	conns, err := s.connections(key)
-	if err != nil {
-		return err
-	}
-	now := s.opts.Now()
-	for _, rs := range fresh {
-		ap := rs.AddrPort()
-		if conns[ap] == 0 {
-			s.queueRS(kernel.RealServerOp{VS: key, RS: rs, Kind: kernel.OpDelete}, nil)
-			s.delRS(have, ap)
-			continue
-		}
-		rs.Weight = 0
-		s.queueRS(kernel.RealServerOp{VS: key, RS: rs, Kind: kernel.OpUpdate}, nil)
-		s.putRS(have, rs)
-		s.drain[drainKey{key, ap}] = now.Add(s.opts.GracefulTimeout)
-	}
-	return nil
+	s.applyInChunks(keys, rsDue, errs)
+	ph.mark("ipvs")
 }
 
-// connections lists the connection counts of a virtual server's real servers.
-func (s *Syncer) connections(key kernel.VSKey) (map[netip.AddrPort]int, error) {
-	rss, err := s.k.IPVS.ListRealServers(key)
-	if err != nil {
-		return nil, err
-	}
-	out := make(map[netip.AddrPort]int, len(rss))
-	for _, rs := range rss {
-		out[rs.AddrPort()] = rs.Connections()
-	}
-	return out, nil
-}
-
-// reapDrained deletes draining real servers whose connections are gone or whose
-// GracefulTimeout passed.
-func (s *Syncer) reapDrained() error {
-	if len(s.drain) == 0 {
-		return nil
-	}
-	byVS := map[kernel.VSKey][]netip.AddrPort{}
-	for dk := range s.drain {
-		byVS[dk.vs] = append(byVS[dk.vs], dk.dest)
-	}
-	now := s.opts.Now()
-	var errs []error
-	var ops []kernel.RealServerOp
-	for key, dests := range byVS {
-		have := s.vs[key]
-		if have == nil {
-			for _, d := range dests {
-				delete(s.drain, drainKey{key, d})
-			}
-			continue
+// applyInChunks compares and writes the virtual servers keys (each once) a chunk at a
+// time, with the lock released between chunks (yieldLock). Each chunk decides and writes
+// under one hold, so no decision outlives a partial sync that may change its key.
+func (s *Syncer) applyInChunks(keys []kernel.VSKey, rsDue func(kernel.VSKey) bool, errs *[]error) {
+	for chunk := range slices.Chunk(keys, applyChunk) {
+		s.applyVirtualServers(slices.Values(chunk), rsDue, errs)
+		s.flushRealServers(errs)
+		if len(chunk) == applyChunk {
+			s.yieldLock()
 		}
-		conns, err := s.connections(key)
-		if err != nil {
-			errs = append(errs, err)
-			continue
-		}
-		for _, d := range dests {
-			if conns[d] > 0 && now.Before(s.drain[drainKey{key, d}]) {
-				continue
-			}
-			rs, ok := have.rss.get(d)
-			if !ok { // gone already: nothing to delete
-				delete(s.drain, drainKey{key, d})
-				continue
-			}
-			ops = append(ops, kernel.RealServerOp{VS: key, RS: rs, Kind: kernel.OpDelete})
-		}
-	}
-	if len(ops) == 0 {
-		return errors.Join(errs...)
-	}
-	// One batch for every server due, as apply sends its writes.
-	for i, err := range s.k.IPVS.WriteRealServers(ops) {
-		op := ops[i]
-		// A virtual server deleted behind our back took its servers with it.
-		if err := ignore(err, kernel.ErrNotFound); err != nil {
-			errs = append(errs, err)
-			continue
-		}
-		s.touchVS(op.VS)
-		s.delRS(s.vs[op.VS], op.RS.AddrPort())
-		delete(s.drain, drainKey{op.VS, op.RS.AddrPort()})
-	}
-	return errors.Join(errs...)
-}
-
-// clearUDP deletes stale UDP conntrack flows; a failure is logged, not retried, since
-// the flows expire on their own.
-func (s *Syncer) clearUDP(vip, endpoint netip.AddrPort) {
-	if s.k.Conntrack == nil {
-		return
-	}
-	if err := s.k.Conntrack.ClearUDP(vip, endpoint); err != nil {
-		s.log.Warn("Cannot clear stale UDP conntrack flows", zap.Stringer("vip", vip), zap.Stringer("endpoint", endpoint), zap.Error(err))
 	}
 }
 
-// memberOp is the write that makes the kernel agree with the desire for m. There is no
-// cache of what the sets hold (it was a second copy of every member, ~20 MiB at 30,000
-// Services): a member is in a delta because its desire changed, so the write is almost
-// always needed, and adds and deletes are idempotent.
-func (s *Syncer) memberOp(m kernel.Member) kernel.SetOp {
-	return kernel.SetOp{Set: m.Set, Entry: m.Entry, Delete: !s.desired.HasMember(m)}
-}
-
-// writeMembers sends ops as one batch; each failed one is queued for retry.
-func (s *Syncer) writeMembers(ops []kernel.SetOp) error {
-	if len(ops) == 0 {
-		return nil
+// applyAllAddresses compares every address bound (addrs) or desired.
+func (s *Syncer) applyAllAddresses(addrs []netip.Addr) {
+	for _, a := range addrs {
+		s.applyAddress(a)
 	}
-	s.growSets(ops)
-	var errs []error
-	for i, err := range s.k.IPSets.WriteEntries(ops) {
-		if err != nil {
-			errs = append(errs, err)
-			s.retry.Members[kernel.Member{Set: ops[i].Set, Entry: ops[i].Entry}] = struct{}{}
+	for a := range s.desired.AddressSeq() {
+		if _, bound := s.addrs[a]; !bound {
+			s.applyAddress(a)
 		}
 	}
-	return errors.Join(errs...)
-}
-
-// syncRules restores our iptables chains when the rendered text changed, or, with
-// checkDrift, when the kernel's copy no longer matches what we last applied.
-func (s *Syncer) syncRules(checkDrift bool) error {
-	var errs []error
-	for _, f := range s.cfg.Families {
-		text := proxier.RenderRules(&s.cfg, f, s.desired.OutFilters())
-		if _, known := s.rules[f]; !known && checkDrift {
-			// First look after a start: adopt rules that already read as ours. When the
-			// backend's saved form differs from ours, the restore below is one atomic
-			// iptables-restore transaction, so traffic never sees a gap.
-			if cur, err := s.k.Iptables.Save(f); err == nil && cur == text {
-				s.rules[f], s.saved[f] = text, cur
-				continue
-			}
-		}
-		if text == s.rules[f] && checkDrift {
-			cur, err := s.k.Iptables.Save(f)
-			if err != nil {
-				errs = append(errs, err)
-				s.needFull = true
-				continue
-			}
-			if cur == s.saved[f] {
-				continue
-			}
-			s.log.Info("iptables rules drifted; restoring", zap.Stringer("family", f))
-		} else if text == s.rules[f] {
-			continue
-		}
-		if err := s.k.Iptables.Restore(f, text); err != nil {
-			s.opts.Metrics.IptablesRestoreFailed(f)
-			delete(s.rules, f)
-			errs = append(errs, err)
-			s.retry.RulesChanged = true
-			continue
-		}
-		s.rules[f] = text
-		saved, err := s.k.Iptables.Save(f)
-		if err != nil {
-			errs = append(errs, err)
-			delete(s.rules, f)
-			s.retry.RulesChanged = true
-			continue
-		}
-		s.saved[f] = saved
-	}
-	return errors.Join(errs...)
 }

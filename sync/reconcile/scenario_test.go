@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -35,22 +36,64 @@ func TestScenarios(t *testing.T) {
 	}
 }
 
+// TestScenariosWithFaults runs every scenario again with 10 % of the syncer's kernel
+// calls failing (kernel.Faulty, three seeds): a `sync` repeats until one succeeds, and
+// every assertion but the operation counts must still hold, so a failed write is always
+// retried into the same end state. The drift commands and the dumps reach the fake
+// directly.
+func TestScenariosWithFaults(t *testing.T) {
+	paths, err := filepath.Glob("testdata/scenarios/*.txtar")
+	if err != nil || len(paths) == 0 {
+		t.Fatalf("no scenarios: %v", err)
+	}
+	t.Cleanup(func() {
+		if n := injectedTotal.Load(); n < 50 {
+			t.Errorf("only %d failures injected over every scenario and seed: the faults reach nothing", n)
+		} else {
+			t.Logf("%d failures injected", n)
+		}
+	})
+	for _, path := range paths {
+		for _, seed := range []uint64{1, 2, 3} {
+			t.Run(fmt.Sprintf("%s/seed=%d", strings.TrimSuffix(filepath.Base(path), ".txtar"), seed), func(t *testing.T) {
+				runScenarioWith(t, path, nil, seed)
+			})
+		}
+	}
+}
+
 // runScenario runs one archive. With real nil it runs against a new fake kernel;
 // otherwise against real, the node's kernel (see scenario_vm_test.go).
-func runScenario(t *testing.T, path string, real *realKernel) {
+func runScenario(t *testing.T, path string, real *realKernel) { runScenarioWith(t, path, real, 0) }
+
+// injectedTotal counts the failures TestScenariosWithFaults injected, all scenarios together.
+var injectedTotal atomic.Int64
+
+// faultRate is the share of kernel calls that fail in TestScenariosWithFaults.
+const faultRate = 0.1
+
+// runScenarioWith is runScenario with, for a faultSeed other than 0, faultRate of the
+// syncer's kernel calls failing.
+func runScenarioWith(t *testing.T, path string, real *realKernel, faultSeed uint64) {
 	data, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)
 	}
 	a := parseTxtar(data)
 	sc := &scenario{t: t, files: a.files, now: time.Unix(1_700_000_000, 0), fake: kernel.NewFake(), real: real}
+	if faultSeed != 0 {
+		sc.faulty = kernel.NewFaulty(sc.fake.Kernel(), faultRate, faultSeed)
+	}
 	for i, line := range strings.Split(a.script, "\n") {
 		if f := strings.Fields(strings.SplitN(line, "#", 2)[0]); len(f) > 0 {
 			sc.line = i + 1
 			sc.exec(f)
 		}
 	}
-	if sc.updated && real == nil {
+	if sc.faulty != nil {
+		injectedTotal.Add(int64(sc.faulty.Injected))
+	}
+	if sc.updated && real == nil && sc.faulty == nil {
 		if err := os.WriteFile(path, a.format(), 0o644); err != nil {
 			t.Fatal(err)
 		}
@@ -71,6 +114,8 @@ type scenario struct {
 	// commands and the dumps go to it, and the fake stays empty.
 	real *realKernel
 	h    *harness
+	// faulty, when set, stands between the syncer and the fake and fails some calls.
+	faulty *kernel.Faulty
 }
 
 func (sc *scenario) fatalf(format string, args ...any) {
@@ -90,6 +135,9 @@ func (sc *scenario) harness() *harness {
 		k := kernel.Kernel{}
 		if sc.real != nil {
 			k = sc.real.k
+		}
+		if sc.faulty != nil {
+			k = sc.faulty.Kernel()
 		}
 		sc.h = newHarness(sc.t, k, sc.fake, opts...)
 	}
@@ -159,6 +207,9 @@ func (sc *scenario) run(f []string) error {
 		}
 		sc.fake.ResetOps()
 		err := h.syncer.Sync()
+		for try := 0; err != nil && sc.faulty != nil && try < 100; try++ {
+			err = h.syncer.Sync() // an injected failure: the next sync retries what failed
+		}
 		checkRealServerCount(sc.t, h.syncer)
 		return err
 	case "clock":
@@ -180,8 +231,8 @@ func (sc *scenario) run(f []string) error {
 		}
 		sc.cmp(f[1], f[2])
 	case "ops", "calls":
-		if sc.real != nil {
-			return nil // operations are counted by the fake only: what the syncer asks for, not what the kernel does
+		if sc.real != nil || sc.faulty != nil {
+			return nil // operations are counted by the fake only, and failed ones are not the script's
 		}
 		want := map[string]int{}
 		for _, kv := range f[1:] {

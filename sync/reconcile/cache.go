@@ -1,0 +1,80 @@
+package reconcile
+
+import "github.com/ipvs-proxier/ipvs-proxier/kernel"
+
+// refreshCache updates the programmed cache from the virtual-server dump vss, in place,
+// not rebuilt: at 30,000 Services a new map and a delta naming every object were most of
+// a full sync's garbage. The real servers of a virtual server are re-read when it is new,
+// unwanted, or its turn in the CheckEvery rotation has come (checkRealServers): reads
+// holds those read before, with s.mu released, in dump order. What a sync wrote during
+// the reads (written) keeps its cached state. Only vss[:read] came from the kernel; the
+// rest are the cache's own entries (lookedUp), which are only marked as seen: checking
+// each of them (checkRealServers) was a third of the time of a full sync that looks up
+// (BenchmarkPeriodicFullSync30k).
+func (s *Syncer) refreshCache(vss []kernel.DumpedVS, read, round int, reads []rsRead, written *touched) []error {
+	var errs []error
+	for i, d := range vss {
+		if i >= read {
+			if p := s.vs[d.VSKey]; p != nil {
+				p.seen = round
+			}
+			continue
+		}
+		var r rsRead
+		if len(reads) > 0 && reads[0].i == i {
+			r, reads = reads[0], reads[1:]
+		} else {
+			r.i = -1 // not read before
+		}
+		key, vs := d.VSKey, d.VirtualServer
+		if written.hasVS(key) {
+			continue // the dump is older than the cache here
+		}
+		vs.Flags &= kernel.OwnFlags
+		ours, reread := s.checkRealServers(key)
+		p := s.vs[key]
+		switch {
+		case !ours:
+			continue // someone else's: never touched
+		case !reread:
+			// Known and unchanged at the virtual-server level: keep the cached real
+			// servers; this virtual server's turn to be re-read comes within
+			// CheckEvery full syncs.
+			p.vs, p.stats, p.seen = vs, d.Stats, round
+			continue
+		}
+		if r.i < 0 { // its state moved between the list of reads and now
+			r.rss, r.err = s.k.IPVS.ListRealServers(key)
+		}
+		if r.err != nil {
+			errs = append(errs, r.err)
+			if _, _, wanted := s.desired.VirtualServer(key); wanted {
+				s.dropVS(key) // left out of the cache: re-added, which adopts and corrects it
+				continue
+			}
+		}
+		if p == nil {
+			p = &programmedVS{}
+			s.setVS(key, p)
+		}
+		s.rsTotal += len(r.rss) - len(p.rss)
+		p.vs, p.stats, p.rss, p.seen, p.read = vs, d.Stats, newRealServers(r.rss), round, round
+	}
+	for key := range written.vs {
+		if p := s.vs[key]; p != nil {
+			p.seen = round
+		}
+	}
+	for key, p := range s.vs {
+		if p.seen != round {
+			s.dropVS(key) // gone from the kernel (or unreadable)
+		}
+	}
+	// A draining server that vanished from the kernel needs no more draining.
+	for dk := range s.drain {
+		if p := s.vs[dk.vs]; p == nil || !p.hasRS(dk.dest) {
+			delete(s.drain, dk)
+		}
+	}
+	return errs
+}

@@ -1,0 +1,85 @@
+package reconcile
+
+import (
+	"net/netip"
+	"slices"
+
+	"github.com/ipvs-proxier/ipvs-proxier/kernel"
+	"github.com/ipvs-proxier/ipvs-proxier/proxier"
+)
+
+// owns reports whether a virtual server found in the kernel is ours to prune.
+func (s *Syncer) owns(key kernel.VSKey) bool {
+	_, onDummy := s.addrs[key.Address]
+	if !onDummy && (slices.Contains(s.cfg.NodeIPs, key.Address) || key.Address.IsLinkLocalUnicast()) && s.named == nil {
+		// A virtual server on a node IP that we neither want nor know: read once per
+		// full sync whether our sets name it (a restart after its Service went).
+		s.named = ReadOwnershipSets(s.k.IPSets)
+	}
+	return Owns(key, onDummy, s.cfg.NodeIPs, s.opts.ExcludeCIDRs, s.opts.NodePortMin, s.opts.NodePortMax, s.named)
+}
+
+// ReadOwnershipSets lists proxier.OwnershipSets; a set that cannot be read names
+// nothing.
+func ReadOwnershipSets(ipsets kernel.IPSets) *OwnershipEntries {
+	o := &OwnershipEntries{keys: map[kernel.VSKey]struct{}{}, ports: map[kernel.VSKey]struct{}{}}
+	for _, set := range proxier.OwnershipSets() {
+		entries, err := ipsets.ListEntries(set)
+		if err != nil {
+			continue
+		}
+		for _, e := range entries {
+			if k, anyAddress, ok := proxier.NamedKey(set, e); ok && anyAddress {
+				o.ports[k] = struct{}{}
+			} else if ok {
+				o.keys[k] = struct{}{}
+			}
+		}
+	}
+	return o
+}
+
+// names reports whether one of the sets names k.
+func (o *OwnershipEntries) names(k kernel.VSKey) bool {
+	if o == nil {
+		return false
+	}
+	if _, ok := o.keys[k]; ok {
+		return true
+	}
+	_, ok := o.ports[kernel.VSKey{Protocol: k.Protocol, Port: k.Port}]
+	return ok
+}
+
+// Owns is the one ownership rule, shared by pruning and `ipvs-proxier cleanup`: a
+// virtual server is ours when it is on an address of our dummy interface, or is on a
+// node IP and either named by one of our sets (a NodePort of any range, an external or
+// load-balancer IP equal to a node IP: the kernel's own record of what we programmed,
+// which survives a restart) or in the NodePort range, or is on a link-local address and
+// named by our sets (kube-proxy's NodePorts there); and it is not in an excluded CIDR
+// (--ipvs-exclude-cidrs, kube-proxy's rule for virtual servers made by others).
+func Owns(key kernel.VSKey, onDummy bool, nodeIPs []netip.Addr, exclude []netip.Prefix, portMin, portMax uint16, named *OwnershipEntries) bool {
+	if slices.ContainsFunc(exclude, func(p netip.Prefix) bool { return p.Contains(key.Address) }) {
+		return false
+	}
+	if onDummy {
+		return true
+	}
+	if key.Address.IsLinkLocalUnicast() {
+		// We program no NodePorts on link-local addresses, but kube-proxy's IPVS mode
+		// does (169.254.x on a pod veth gateway): after a takeover, those our sets name
+		// are kube-proxy's leftovers, ours to remove.
+		return named.names(key)
+	}
+	if !slices.Contains(nodeIPs, key.Address) {
+		return false
+	}
+	return key.Port >= portMin && key.Port <= portMax || named.names(key)
+}
+
+// OwnershipEntries are the virtual servers our ownership sets (proxier.OwnershipSets)
+// name in the kernel, indexed so that each lookup is one map read.
+type OwnershipEntries struct {
+	keys  map[kernel.VSKey]struct{} // by protocol, address and port
+	ports map[kernel.VSKey]struct{} // by protocol and port only (bitmap:port NodePorts)
+}

@@ -1,0 +1,139 @@
+package reconcile
+
+import (
+	"errors"
+
+	"github.com/ipvs-proxier/ipvs-proxier/kernel"
+	"github.com/ipvs-proxier/ipvs-proxier/proxier"
+)
+
+// syncSets writes the changed members, then lists and repairs every set whose member
+// count (one header-only netlink request) differs from the desired count, and every
+// set on the heavy round (heavyDue) or when listAll. Listing all sets was most of an
+// idle full sync's cost: 66,000 entries at 10,000 Services, in the VM ~half the CPU.
+func (s *Syncer) syncSets(sets []kernel.Set, changed *proxier.Delta, listAll bool, ph *phases) error {
+	var ops []kernel.SetOp
+	for m := range changed.Members {
+		if _, pending := s.pendingSets[m.Set]; pending {
+			continue // listed below
+		}
+		ops = append(ops, s.memberOp(m))
+	}
+	errs := []error{s.writeMembers(ops)}
+	listAll = listAll || s.heavy
+	for _, set := range sets {
+		if _, pending := s.pendingSets[set.Name]; pending || listAll {
+			s.pendingSets[set.Name] = struct{}{}
+			continue
+		}
+		if n, err := s.k.IPSets.CountEntries(set.Name); err != nil || n != s.desired.SetLen(set.Name) {
+			s.pendingSets[set.Name] = struct{}{}
+		}
+	}
+	return errors.Join(append(errs, s.reconcileSets(true, ph))...)
+}
+
+// reconcileSets (re)creates and lists the pending sets and makes each hold exactly its
+// desired members, writing the differences; it keeps no copy of the members. A set
+// that fails to list stays pending for the next sync.
+//
+// A full sync lists them with s.mu released (unlock), so changes are programmed
+// meanwhile: each CheckEvery-th full sync lists every set, 228,004 entries at 30,000
+// Services, and under the lock a change arriving then waited for all of it (change p99
+// 22 and 31 s against a p50 of 1.1 s in the emulated VM, 3.6 s once unlocked; `make
+// bench-scale`). The sets leave pendingSets while they are read, so a
+// partial sync does not list them under the lock too. A partial sync's member writes
+// during the read make the listing older than the kernel for those members; the repair
+// compares it with the desired state as it then is and rewrites them, which the kernel
+// takes as done (IPSET_ERR_EXIST is success), so they are neither lost nor reverted.
+func (s *Syncer) reconcileSets(unlock bool, ph *phases) error {
+	if len(s.pendingSets) == 0 {
+		return nil // every partial sync calls this: no set list built for nothing
+	}
+	var errs []error
+	var sets []kernel.Set
+	for _, set := range proxier.Sets(s.cfg.Families) {
+		if _, ok := s.pendingSets[set.Name]; !ok {
+			continue
+		}
+		set = s.sized(set)
+		if err := s.k.IPSets.EnsureSet(set); err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		sets = append(sets, set)
+		delete(s.pendingSets, set.Name)
+	}
+	if len(sets) == 0 {
+		return errors.Join(errs...)
+	}
+	listed := make([][]kernel.SetEntry, len(sets))
+	failed := make([]error, len(sets))
+	list := func() {
+		for i, set := range sets {
+			listed[i], failed[i] = s.k.IPSets.ListEntries(set.Name)
+		}
+	}
+	if unlock {
+		s.unlocked(list)
+		ph.mark("setsListed") // the rest of the "sets" step is the repair, under the lock
+		s.endRead()           // the virtual-server and address caches were merged before
+		// A change to every Service while the sets were read (a Sync then only sets
+		// fullAgain) asks for another full sync, as one during the dumps does.
+		s.needFull, s.fullAgain = s.needFull || s.fullAgain, false
+	} else {
+		list()
+	}
+	for i, set := range sets {
+		if failed[i] != nil {
+			s.pendingSets[set.Name] = struct{}{}
+			errs = append(errs, failed[i])
+			continue
+		}
+		errs = append(errs, s.repairSet(set.Name, listed[i]))
+	}
+	return errors.Join(errs...)
+}
+
+// repairSet makes the set hold exactly its desired members, given what it was listed to
+// hold, writing the differences.
+func (s *Syncer) repairSet(set string, entries []kernel.SetEntry) error {
+	var ops []kernel.SetOp
+	listed := make(map[kernel.SetEntry]struct{}, len(entries))
+	for _, e := range entries {
+		listed[e] = struct{}{}
+		if !s.desired.HasMember(kernel.Member{Set: set, Entry: e}) {
+			ops = append(ops, kernel.SetOp{Set: set, Entry: e, Delete: true})
+		}
+	}
+	for e := range s.desired.SetEntries(set) {
+		if _, ok := listed[e]; !ok {
+			ops = append(ops, kernel.SetOp{Set: set, Entry: e})
+		}
+	}
+	return s.writeMembers(ops)
+}
+
+// memberOp is the write that makes the kernel agree with the desire for m. There is no
+// cache of what the sets hold (it was a second copy of every member, ~20 MiB at 30,000
+// Services): a member is in a delta because its desire changed, so the write is almost
+// always needed, and adds and deletes are idempotent.
+func (s *Syncer) memberOp(m kernel.Member) kernel.SetOp {
+	return kernel.SetOp{Set: m.Set, Entry: m.Entry, Delete: !s.desired.HasMember(m)}
+}
+
+// writeMembers sends ops as one batch; each failed one is queued for retry.
+func (s *Syncer) writeMembers(ops []kernel.SetOp) error {
+	if len(ops) == 0 {
+		return nil
+	}
+	s.growSets(ops)
+	var errs []error
+	for i, err := range s.k.IPSets.WriteEntries(ops) {
+		if err != nil {
+			errs = append(errs, err)
+			s.retry.Members[kernel.Member{Set: ops[i].Set, Entry: ops[i].Entry}] = struct{}{}
+		}
+	}
+	return errors.Join(errs...)
+}
