@@ -278,6 +278,10 @@ func TestSysctlNeededAfterStart(t *testing.T) {
 		if err != nil {
 			t.Errorf("restoring the ConfigMap: %v", err)
 		}
+		// The node as the scenarios after this one expect it: strictARP off.
+		if _, err := node.MustExec("echo 0 > /proc/sys/net/ipv4/conf/all/arp_ignore; echo 0 > /proc/sys/net/ipv4/conf/all/arp_announce"); err != nil {
+			t.Errorf("restoring arp_ignore: %v", err)
+		}
 	})
 	// The kubelet refreshes the mounted ConfigMap within its sync period; then the
 	// daemon is stopped and the kubelet restarts its container alone.
