@@ -6,6 +6,7 @@ import (
 	"maps"
 	"net/netip"
 	"slices"
+	"sync"
 
 	"github.com/ipvs-proxier/ipvs-proxier/kernel"
 	"github.com/ipvs-proxier/ipvs-proxier/proxier"
@@ -331,4 +332,17 @@ func (s *Syncer) applyAllAddresses(addrs []netip.Addr) {
 			s.applyAddress(a)
 		}
 	}
+}
+
+// writeQueue is the current apply's batched writes, and what to retry.
+type writeQueue struct {
+	// retry holds the objects whose last write failed; the next sync redoes them.
+	retry *proxier.Delta
+	// rsQueue holds the real-server writes of the current apply, sent as one batch.
+	rsQueue []queuedRS
+	// addrQueue holds the address writes of the current apply, sent as one batch.
+	addrQueue []kernel.AddressOp
+	// addrWrite is held while address writes are sent, so that those of a partial sync
+	// wait for a full sync's batch in the background (addrbatch.go).
+	addrWrite sync.Mutex
 }

@@ -1,6 +1,10 @@
 package reconcile
 
-import "github.com/ipvs-proxier/ipvs-proxier/kernel"
+import (
+	"net/netip"
+
+	"github.com/ipvs-proxier/ipvs-proxier/kernel"
+)
 
 // refreshCache updates the programmed cache from the virtual-server dump vss, in place,
 // not rebuilt: at 30,000 Services a new map and a delta naming every object were most of
@@ -77,4 +81,16 @@ func (s *Syncer) refreshCache(vss []kernel.DumpedVS, read, round int, reads []rs
 		}
 	}
 	return errs
+}
+
+// kernelCache is what we programmed, as the last syncs left it.
+type kernelCache struct {
+	vs map[kernel.VSKey]*programmedVS
+	// rsTotal is the number of real servers in vs (see setVS).
+	rsTotal int
+	addrs   map[netip.Addr]struct{}
+	// lastDump is the last full sync's dump of every virtual server, counters included,
+	// published for /metrics and /status; dumpFailed is set when the last dump failed.
+	lastDump   []kernel.DumpedVS
+	dumpFailed bool
 }

@@ -54,3 +54,11 @@ func (s *Syncer) reconcileUDP() {
 		}
 	}
 }
+
+// conntrackState is the UDP conntrack reconcile's.
+type conntrackState struct {
+	// lastReconcile is when it last ran; reconcileOff is set when the kernel cannot
+	// filter the dump.
+	lastReconcile time.Time
+	reconcileOff  bool
+}

@@ -3,6 +3,7 @@ package reconcile
 import (
 	"errors"
 	"net/netip"
+	"time"
 
 	"go.uber.org/zap"
 
@@ -130,4 +131,9 @@ func (s *Syncer) clearUDP(vip, endpoint netip.AddrPort) {
 	if err := s.k.Conntrack.ClearUDP(vip, endpoint); err != nil {
 		s.log.Warn("Cannot clear stale UDP conntrack flows", zap.Stringer("vip", vip), zap.Stringer("endpoint", endpoint), zap.Error(err))
 	}
+}
+
+// drainState is the real servers draining at weight 0, and since when.
+type drainState struct {
+	drain map[drainKey]time.Time
 }

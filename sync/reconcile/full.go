@@ -5,6 +5,7 @@ import (
 	"net/netip"
 	"reflect"
 	"slices"
+	"time"
 
 	"go.uber.org/zap"
 
@@ -204,4 +205,23 @@ func (s *Syncer) logNodeCIDRs(cidrs []netip.Prefix) {
 		return
 	}
 	s.log.Info("detectLocalMode NodeCIDR: traffic from the Node's pod CIDRs counts as pod traffic", zap.Stringers("podCIDRs", cidrs))
+}
+
+// fullState says when full syncs run and which round this is.
+type fullState struct {
+	needFull bool
+	// fullRunning is set while a full sync runs (its reads release mu); fullAgain asks
+	// for another after it, for a change to every Service that came during its reads.
+	fullRunning, fullAgain bool
+	lastFull               time.Time
+	// fullBegan is when the running (or last) full sync began or was started.
+	fullBegan time.Time
+	// fullWhy says what asked for the running or last full sync, for its log line.
+	fullWhy string
+	// fullRound counts full syncs, to rotate the real-server checks. lastHeavy is the
+	// round of the last heavy one (heavyDue), heavy says the running one is.
+	fullRound, lastHeavy int
+	heavy                bool
+	// background is set while a full sync runs in the background (backgroundFull).
+	background bool
 }

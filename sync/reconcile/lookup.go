@@ -115,3 +115,12 @@ func (s *Syncer) applyLooked(looked []kernel.VSKey, changed *proxier.Delta, rsDu
 	s.applyInChunks(keys, rsDue, errs)
 	ph.mark("ipvs")
 }
+
+// lookupState is whether full syncs dump or look up.
+type lookupState struct {
+	// dumpAllUpTo is dumpAllUpTo (above); tests lower it. dumpedAll and dumpedAddrs say
+	// whether the last full sync dumped every virtual server and the addresses, for its
+	// log line.
+	dumpAllUpTo            int
+	dumpedAll, dumpedAddrs bool
+}

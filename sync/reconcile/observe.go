@@ -3,6 +3,7 @@ package reconcile
 import (
 	"net/netip"
 	"slices"
+	"sync/atomic"
 	"time"
 
 	"github.com/ipvs-proxier/ipvs-proxier/kernel"
@@ -84,4 +85,15 @@ func healthCheckAddrs(cfg *proxier.Config) []netip.Addr {
 		}
 	}
 	return out
+}
+
+// observeState is what readers and metrics see.
+type observeState struct {
+	status Status
+	// snap is the state published at the end of each sync (snapshot.go).
+	snap atomic.Pointer[Snapshot]
+	// started, triggerSeen and triggers feed the network-programming latency metric.
+	started     time.Time
+	triggerSeen map[proxier.ServiceKey]time.Time
+	triggers    []trigger
 }

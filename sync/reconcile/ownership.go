@@ -83,3 +83,9 @@ type OwnershipEntries struct {
 	keys  map[kernel.VSKey]struct{} // by protocol, address and port
 	ports map[kernel.VSKey]struct{} // by protocol and port only (bitmap:port NodePorts)
 }
+
+// ownershipState is what ownership needs of the kernel.
+type ownershipState struct {
+	// named: the kernel's ownership sets as read in this full sync (nil until needed).
+	named *OwnershipEntries
+}

@@ -165,3 +165,9 @@ func (s *Syncer) backgroundFull() {
 		s.opts.Wake()
 	}
 }
+
+// readState is what a full sync's unlocked reads need.
+type readState struct {
+	// touched records what syncs write while a full sync reads; nil otherwise.
+	touched *touched
+}

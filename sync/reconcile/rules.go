@@ -5,6 +5,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/ipvs-proxier/ipvs-proxier/kernel"
 	"github.com/ipvs-proxier/ipvs-proxier/proxier"
 )
 
@@ -55,4 +56,10 @@ func (s *Syncer) syncRules(checkDrift bool) error {
 		s.saved[f] = saved
 	}
 	return errors.Join(errs...)
+}
+
+// rulesState is the rules we last restored, and the kernel's copy last saved.
+type rulesState struct {
+	rules map[kernel.Family]string
+	saved map[kernel.Family]string
 }

@@ -137,3 +137,14 @@ func (s *Syncer) writeMembers(ops []kernel.SetOp) error {
 	}
 	return errors.Join(errs...)
 }
+
+// setState is our sets and their repair.
+type setState struct {
+	// sets are proxier.Sets(setsOf), for publish.
+	sets   []kernel.Set
+	setsOf []kernel.Family
+	// pendingSets are sets whose creation or listing failed; the next sync lists them.
+	pendingSets map[string]struct{}
+	// setCaps is the capacity each set was last made to hold (sized).
+	setCaps map[string]uint32
+}

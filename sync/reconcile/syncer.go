@@ -4,7 +4,6 @@ import (
 	"errors"
 	"net/netip"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"go.uber.org/zap"
@@ -85,80 +84,29 @@ type Syncer struct {
 	// conflicts reports VirtualServerConflict on the losing Services, apart from the
 	// translation's problems: a Service loses when another one is set.
 	conflicts *problemReporter
-	// named: the kernel's ownership sets as read in this full sync (nil until needed).
-	named *OwnershipEntries
 
 	mu      sync.Mutex
 	cfg     proxier.Config
 	desired *proxier.Desired
-	vs      map[kernel.VSKey]*programmedVS
-	// rsTotal is the number of real servers in vs (see setVS).
-	rsTotal int
-	// sets are proxier.Sets(setsOf), for publish.
-	sets     []kernel.Set
-	setsOf   []kernel.Family
-	addrs    map[netip.Addr]struct{}
-	rules    map[kernel.Family]string
-	saved    map[kernel.Family]string
-	drain    map[drainKey]time.Time
-	needFull bool
-	// fullRunning is set while a full sync runs (its reads release mu); fullAgain asks
-	// for another after it, for a change to every Service that came during its reads.
-	fullRunning, fullAgain bool
-	// lastDump is the last full sync's dump of every virtual server, counters included,
-	// published for /metrics and /status; dumpFailed is set when the last dump failed.
-	lastDump   []kernel.DumpedVS
-	dumpFailed bool
-	// touched records what syncs write while a full sync reads (read.go); nil otherwise.
-	touched  *touched
-	lastFull time.Time
-	// fullBegan is when the running (or last) full sync began or was started.
-	fullBegan time.Time
-	// fullWhy says what asked for the running or last full sync, for its log line.
-	fullWhy string
+	// built is set once desired holds every Service.
+	built bool
+	// The rest of the state, each part kept by the file that works on it.
+	fullState                // full.go: when full syncs run, and which round
+	lookupState              // lookup.go: dumps or lookups
+	kernelCache              // cache.go: what we programmed
+	writeQueue               // apply.go: this apply's batched writes and the retries
+	setState                 // sets.go, setcapacity.go: the sets and their repair
+	ownershipState           // ownership.go
+	drainState               // drain.go
+	rulesState               // rules.go
+	readState                // read.go
+	addrWatch      addrWatch // addrwatch.go
+	conntrackState           // conntrack.go
+	observeState             // observe.go, snapshot.go: status, the published snapshot, latency triggers
 	// onYield, for tests, runs in yieldLock with s.mu released.
 	onYield func()
 	// onAddrWait, for tests, runs when flushAddresses waits for a background batch.
 	onAddrWait func()
-	// fullRound counts full syncs, to rotate the real-server checks. lastHeavy is the
-	// round of the last heavy one (heavyDue), heavy says the running one is.
-	fullRound, lastHeavy int
-	heavy                bool
-	// background is set while a full sync runs in the background (backgroundFull).
-	background bool
-	// dumpAllUpTo is dumpAllUpTo (lookup.go); tests lower it. dumpedAll and dumpedAddrs
-	// say whether the last full sync dumped every virtual server and the addresses, for
-	// its log line.
-	dumpAllUpTo            int
-	dumpedAll, dumpedAddrs bool
-	// addrWatch is what the address watch reported (addrwatch.go).
-	addrWatch addrWatch
-	// built is set once desired holds every Service.
-	built bool
-	// retry holds the objects whose last write failed; the next sync redoes them.
-	retry *proxier.Delta
-	// rsQueue holds the real-server writes of the current apply, sent as one batch.
-	rsQueue []queuedRS
-	// addrQueue holds the address writes of the current apply, sent as one batch.
-	addrQueue []kernel.AddressOp
-	// addrWrite is held while address writes are sent, so that those of a partial sync
-	// wait for a full sync's batch in the background (addrbatch.go).
-	addrWrite sync.Mutex
-	// pendingSets are sets whose creation or listing failed; the next sync lists them.
-	pendingSets map[string]struct{}
-	// setCaps is the capacity each set was last made to hold (sized).
-	setCaps map[string]uint32
-	status  Status
-	// lastReconcile is when the UDP conntrack reconcile last ran; reconcileOff is set
-	// when the kernel cannot filter the dump (conntrack.go).
-	lastReconcile time.Time
-	reconcileOff  bool
-	// snap is the state published at the end of each sync (snapshot.go).
-	snap atomic.Pointer[Snapshot]
-	// started, triggerSeen and triggers feed the network-programming latency metric.
-	started     time.Time
-	triggerSeen map[proxier.ServiceKey]time.Time
-	triggers    []trigger
 }
 
 // Status describes the last sync, for health checks and metrics.
@@ -191,11 +139,14 @@ func NewSyncer(opts Options, k kernel.Kernel, src source.Source, tracker *source
 		problems:  newProblemReporter(opts.Logger, opts.Events),
 		conflicts: newProblemReporter(opts.Logger, opts.Events),
 		cfg:       opts.Config, desired: proxier.NewDesired(),
-		vs: map[kernel.VSKey]*programmedVS{}, addrs: map[netip.Addr]struct{}{},
-		rules: map[kernel.Family]string{}, saved: map[kernel.Family]string{}, drain: map[drainKey]time.Time{},
-		needFull: true, retry: proxier.NewDelta(), pendingSets: map[string]struct{}{},
-		started: opts.Now(), triggerSeen: map[proxier.ServiceKey]time.Time{},
-		dumpAllUpTo: dumpAllUpTo,
+		fullState:    fullState{needFull: true},
+		lookupState:  lookupState{dumpAllUpTo: dumpAllUpTo},
+		kernelCache:  kernelCache{vs: map[kernel.VSKey]*programmedVS{}, addrs: map[netip.Addr]struct{}{}},
+		writeQueue:   writeQueue{retry: proxier.NewDelta()},
+		setState:     setState{pendingSets: map[string]struct{}{}},
+		drainState:   drainState{drain: map[drainKey]time.Time{}},
+		rulesState:   rulesState{rules: map[kernel.Family]string{}, saved: map[kernel.Family]string{}},
+		observeState: observeState{started: opts.Now(), triggerSeen: map[proxier.ServiceKey]time.Time{}},
 	}
 	s.publish()
 	return s
