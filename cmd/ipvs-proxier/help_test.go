@@ -1,9 +1,7 @@
 package main
 
 import (
-	"bufio"
 	"bytes"
-	"os"
 	"slices"
 	"strings"
 	"testing"
@@ -13,18 +11,9 @@ import (
 
 // TestKubeProxyFlagNames: the --help grouping knows exactly kube-proxy v1.37's flags.
 func TestKubeProxyFlagNames(t *testing.T) {
-	f, err := os.Open("testdata/kube-proxy-v1.37-flags.txt")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
 	var want []string
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		if l := strings.TrimSpace(sc.Text()); l != "" && !strings.HasPrefix(l, "#") {
-			name, _, _ := strings.Cut(l, " ")
-			want = append(want, name)
-		}
+	for _, flag := range kubeProxyFlagFile(t) {
+		want = append(want, flag[0])
 	}
 	got := slices.Clone(kubeProxyFlagNames)
 	slices.Sort(got)

@@ -10,26 +10,35 @@ import (
 	"time"
 )
 
-// TestEveryKubeProxyFlagIsAccepted: each of kube-proxy v1.37's flags parses (none is
-// "unknown flag", so a reused command line never crash-loops), and each is either one
-// ipvs-proxier honours or named in the one warning.
-func TestEveryKubeProxyFlagIsAccepted(t *testing.T) {
+// kubeProxyFlagFile reads testdata/kube-proxy-v1.37-flags.txt: each flag's name and type.
+func kubeProxyFlagFile(t *testing.T) [][2]string {
+	t.Helper()
 	f, err := os.Open("testdata/kube-proxy-v1.37-flags.txt")
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer f.Close()
+	var out [][2]string
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		if l := strings.TrimSpace(sc.Text()); l != "" && !strings.HasPrefix(l, "#") {
+			name, typ, _ := strings.Cut(l, " ")
+			out = append(out, [2]string{name, typ})
+		}
+	}
+	return out
+}
+
+// TestEveryKubeProxyFlagIsAccepted: each of kube-proxy v1.37's flags parses (none is
+// "unknown flag", so a reused command line never crash-loops), and each is either one
+// ipvs-proxier honours or named in the one warning.
+func TestEveryKubeProxyFlagIsAccepted(t *testing.T) {
 	values := map[string]string{"bool": "true", "duration": "2s", "int32": "2", "float32": "2", "string": "x", "ip": "10.0.0.1",
 		"ipport": "0.0.0.0:1", "strings": "10.0.0.0/8", "LocalMode": "ClusterCIDR", "mapStringBool": "AllAlpha=false", "quantity": "1Mi",
 		"ProxyMode": "ipvs", "Level": "2", "version": "true", "pattern=N": "foo=2"}
-	sc := bufio.NewScanner(f)
 	n := 0
-	for sc.Scan() {
-		line := strings.TrimSpace(sc.Text())
-		if line == "" || strings.HasPrefix(line, "#") {
-			continue
-		}
-		name, typ, _ := strings.Cut(line, " ")
+	for _, flag := range kubeProxyFlagFile(t) {
+		name, typ := flag[0], flag[1]
 		v, ok := values[typ]
 		if !ok {
 			t.Fatalf("no test value for type %q (--%s)", typ, name)

@@ -1,6 +1,7 @@
 package benchkit
 
 import (
+	"encoding/csv"
 	"fmt"
 	"image/png"
 	"os"
@@ -64,4 +65,38 @@ func checkChart(t testing.TB, path string) {
 	if img, err := png.Decode(f); err != nil || img.Bounds().Dx() < 800 {
 		t.Errorf("%s: %v", path, err)
 	}
+}
+
+// ReadCSV reads the rows of CSV files with a header line, each row as a map from column
+// name to value, the files' rows in order: how the chart commands read the results the
+// benchmarks wrote.
+func ReadCSV(paths []string) ([]map[string]string, error) {
+	var out []map[string]string
+	for _, p := range paths {
+		f, err := os.Open(p)
+		if err != nil {
+			return nil, err
+		}
+		rows, err := csv.NewReader(f).ReadAll()
+		f.Close()
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", p, err)
+		}
+		for _, row := range rows[min(1, len(rows)):] {
+			m := map[string]string{}
+			for i, h := range rows[0] {
+				if i < len(row) {
+					m[h] = strings.TrimSpace(row[i])
+				}
+			}
+			out = append(out, m)
+		}
+	}
+	return out, nil
+}
+
+// Num is a CSV value as a number; what does not parse ("—", "unfinished") is 0.
+func Num(s string) float64 {
+	v, _ := strconv.ParseFloat(s, 64)
+	return v
 }

@@ -1,12 +1,8 @@
 package main
 
 import (
-	"encoding/csv"
 	"fmt"
-	"os"
 	"slices"
-	"strconv"
-	"strings"
 
 	"gonum.org/v1/plot/plotter"
 
@@ -43,30 +39,16 @@ func chart(path, title string, rs []result) error {
 
 // readCSV reads the rows of dataplane.csv files (writeCSV's columns) that the chart uses.
 func readCSV(paths []string) ([]result, error) {
-	var out []result
-	for _, p := range paths {
-		f, err := os.Open(p)
-		if err != nil {
-			return nil, err
-		}
-		rows, err := csv.NewReader(f).ReadAll()
-		f.Close()
-		if err != nil || len(rows) == 0 {
-			return nil, fmt.Errorf("%s: %v", p, err)
-		}
-		col := map[string]int{}
-		for i, h := range rows[0] {
-			col[h] = i
-		}
-		for _, row := range rows[1:] {
-			num := func(name string) float64 {
-				v, _ := strconv.ParseFloat(strings.TrimSpace(row[col[name]]), 64)
-				return v
-			}
-			r := result{Services: int(num("services")), Proxy: row[col["proxy"]], Run: int(num("run"))}
-			r.Short.RPS, r.Short.Connect.P99, r.KeepAlive.RPS = num("short_rps"), num("connect_p99_ms"), num("keepalive_rps")
-			out = append(out, r)
-		}
+	rows, err := benchkit.ReadCSV(paths)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]result, 0, len(rows))
+	for _, row := range rows {
+		r := result{Services: int(benchkit.Num(row["services"])), Proxy: row["proxy"], Run: int(benchkit.Num(row["run"]))}
+		r.Short.RPS, r.Short.Connect.P99 = benchkit.Num(row["short_rps"]), benchkit.Num(row["connect_p99_ms"])
+		r.KeepAlive.RPS = benchkit.Num(row["keepalive_rps"])
+		out = append(out, r)
 	}
 	return out, nil
 }

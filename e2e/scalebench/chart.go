@@ -1,10 +1,7 @@
 package main
 
 import (
-	"encoding/csv"
 	"fmt"
-	"os"
-	"strconv"
 	"strings"
 	"time"
 
@@ -78,48 +75,22 @@ func chartTitle(machine, workload string) string {
 
 // readResults reads the rows of results.csv files (writeReport's columns), in order.
 func readResults(paths []string) ([]result, error) {
-	var out []result
-	for _, p := range paths {
-		f, err := os.Open(p)
-		if err != nil {
-			return nil, err
+	rows, err := benchkit.ReadCSV(paths)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]result, 0, len(rows))
+	for _, row := range rows {
+		num := func(name string) float64 { return benchkit.Num(row[name]) }
+		r := result{Proxy: row["proxy"], Services: int(num("services")), Endpoints: int(num("endpoints")),
+			ColdStart: time.Duration(num("cold_start_s") * float64(time.Second)), SetsDone: time.Duration(num("sets_complete_s") * float64(time.Second)),
+			P50: time.Duration(num("change_p50_ms") * float64(time.Millisecond)), P99: time.Duration(num("change_p99_ms") * float64(time.Millisecond)),
+			Changes: int(num("changes")), PeakRSS: num("rss_peak_mib"), SteadyRSS: num("rss_steady_mib"),
+			CPUIdle: num("cpu_idle_s_per_min"), CPUChurn: num("cpu_churn_s_per_min")}
+		if n := row["notes"]; n != "" {
+			r.Notes = strings.Split(n, "; ")
 		}
-		rows, err := csv.NewReader(f).ReadAll()
-		f.Close()
-		if err != nil {
-			return nil, fmt.Errorf("%s: %w", p, err)
-		}
-		if len(rows) == 0 {
-			continue
-		}
-		col := map[string]int{}
-		for i, h := range rows[0] {
-			col[h] = i
-		}
-		for _, row := range rows[1:] {
-			get := func(name string) string {
-				if i, ok := col[name]; ok && i < len(row) {
-					return row[i]
-				}
-				return ""
-			}
-			num := func(name string) float64 {
-				v, err := strconv.ParseFloat(strings.TrimSpace(get(name)), 64)
-				if err != nil {
-					return 0 // "—", "unfinished": not reached
-				}
-				return v
-			}
-			r := result{Proxy: get("proxy"), Services: int(num("services")), Endpoints: int(num("endpoints")),
-				ColdStart: time.Duration(num("cold_start_s") * float64(time.Second)), SetsDone: time.Duration(num("sets_complete_s") * float64(time.Second)),
-				P50: time.Duration(num("change_p50_ms") * float64(time.Millisecond)), P99: time.Duration(num("change_p99_ms") * float64(time.Millisecond)),
-				Changes: int(num("changes")), PeakRSS: num("rss_peak_mib"), SteadyRSS: num("rss_steady_mib"),
-				CPUIdle: num("cpu_idle_s_per_min"), CPUChurn: num("cpu_churn_s_per_min")}
-			if n := get("notes"); n != "" {
-				r.Notes = strings.Split(n, "; ")
-			}
-			out = append(out, r)
-		}
+		out = append(out, r)
 	}
 	return out, nil
 }
