@@ -365,9 +365,7 @@ func (d *Desired) Plan(cfg *Config) string {
 	// Each hash set with the capacity the daemon gives it (SetCapacity).
 	sets := Sets(cfg.Families)
 	for i := range sets {
-		if sets[i].MaxElem != 0 {
-			sets[i].MaxElem = SetCapacity(len(members[sets[i].Name]))
-		}
+		sets[i] = Sized(sets[i], len(members[sets[i].Name]))
 	}
 	b.WriteString(kernel.FormatSets(sets, members))
 	for _, f := range cfg.Families {

@@ -73,7 +73,7 @@ func collectEndpoints(cfg *Config, slices_ []*discovery.EndpointSlice, probs *[]
 					badFamily++
 					continue
 				}
-				if why := specialEndpoint(a); why != "" {
+				if why := specialAddress(a); why != "" {
 					if special++; firstSpecial == "" {
 						firstSpecial = a.String() + " is " + why
 					}
@@ -119,12 +119,14 @@ func collectEndpoints(cfg *Config, slices_ []*discovery.EndpointSlice, probs *[]
 	return out
 }
 
-// specialEndpoint says why a may not be an endpoint, or "" when it may. The API's
-// endpoint validation refuses these (CVE-2021-25737: an endpoint on the node's loopback
-// or on 169.254.169.254, the cloud metadata service, would make the node proxy to it),
-// but a slice stored before that check, or written by hand to a file for plan, can hold
-// them. Multicast and broadcast addresses cannot be a real server either.
-func specialEndpoint(a netip.Addr) string {
+// specialAddress says why a can be neither a VIP nor an endpoint, or "" when it can.
+// As an endpoint the API's validation refuses these (CVE-2021-25737: an endpoint on the
+// node's loopback or on 169.254.169.254, the cloud metadata service, would make the node
+// proxy to it), but a slice stored before that check, or written by hand to a file for
+// plan, can hold them; multicast and broadcast addresses cannot be a real server either.
+// As an external or LB VIP bound to kube-ipvs0, 127.0.0.1:80 would capture the node's
+// own localhost and 0.0.0.0 every address (usableVIP).
+func specialAddress(a netip.Addr) string {
 	switch {
 	case a.IsUnspecified():
 		return "the unspecified address"

@@ -71,6 +71,15 @@ func SetCapacity(n int) uint32 {
 	return uint32(c)
 }
 
+// Sized returns set with the capacity that n desired members need: SetCapacity for a
+// hash set; a bitmap:port set (MaxElem 0) keeps its fixed range.
+func Sized(set kernel.Set, n int) kernel.Set {
+	if set.MaxElem != 0 {
+		set.MaxElem = SetCapacity(n)
+	}
+	return set
+}
+
 type setDef struct {
 	name    string
 	typ     kernel.SetType

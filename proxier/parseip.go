@@ -31,9 +31,6 @@ func ParseAddr(s string) (netip.Addr, bool) {
 func ParsePrefix(s string) (netip.Prefix, bool) {
 	s = strings.TrimSpace(s)
 	if p, err := netip.ParsePrefix(s); err == nil {
-		if p.Addr().Is4In6() {
-			return netip.Prefix{}, false
-		}
 		return p.Masked(), true
 	}
 	_, n, err := netutils.ParseCIDRSloppy(s)

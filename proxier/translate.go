@@ -422,21 +422,11 @@ func (t *translator) sourceRanges(f kernel.Family) (ranges []netip.Prefix, filte
 // localhost, 0.0.0.0 every address; multicast, broadcast and link-local addresses are
 // not a Service's to take, and the Service's own ClusterIP is already its VIP.
 func (t *translator) usableVIP(a netip.Addr, field, reason string) bool {
-	why := ""
-	switch {
-	case a.IsUnspecified():
-		why = "the unspecified address"
-	case a.IsLoopback():
-		why = "a loopback address"
-	case a.IsMulticast():
-		why = "a multicast address"
-	case a == netip.AddrFrom4([4]byte{255, 255, 255, 255}):
-		why = "the broadcast address"
-	case a.IsLinkLocalUnicast():
-		why = "a link-local address"
-	case slices.Contains(t.cips, a):
+	why := specialAddress(a)
+	if why == "" && slices.Contains(t.cips, a) {
 		why = "the Service's own ClusterIP"
-	default:
+	}
+	if why == "" {
 		return true
 	}
 	t.problem(reason, "%s %s is %s; never bound or programmed", field, a, why)

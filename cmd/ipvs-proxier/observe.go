@@ -115,9 +115,7 @@ func metricsHandler(m *metrics.Metrics, profiling bool, status func() any) http.
 	mux.Handle("/metrics", promhttp.HandlerFor(m.Registry, promhttp.HandlerOpts{}))
 	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("ok")) })
 	mux.HandleFunc("/proxyMode", health.ProxyMode)
-	if status != nil {
-		mux.HandleFunc("/status", health.StatusHandler(status))
-	}
+	mux.HandleFunc("/status", health.StatusHandler(status))
 	return mux
 }
 

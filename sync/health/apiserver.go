@@ -82,15 +82,6 @@ func (a *APIServer) State() APIServerState {
 	return st
 }
 
-// Reason is why the daemon cannot reach the API server, or "" when it can.
-func (a *APIServer) Reason() string {
-	st := a.State()
-	if st.Reachable {
-		return ""
-	}
-	return "cannot reach the API server at " + st.Server + " since " + st.Since.UTC().Format(time.RFC3339) + ": " + st.Error
-}
-
 // Watch probes the server every interval while a probe is due (see needsProbe) until ctx
 // is done, and calls report after each probe with its error and whether the informers
 // have synced, so the caller logs at a steady interval. probe must return within the

@@ -16,7 +16,7 @@ func (s *Syncer) sized(set kernel.Set) kernel.Set {
 		return set
 	}
 	n := s.desired.SetLen(set.Name)
-	set.MaxElem = proxier.SetCapacity(n)
+	set = proxier.Sized(set, n)
 	if s.setCaps == nil {
 		s.setCaps = map[string]uint32{}
 	}
