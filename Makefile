@@ -94,6 +94,11 @@ e2e: deps ## End to end: real kube-apiserver + etcd, the daemon in VM nodes as d
 e2e-kubelet: deps ## Only the kubelet tier: the image under a real kubelet and containerd in the VM (apply, rolling update, outage, reboot, the migration guide)
 	cd e2e && IPVS_PROXIER_E2E=1 $(GO) test -count=1 -v -timeout 60m ./kubelet
 
+CONFORMANCE_PROXIES ?= ipvs-proxier,kube-proxy-ipvs
+CONFORMANCE_PROCS ?= 2
+conformance: deps ## The upstream Kubernetes Service e2e suite on a two-node cluster, with ipvs-proxier and with kube-proxy's IPVS mode; writes docs/conformance.md and .csv (long; not part of make test; CONFORMANCE_FOCUS narrows it)
+	cd e2e && $(GO) run ./conformance/run -proxies $(CONFORMANCE_PROXIES) -procs $(CONFORMANCE_PROCS) $(if $(CONFORMANCE_FOCUS),-focus '$(CONFORMANCE_FOCUS)')
+
 demo: deps ## The main job: local apiserver, a real-kernel VM node running the daemon, examples/demo.yaml; Ctrl-C to stop
 	cd e2e && $(GO) run ./demo
 
@@ -119,4 +124,4 @@ image: ## Build the container image with docker or podman (no engine runs in CI;
 plan-example: build ## Print what the daemon would program for examples/cluster.yaml
 	$(BIN) plan -f examples/cluster.yaml --hostname-override test-node --cluster-cidr 10.244.0.0/16
 
-.PHONY: help build test deps charts prebuild test-unit test-netns test-vm e2e e2e-kubelet lint fuzz bench bench-micro bench-kernel bench-scale bench-dataplane demo demo-exec demo-down image image-oci test-image plan-example
+.PHONY: help build test deps charts prebuild test-unit test-netns test-vm e2e e2e-kubelet lint fuzz bench bench-micro bench-kernel bench-scale bench-dataplane conformance demo demo-exec demo-down image image-oci test-image plan-example

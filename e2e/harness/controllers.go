@@ -22,6 +22,12 @@ var kubeletTierControllers = []string{"daemonset-controller", "serviceaccount-co
 // apiserver, with the admin credentials, and waits until the root CA ConfigMap is
 // published (the first thing a pod's ServiceAccount volume needs).
 func (cp *ControlPlane) StartControllers(kb KubeletBinaries) error {
+	return cp.StartControllersWith(kb, kubeletTierControllers)
+}
+
+// StartControllersWith is StartControllers with these controllers and extra
+// kube-controller-manager arguments.
+func (cp *ControlPlane) StartControllersWith(kb KubeletBinaries, controllers []string, extraArgs ...string) error {
 	kubeconfig := filepath.Join(cp.Dir, "admin.kubeconfig")
 	if err := cp.WriteKubeconfig(kubeconfig); err != nil {
 		return err
@@ -33,12 +39,12 @@ func (cp *ControlPlane) StartControllers(kb KubeletBinaries) error {
 			return err
 		}
 	}
-	Logf("starting kube-controller-manager (%s) and kube-scheduler", strings.Join(kubeletTierControllers, ","))
-	if err := cp.start(filepath.Join(cp.Dir, "controller-manager.log"), kb.ControllerManager,
+	Logf("starting kube-controller-manager (%s) and kube-scheduler", strings.Join(controllers, ","))
+	if err := cp.start(filepath.Join(cp.Dir, "controller-manager.log"), kb.ControllerManager, append([]string{
 		"--kubeconfig", kubeconfig, "--authentication-kubeconfig", kubeconfig, "--authorization-kubeconfig", kubeconfig,
-		"--leader-elect=false", "--controllers", strings.Join(kubeletTierControllers, ","),
+		"--leader-elect=false", "--controllers", strings.Join(controllers, ","),
 		"--root-ca-file", cp.CACert, "--service-account-private-key-file", cp.saKey,
-		"--bind-address", "127.0.0.1", "--secure-port", fmt.Sprint(ports[0])); err != nil {
+		"--bind-address", "127.0.0.1", "--secure-port", fmt.Sprint(ports[0])}, extraArgs...)...); err != nil {
 		return err
 	}
 	if err := cp.start(filepath.Join(cp.Dir, "scheduler.log"), kb.Scheduler,

@@ -25,9 +25,10 @@ localStorageCapacityIsolation: false
 `
 
 // containerdConfig: containerd 1.6 (Debian bookworm's; kubelet v1.37 is the last that
-// runs on it), the CRI plugin with our pause image and runc from Debian. No CNI: the
-// tier's pods are hostNetwork, which needs none (the Node stays NotReady, and the
-// DaemonSet tolerates it).
+// runs on it), the CRI plugin with our pause image and runc from Debian. The CNI
+// plugins are Debian's, where its package puts them; the kubelet tier writes no CNI
+// config (its pods are hostNetwork, the Node stays NotReady, and the DaemonSet tolerates
+// it), the conformance cluster writes one per node from its podCIDR.
 const containerdConfig = `version = 2
 root = "/var/lib/containerd"
 state = "/run/containerd"
@@ -41,15 +42,18 @@ disabled_plugins = ["io.containerd.snapshotter.v1.btrfs", "io.containerd.snapsho
       runtime_type = "io.containerd.runc.v2"
       [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc.options]
         BinaryName = "/usr/sbin/runc"
+  [plugins."io.containerd.grpc.v1.cri".cni]
+    bin_dir = "/usr/lib/cni"
+    conf_dir = "/etc/cni/net.d"
 `
 
 // kubeletScenario is the node's boot script after /init: network, cgroup2, containerd
 // (importing the images once: the marker stays on the disk), then the kubelet.
-func kubeletScenario(name string) string {
+func kubeletScenario(name, nodeIP string, link *Link) string {
 	return `/usr/sbin/ip link set eth0 up
 /usr/sbin/ip addr add ` + NodeIP + `/24 dev eth0
 /usr/sbin/ip route add default via 10.0.2.2
-echo 1 > /proc/sys/net/ipv4/ip_forward
+` + link.setup() + `echo 1 > /proc/sys/net/ipv4/ip_forward
 hostname ` + name + `
 mount -t tmpfs run /run && mkdir -p /run/netns && mount --bind /run /var/run
 mount -t cgroup2 none /sys/fs/cgroup
@@ -67,7 +71,7 @@ if [ ! -f /var/lib/e2e-images-imported ]; then
 fi
 echo "=== boot $(date +%s)" >> /var/log/kubelet.log
 /usr/local/bin/kubelet --config=/var/lib/kubelet/config.yaml --kubeconfig=/etc/kubernetes/kubelet.conf \
-  --hostname-override=` + name + ` --node-ip=` + NodeIP + ` --v=2 >> /var/log/kubelet.log 2>&1 &
+  --hostname-override=` + name + ` --node-ip=` + nodeIP + ` --v=2 >> /var/log/kubelet.log 2>&1 &
 while true; do sleep 3600; done
 `
 }

@@ -25,6 +25,18 @@ const KubeProxyImage = "registry.k8s.io/kube-proxy:" + KubeVersion
 type KubeletNode struct {
 	*Node
 	args []string
+	// KubeletPort is the host loopback port that reaches the node's kubelet (10250), for
+	// the apiserver's exec, logs and port-forward (see KubeletProxy).
+	KubeletPort int
+}
+
+// KubeletNodeOptions shape a kubelet node VM.
+type KubeletNodeOptions struct {
+	// Link joins the node to the others' pod network; the kubelet's --node-ip is then
+	// the link address, as on a cluster whose nodes share a LAN.
+	Link *Link
+	// MemoryMB is the VM's memory; 2048 when 0.
+	MemoryMB int
 }
 
 // BuildImages writes the docker archives the kubelet node imports into dir: ours
@@ -59,7 +71,15 @@ func BuildImages(dir string, bins Binaries) ([]string, error) {
 // image archives (imported into containerd at the first boot, kept on the disk after),
 // and boots it. The node registers itself; its kubelet uses the admin credentials.
 func (cp *ControlPlane) StartKubeletNode(name string, kb KubeletBinaries, images []string) (*KubeletNode, error) {
+	return cp.StartKubeletNodeWith(name, kb, images, KubeletNodeOptions{})
+}
+
+// StartKubeletNodeWith is StartKubeletNode with options.
+func (cp *ControlPlane) StartKubeletNodeWith(name string, kb KubeletBinaries, images []string, opts KubeletNodeOptions) (*KubeletNode, error) {
 	n := &Node{Name: name, IP: NodeIP, dir: filepath.Join(cp.Dir, "node-"+name), Forwarded: map[int]int{}}
+	if opts.Link != nil {
+		n.IP = opts.Link.IP
+	}
 	payload := filepath.Join(n.dir, "payload")
 	agent := exec.Command("go", "build", "-o", filepath.Join(payload, "agent"), "./agent")
 	agent.Dir, agent.Env = E2EDir(), append(os.Environ(), "CGO_ENABLED=0")
@@ -78,7 +98,7 @@ func (cp *ControlPlane) StartKubeletNode(name string, kb KubeletBinaries, images
 		"etc/resolv.conf":              "nameserver 127.0.0.1\n",
 		"etc/hostname":                 name + "\n",
 		"etc/machine-id":               fmt.Sprintf("%032x\n", time.Now().UnixNano()),
-		"scenario.sh":                  kubeletScenario(name),
+		"scenario.sh":                  kubeletScenario(name, n.IP, opts.Link),
 		"usr/local/bin/kubelet-images": strings.Join(baseNames(images), "\n") + "\n",
 	}
 	for p, c := range files {
@@ -109,16 +129,27 @@ func (cp *ControlPlane) StartKubeletNode(name string, kb KubeletBinaries, images
 	if n.agentPort, err = FreePort(); err != nil {
 		return nil, err
 	}
+	kubeletPort, err := FreePort()
+	if err != nil {
+		return nil, err
+	}
 	n.Console = filepath.Join(n.dir, "console.log")
-	netdev := fmt.Sprintf("user,id=n0,restrict=on,net=10.0.2.0/24,guestfwd=tcp:%s:6443-cmd:socat - TCP:127.0.0.1:%d,hostfwd=tcp:127.0.0.1:%d-:7000",
-		APIServerGuestIP, cp.Port, n.agentPort)
+	netdev := fmt.Sprintf("user,id=n0,restrict=on,net=10.0.2.0/24,guestfwd=tcp:%s:6443-cmd:socat - TCP:127.0.0.1:%d,hostfwd=tcp:127.0.0.1:%d-:7000,hostfwd=tcp:127.0.0.1:%d-:10250",
+		APIServerGuestIP, cp.Port, n.agentPort, kubeletPort)
+	mem := "2048"
+	if opts.MemoryMB > 0 {
+		mem = fmt.Sprint(opts.MemoryMB)
+	}
 	// One vCPU: with two, one boot in five hung right after the kubelet started (both
 	// vCPUs in soft lockup in kubelet threads, under a loaded host), the way a lost
 	// cross-CPU interrupt under TCG looks; a single vCPU has no peer to wait for.
-	kn := &KubeletNode{Node: n, args: []string{"-accel", "tcg", "-m", "2048", "-smp", "1",
+	kn := &KubeletNode{Node: n, KubeletPort: kubeletPort, args: []string{"-accel", "tcg", "-m", mem, "-smp", "1",
 		"-kernel", strings.TrimSpace(string(kernel)), "-initrd", disk + ".initrd", "-append", "console=ttyS0 quiet panic=-1",
 		"-drive", "file=" + disk + ",if=virtio,format=raw", "-netdev", netdev, "-device", "e1000,netdev=n0",
 		"-display", "none", "-serial", "file:" + n.Console, "-monitor", "none", "-no-reboot"}}
+	if link := opts.Link; link != nil {
+		kn.args = append(kn.args, link.qemuArgs()...)
+	}
 	return kn, kn.Boot()
 }
 

@@ -51,6 +51,27 @@ type Link struct {
 	Routes map[string]string
 }
 
+// qemuArgs is the second NIC on the link's socket network.
+func (l *Link) qemuArgs() []string {
+	mode := "connect"
+	if l.Listen {
+		mode = "listen"
+	}
+	return []string{"-netdev", fmt.Sprintf("socket,id=n1,%s=127.0.0.1:%d", mode, l.Port), "-device", "e1000,netdev=n1,mac=" + l.MAC}
+}
+
+// setup is the boot script's lines that bring the link up (none for a nil Link).
+func (l *Link) setup() string {
+	if l == nil {
+		return ""
+	}
+	s := "/usr/sbin/ip link set eth1 up\n/usr/sbin/ip addr add " + l.IP + "/24 dev eth1\n"
+	for cidr, gw := range l.Routes {
+		s += "/usr/sbin/ip route add " + cidr + " via " + gw + "\n"
+	}
+	return s
+}
+
 // StartNode registers a Node object, boots a VM that runs the daemon as the DaemonSet
 // does (same command, config file, in-cluster ServiceAccount credentials), and waits
 // for its agent.
@@ -144,13 +165,7 @@ func (cp *ControlPlane) nodeFiles(name string, dep *Deployment, opts NodeOptions
 	if opts.NoDaemon {
 		autostart = ""
 	}
-	linkSetup := ""
-	if link := opts.Link; link != nil {
-		linkSetup = "/usr/sbin/ip link set eth1 up\n/usr/sbin/ip addr add " + link.IP + "/24 dev eth1\n"
-		for cidr, gw := range link.Routes {
-			linkSetup += "/usr/sbin/ip route add " + cidr + " via " + gw + "\n"
-		}
-	}
+	linkSetup := opts.Link.setup()
 	ca, err := os.ReadFile(cp.CACert)
 	if err != nil {
 		return nil, err
@@ -227,11 +242,7 @@ func (n *Node) boot(cp *ControlPlane, payload string, opts NodeOptions, hostfwd 
 		"-kernel", strings.TrimSpace(string(kernelOut)), "-initrd", initrd, "-append", "console=ttyS0 quiet panic=-1",
 		"-netdev", netdev, "-device", "e1000,netdev=n0", "-display", "none", "-serial", "file:" + n.Console, "-monitor", "none", "-no-reboot"}
 	if link := opts.Link; link != nil {
-		mode := "connect"
-		if link.Listen {
-			mode = "listen"
-		}
-		args = append(args, "-netdev", fmt.Sprintf("socket,id=n1,%s=127.0.0.1:%d", mode, link.Port), "-device", "e1000,netdev=n1,mac="+link.MAC)
+		args = append(args, link.qemuArgs()...)
 	}
 	n.cmd = tiedToUs(exec.Command("qemu-system-x86_64", args...))
 	Logf("booting node %s (qemu TCG)", n.Name)

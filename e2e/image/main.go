@@ -8,12 +8,15 @@
 //	go run . -out FILE [-tag REF]
 //	go run . -out FILE -tag REF -pause             the pod sandbox image (e2e kubelet tier)
 //	go run . -out FILE -tag REF -kube-proxy BIN    stock kube-proxy on the same base
+//	go run . -out FILE -suite SPEC                 the upstream e2e suite's images (suite.go)
 package main
 
 import (
 	"flag"
 	"fmt"
 	"os"
+	"os/exec"
+	"strings"
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 )
@@ -31,6 +34,7 @@ func main() {
 	tag := flag.String("tag", "", "image reference (default ghcr.io/ipvs-proxier/ipvs-proxier:RELEASE from the Makefile)")
 	pause := flag.Bool("pause", false, "build the pod sandbox image instead")
 	kubeProxy := flag.String("kube-proxy", "", "build a kube-proxy image from this binary instead")
+	suiteSpec := flag.String("suite", "", "build the upstream e2e suite's images instead (ROLE=VALUE,...: see suite.go)")
 	flag.Parse()
 	if *out == "" {
 		fmt.Fprintln(os.Stderr, "image: -out FILE is required")
@@ -40,6 +44,14 @@ func main() {
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "image:", err)
 		os.Exit(1)
+	}
+	if *suiteSpec != "" {
+		if err := writeSuiteArchive(b, *out, *suiteSpec); err != nil {
+			fmt.Fprintln(os.Stderr, "image:", err)
+			os.Exit(1)
+		}
+		fmt.Println(*out)
+		return
 	}
 	var digest string
 	switch {
@@ -55,4 +67,17 @@ func main() {
 		os.Exit(1)
 	}
 	fmt.Printf("%s %s %s\n", *out, b.tag, digest)
+}
+
+// writeSuiteArchive builds the suite's archive, with the applets the given busybox lists.
+func writeSuiteArchive(b *build, out, spec string) error {
+	parsed, err := parseSuiteSpec(spec)
+	if err != nil {
+		return err
+	}
+	list, err := exec.Command(parsed["busybox"], "--list").Output()
+	if err != nil {
+		return fmt.Errorf("%s --list: %w", parsed["busybox"], err)
+	}
+	return b.writeSuite(out, spec, strings.Fields(string(list)))
 }

@@ -6,8 +6,8 @@
 #   vm.sh run PAYLOAD [MB]  boot with PAYLOAD/ copied to / (it must hold /scenario.sh);
 #                           prints the console and exits with the scenario's status
 #   vm.sh initrd OUT PAYLOAD  build the initramfs only (the e2e harness boots it itself)
-#   vm.sh disk OUT PAYLOAD MB  build an ext4 root disk OUT (the same tree, plus containerd
-#                           and runc from Debian and the modules a kubelet node needs) and
+#   vm.sh disk OUT PAYLOAD MB  build an ext4 root disk OUT (the same tree, plus containerd,
+#                           runc and the CNI plugins from Debian and the modules a kubelet node needs) and
 #                           OUT.initrd, a small initramfs that mounts it and switches to it
 #   vm.sh kernel            print the kernel image path
 #
@@ -108,12 +108,16 @@ initrd() {
   rm -rf "$root"
 }
 
-# node_pkgs: containerd, runc and libseccomp from Debian, unpacked once into the cache.
+# node_pkgs: containerd, runc, libseccomp and the CNI plugins (bridge, host-local,
+# loopback, portmap: the conformance cluster's pod network) from Debian, unpacked once
+# into the cache.
+NODE_PKGS="containerd runc libseccomp2 containernetworking-plugins"
 node_pkgs() {
-  [ -x "$CACHE/pkgs/usr/bin/containerd" ] && return
-  say "fetching containerd and runc from Debian (first run only)"
+  [ -x "$CACHE/pkgs/usr/bin/containerd" ] && [ -x "$CACHE/pkgs/usr/lib/cni/bridge" ] && return
+  say "fetching $NODE_PKGS from Debian (first run only)"
   local tmp; tmp=$(mktemp -d)
-  (cd "$tmp" && apt-get download containerd runc libseccomp2 >/dev/null 2>&1) || { apt-get update -qq; (cd "$tmp" && apt-get download containerd runc libseccomp2 >/dev/null); }
+  # shellcheck disable=SC2086
+  (cd "$tmp" && apt-get download $NODE_PKGS >/dev/null 2>&1) || { apt-get update -qq; (cd "$tmp" && apt-get download $NODE_PKGS >/dev/null); }
   rm -rf "$CACHE/pkgs.tmp"
   for d in "$tmp"/*.deb; do dpkg -x "$d" "$CACHE/pkgs.tmp"; done
   rm -rf "$tmp" "$CACHE/pkgs"; mv "$CACHE/pkgs.tmp" "$CACHE/pkgs"
@@ -130,7 +134,8 @@ disk() {
   tree "$root" "$payload"
   (cd "$m" && find kernel/fs/overlayfs kernel/fs/ext4 kernel/fs/jbd2 kernel/fs/mbcache.ko kernel/drivers/virtio \
       kernel/drivers/block/virtio_blk.ko -name '*.ko*' | cpio -pdm "$root/lib/modules/$kver" 2>/dev/null)
-  for b in /usr/bin/containerd /usr/bin/containerd-shim-runc-v2 /usr/bin/ctr /usr/sbin/runc; do
+  for b in /usr/bin/containerd /usr/bin/containerd-shim-runc-v2 /usr/bin/ctr /usr/sbin/runc \
+      /usr/lib/cni/bridge /usr/lib/cni/host-local /usr/lib/cni/loopback /usr/lib/cni/portmap; do
     mkdir -p "$root$(dirname "$b")"; cp -L "$CACHE/pkgs$b" "$root$b"
   done
   cp -L "$CACHE"/pkgs/usr/lib/x86_64-linux-gnu/libseccomp.so.2* "$root/usr/lib/x86_64-linux-gnu/"

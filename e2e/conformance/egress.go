@@ -1,0 +1,131 @@
+package conformance
+
+import (
+	"bufio"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"sync"
+)
+
+// KubeletProxy is how the apiserver on the host reaches each node's kubelet (exec, logs,
+// port-forward). The nodes' addresses live on their link, which the host is not on;
+// each node's qemu forwards a host loopback port to its kubelet's 10250. The apiserver's
+// egress selector (EgressSelectorConfiguration, the `cluster` selection, HTTPConnect
+// over a unix socket: the mechanism a konnectivity server serves) sends every connection
+// to a node here as `CONNECT host:port`, and the proxy dials the forwarded port of the
+// node that host names (its name or its InternalIP). Anything else is refused: the
+// apiserver reaches nothing through it but the kubelets.
+type KubeletProxy struct {
+	l     net.Listener
+	mu    sync.Mutex
+	ports map[string]string // "host:port" the apiserver asks for -> "127.0.0.1:P"
+	wg    sync.WaitGroup
+}
+
+// NewKubeletProxy listens on the unix socket path.
+func NewKubeletProxy(path string) (*KubeletProxy, error) {
+	l, err := net.Listen("unix", path)
+	if err != nil {
+		return nil, err
+	}
+	p := &KubeletProxy{l: l, ports: map[string]string{}}
+	p.wg.Add(1)
+	go p.serve()
+	return p, nil
+}
+
+// Route sends CONNECTs to each of the node's addresses on kubeletPort (10250) to
+// 127.0.0.1:hostPort.
+func (p *KubeletProxy) Route(hostPort int, kubeletPort int, addrs ...string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for _, a := range addrs {
+		p.ports[net.JoinHostPort(a, fmt.Sprint(kubeletPort))] = fmt.Sprintf("127.0.0.1:%d", hostPort)
+	}
+}
+
+// Close stops listening (connections already spliced run to their end).
+func (p *KubeletProxy) Close() error {
+	err := p.l.Close()
+	p.wg.Wait()
+	return err
+}
+
+func (p *KubeletProxy) serve() {
+	defer p.wg.Done()
+	for {
+		c, err := p.l.Accept()
+		if err != nil {
+			return
+		}
+		go p.handle(c)
+	}
+}
+
+// target is where a CONNECT to addr goes, if anywhere.
+func (p *KubeletProxy) target(addr string) (string, bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	t, ok := p.ports[addr]
+	return t, ok
+}
+
+func (p *KubeletProxy) handle(c net.Conn) {
+	defer c.Close()
+	br := bufio.NewReader(c)
+	req, err := http.ReadRequest(br)
+	if err != nil {
+		return
+	}
+	if req.Method != http.MethodConnect {
+		fmt.Fprintf(c, "HTTP/1.1 405 Method Not Allowed\r\n\r\n")
+		return
+	}
+	to, ok := p.target(req.Host)
+	if !ok {
+		fmt.Fprintf(c, "HTTP/1.1 403 Forbidden\r\nContent-Length: 0\r\n\r\n")
+		return
+	}
+	up, err := net.Dial("tcp", to)
+	if err != nil {
+		fmt.Fprintf(c, "HTTP/1.1 502 Bad Gateway\r\nContent-Length: 0\r\n\r\n")
+		return
+	}
+	defer up.Close()
+	if _, err := fmt.Fprintf(c, "HTTP/1.1 200 Connection established\r\n\r\n"); err != nil {
+		return
+	}
+	done := make(chan struct{}, 2)
+	go func() { _, _ = io.Copy(up, br); closeWrite(up); done <- struct{}{} }()
+	go func() { _, _ = io.Copy(c, up); closeWrite(c); done <- struct{}{} }()
+	<-done
+	<-done
+}
+
+func closeWrite(c net.Conn) {
+	if cw, ok := c.(interface{ CloseWrite() error }); ok {
+		_ = cw.CloseWrite()
+	}
+}
+
+// EgressSelectorConfig is the apiserver's --egress-selector-config-file for a proxy on
+// socket: the `cluster` selection (traffic to nodes and pods) through it, the control
+// plane and etcd direct.
+func EgressSelectorConfig(socket string) string {
+	return `apiVersion: apiserver.k8s.io/v1beta1
+kind: EgressSelectorConfiguration
+egressSelections:
+- name: cluster
+  connection:
+    proxyProtocol: HTTPConnect
+    transport:
+      uds:
+        udsName: ` + socket + `
+- name: controlplane
+  connection: {proxyProtocol: Direct}
+- name: etcd
+  connection: {proxyProtocol: Direct}
+`
+}

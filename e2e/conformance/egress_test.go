@@ -1,0 +1,92 @@
+package conformance
+
+import (
+	"bufio"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// echoServer answers each connection with "hello " and whatever it reads.
+func echoServer(t *testing.T) int {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { l.Close() })
+	go func() {
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			go func() {
+				defer c.Close()
+				fmt.Fprint(c, "hello ")
+				_, _ = io.Copy(c, c)
+			}()
+		}
+	}()
+	return l.Addr().(*net.TCPAddr).Port
+}
+
+// connect sends a CONNECT as the apiserver's egress dialer does and returns the
+// status code and, on 200, the tunnel.
+func connect(t *testing.T, sock, addr string) (int, net.Conn, *bufio.Reader) {
+	t.Helper()
+	c, err := net.Dial("unix", sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	fmt.Fprintf(c, "CONNECT %s HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n", addr)
+	br := bufio.NewReader(c)
+	res, err := http.ReadResponse(br, &http.Request{Method: http.MethodConnect})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return res.StatusCode, c, br
+}
+
+func TestKubeletProxy(t *testing.T) {
+	sock := filepath.Join(t.TempDir(), "egress.sock")
+	p, err := NewKubeletProxy(sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	port := echoServer(t)
+	p.Route(port, 10250, "node-1", "192.168.100.11")
+
+	for _, addr := range []string{"node-1:10250", "192.168.100.11:10250"} {
+		code, c, br := connect(t, sock, addr)
+		if code != 200 {
+			t.Fatalf("CONNECT %s: %d, want 200", addr, code)
+		}
+		fmt.Fprint(c, "ping\n")
+		line, err := br.ReadString('\n')
+		if err != nil || line != "hello ping\n" {
+			t.Fatalf("through the tunnel to %s: %q %v", addr, line, err)
+		}
+	}
+	// Only the kubelets: another port of the node, another node, a pod.
+	for _, addr := range []string{"node-1:22", "192.168.100.12:10250", "10.244.0.5:8080", "127.0.0.1:" + fmt.Sprint(port)} {
+		if code, _, _ := connect(t, sock, addr); code != 403 {
+			t.Errorf("CONNECT %s: %d, want 403", addr, code)
+		}
+	}
+}
+
+func TestEgressSelectorConfig(t *testing.T) {
+	c := EgressSelectorConfig("/tmp/x/egress.sock")
+	for _, want := range []string{"kind: EgressSelectorConfiguration", "- name: cluster", "proxyProtocol: HTTPConnect", "udsName: /tmp/x/egress.sock"} {
+		if !strings.Contains(c, want) {
+			t.Errorf("config lacks %q:\n%s", want, c)
+		}
+	}
+}

@@ -1,0 +1,135 @@
+package conformance
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+	"time"
+)
+
+const junitSample = `<?xml version="1.0" encoding="UTF-8"?>
+<testsuites tests="5">
+  <testsuite name="Kubernetes e2e suite" tests="5">
+    <testcase name="[SynchronizedBeforeSuite]" classname="Kubernetes e2e suite" status="passed" time="1"></testcase>
+    <testcase name="[It] [sig-network] Services should serve a basic endpoint from pods  [Conformance] [sig-network, Conformance]" status="passed" time="20.5"></testcase>
+    <testcase name="[It] [sig-network] Services should be rejected when no endpoints exist" status="failed" time="60">
+      <failure message="[FAILED] Timed out after 60s.&#xA;more" type="failed">body</failure>
+    </testcase>
+    <testcase name="[It] [sig-network] Services should work after restarting kube-proxy [Disruptive]" status="skipped" time="0">
+      <skipped message="skipped - Requires at least 2 nodes"></skipped>
+    </testcase>
+    <testcase name="[It] [sig-network] Conntrack should drop INVALID conntrack entries" status="timedout" time="900"></testcase>
+  </testsuite>
+</testsuites>`
+
+func TestParseJUnit(t *testing.T) {
+	res, err := ParseJUnit([]byte(junitSample))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res) != 4 {
+		t.Fatalf("%d results, want the 4 [It] cases: %v", len(res), res)
+	}
+	for name, want := range map[string]Result{
+		"[sig-network] Services should serve a basic endpoint from pods [Conformance]": {Outcome: Pass, Seconds: 20.5},
+		"[sig-network] Services should be rejected when no endpoints exist":            {Outcome: Fail, Message: "[FAILED] Timed out after 60s.", Seconds: 60},
+		"[sig-network] Services should work after restarting kube-proxy [Disruptive]":  {Outcome: Skip, Message: "skipped - Requires at least 2 nodes"},
+		"[sig-network] Conntrack should drop INVALID conntrack entries":                {Outcome: Fail, Message: "timedout", Seconds: 900},
+	} {
+		if res[name] != want {
+			t.Errorf("%s: %+v, want %+v", name, res[name], want)
+		}
+	}
+	if _, err := ParseJUnit([]byte("<testsuites><oops")); err == nil {
+		t.Error("a broken report accepted")
+	}
+}
+
+func TestParseSelection(t *testing.T) {
+	sel, err := ParseSelection([]byte(`# comment
+focus \[sig-network\] Services
+focus \[sig-network\] Conntrack
+
+skip LoadBalancer -- needs a cloud provider
+note rejected -- both: why
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := sel.FocusRegex(); got != `(\[sig-network\] Services)|(\[sig-network\] Conntrack)` {
+		t.Errorf("focus %q", got)
+	}
+	if got := sel.SkipRegex(); got != `(LoadBalancer)` {
+		t.Errorf("skip %q", got)
+	}
+	for spec, want := range map[string][2]any{
+		"[sig-network] Services should work":              {true, ""},
+		"[sig-network] Services LoadBalancer should work": {true, "needs a cloud provider"},
+		"[sig-storage] Volumes":                           {false, ""},
+	} {
+		c, reason := sel.Classify(spec)
+		if c != want[0] || reason != want[1] {
+			t.Errorf("%s: %v %q, want %v", spec, c, reason, want)
+		}
+	}
+	if sel.Note("x should be rejected") != "both: why" {
+		t.Error("note not found")
+	}
+	for _, bad := range []string{"skip LoadBalancer", "skip  -- why", "focus (", "include x", "skip x -- "} {
+		if _, err := ParseSelection([]byte("focus a\n" + bad + "\n")); err == nil {
+			t.Errorf("%q accepted", bad)
+		}
+	}
+	if _, err := ParseSelection([]byte("skip a -- b\n")); err == nil {
+		t.Error("a selection without focus accepted")
+	}
+}
+
+func TestReport(t *testing.T) {
+	sel, err := ParseSelection([]byte("focus Services\nskip LoadBalancer -- needs a cloud\nnote documented -- a Differences row\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := &Report{
+		Candidates: []string{"Services a", "Services b", "Services c documented", "Services LoadBalancer d", "Services e"},
+		Selection:  sel,
+		Runs: map[string]*Run{
+			"kube-proxy-ipvs": {Proxy: "kube-proxy-ipvs", Wall: 90 * time.Second, Results: map[string]Result{
+				"Services a": {Outcome: Pass}, "Services b": {Outcome: Pass}, "Services c documented": {Outcome: Pass},
+				"Services e": {Outcome: Fail, Message: "env"}}},
+			"ipvs-proxier": {Proxy: "ipvs-proxier", Wall: 60 * time.Second, Results: map[string]Result{
+				"Services a": {Outcome: Pass}, "Services b": {Outcome: Fail, Message: "boom | here"}, "Services c documented": {Outcome: Fail},
+			}},
+		},
+		Cluster:   []string{"two nodes"},
+		Reproduce: "`make conformance`",
+	}
+	if p, f, s := r.Counts("ipvs-proxier"); p != 1 || f != 3 || s != 0 {
+		t.Errorf("ours: %d/%d/%d, want 1 pass, 3 fail (e was not reported)", p, f, s)
+	}
+	if reg := r.Regressions(); len(reg) != 1 || reg[0] != "Services b" {
+		t.Errorf("regressions %v, want [Services b] (c has a note)", reg)
+	}
+	if got := r.Summary(); got != "Upstream Service e2e tests passed (ipvs-proxier: 1 of 4; kube-proxy IPVS: 3 of 4)" {
+		t.Errorf("summary %q", got)
+	}
+	var csvOut, md bytes.Buffer
+	if err := r.WriteCSV(&csvOut); err != nil {
+		t.Fatal(err)
+	}
+	wantCSV := "test,kube-proxy-ipvs,ipvs-proxier\nServices LoadBalancer d,skip,skip\nServices a,pass,pass\nServices b,pass,fail\n" +
+		"Services c documented,pass,fail\nServices e,fail,fail\n"
+	if csvOut.String() != wantCSV {
+		t.Errorf("csv:\n%s\nwant:\n%s", csvOut.String(), wantCSV)
+	}
+	if err := r.WriteMarkdown(&md); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"| pass | 3 | 1 |", "| wall time | 1m30s | 1m0s |", "| Services b | pass | fail | ipvs-proxier: boom \\| here |",
+		"| Services c documented | pass | fail | a Differences row |", "| Services LoadBalancer d | needs a cloud |",
+		"**1 tests kube-proxy IPVS passes and ipvs-proxier fails**", "| Services e | fail | fail | kube-proxy IPVS: env; ipvs-proxier: not reported by the run |"} {
+		if !strings.Contains(md.String(), want) {
+			t.Errorf("markdown lacks %q:\n%s", want, md.String())
+		}
+	}
+}

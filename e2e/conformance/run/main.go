@@ -1,0 +1,34 @@
+// Command run is `make conformance`: it builds a two-node cluster (e2e/conformance's
+// README says how), runs the upstream Service e2e suite against it once per proxy, and
+// writes docs/conformance.md and docs/conformance.csv.
+//
+//	go run ./conformance/run [-proxies ipvs-proxier,kube-proxy-ipvs] [-focus REGEX] [-out DIR]
+package main
+
+import (
+	"flag"
+	"fmt"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/ipvs-proxier/ipvs-proxier/e2e/conformance"
+	"github.com/ipvs-proxier/ipvs-proxier/e2e/harness"
+)
+
+func main() {
+	proxies := flag.String("proxies", strings.Join(conformance.Proxies, ","), "the proxies to run the selection with, in order")
+	focus := flag.String("focus", "", "run only the selected tests this regex also matches (a quick look; the docs are then not written)")
+	out := flag.String("out", "", "write conformance.md and conformance.csv here (default: the repository's docs/)")
+	procs := flag.Int("procs", 1, "e2e.test processes at once for the parallel tests ([Serial] and [Disruptive] always run alone)")
+	keep := flag.Bool("keep", false, "leave the cluster up after the runs until interrupted (its kubeconfig is printed)")
+	flag.Parse()
+	start := time.Now()
+	code, err := run(options{proxies: strings.Split(*proxies, ","), focus: *focus, out: *out, procs: *procs, keep: *keep})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "conformance:", err)
+		code = 1
+	}
+	harness.Logf("conformance: done in %v", time.Since(start).Round(time.Second))
+	os.Exit(code)
+}

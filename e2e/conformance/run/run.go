@@ -1,0 +1,158 @@
+package main
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/ipvs-proxier/ipvs-proxier/e2e/conformance"
+	"github.com/ipvs-proxier/ipvs-proxier/e2e/harness"
+)
+
+type options struct {
+	proxies []string
+	focus   string
+	out     string
+	procs   int
+	keep    bool
+}
+
+func run(o options) (int, error) {
+	start := time.Now()
+	selText, err := os.ReadFile(filepath.Join(harness.E2EDir(), "conformance/selection.txt"))
+	if err != nil {
+		return 0, err
+	}
+	sel, err := conformance.ParseSelection(selText)
+	if err != nil {
+		return 0, err
+	}
+	for _, p := range o.proxies {
+		if _, ok := conformance.ProxyTitle[p]; !ok {
+			return 0, fmt.Errorf("unknown proxy %q (%s)", p, strings.Join(conformance.Proxies, ", "))
+		}
+	}
+	bins, err := buildSuite()
+	if err != nil {
+		return 0, err
+	}
+	work, err := os.MkdirTemp("", "conformance-")
+	if err != nil {
+		return 0, err
+	}
+	suiteImages, err := buildSuiteImages(work, bins)
+	if err != nil {
+		return 0, err
+	}
+	cpBins, err := harness.BuildControlPlane()
+	if err != nil {
+		return 0, err
+	}
+	images, err := harness.BuildImages(work, cpBins)
+	if err != nil {
+		return 0, err
+	}
+	c, err := startCluster(append(images, suiteImages))
+	if err != nil {
+		return 0, err
+	}
+	defer c.stop()
+	stopOnSignal(c)
+	harness.Logf("cluster up in %v (kubeconfig %s)", time.Since(start).Round(time.Second), c.kubeconfig)
+	s := suiteRun{bins: bins, kubectl: c.cp.Bins.Kubectl, kubeconfig: c.kubeconfig, dir: filepath.Join(work, "reports")}
+	if err := os.MkdirAll(s.dir, 0o755); err != nil {
+		return 0, err
+	}
+	candidates, err := s.candidates(sel, o.focus)
+	if err != nil {
+		return 0, err
+	}
+	report := &conformance.Report{Candidates: candidates, Selection: sel, Runs: map[string]*conformance.Run{},
+		Cluster: clusterLines(bins), Reproduce: "`make conformance` (CONFORMANCE_PROCS=" + fmt.Sprint(o.procs) + "); e2e/conformance/README.md says what it builds."}
+	for i, p := range o.proxies {
+		d, err := prepare(p, work)
+		if err != nil {
+			return 0, err
+		}
+		if i > 0 {
+			harness.Logf("%s: the nodes power-cycled to start clean", p)
+		}
+		if err := c.deploy(d); err != nil {
+			return 0, err
+		}
+		r, err := s.run(p, sel, o.focus, o.procs)
+		if err != nil {
+			return 0, err
+		}
+		report.Runs[p] = r
+		pass, fail, skip := report.Counts(p)
+		harness.Logf("%s: %d passed, %d failed, %d skipped in %v (reports in %s)", p, pass, fail, skip, r.Wall.Round(time.Second), s.dir)
+		if i < len(o.proxies)-1 {
+			if err := c.remove(d); err != nil {
+				return 0, err
+			}
+		}
+	}
+	var md, csv bytes.Buffer
+	if err := report.WriteMarkdown(&md); err != nil {
+		return 0, err
+	}
+	if err := report.WriteCSV(&csv); err != nil {
+		return 0, err
+	}
+	out := o.out
+	if out == "" && o.focus == "" && len(o.proxies) == len(conformance.Proxies) {
+		out = filepath.Join(harness.RepoRoot(), "docs")
+	}
+	if out == "" {
+		out = s.dir
+	}
+	if err := os.WriteFile(filepath.Join(out, "conformance.md"), md.Bytes(), 0o644); err != nil {
+		return 0, err
+	}
+	if err := os.WriteFile(filepath.Join(out, "conformance.csv"), csv.Bytes(), 0o644); err != nil {
+		return 0, err
+	}
+	harness.Logf("%s; written to %s/conformance.{md,csv}", report.Summary(), out)
+	if o.keep {
+		harness.Logf("the cluster stays up (kubeconfig %s); interrupt to stop it", c.kubeconfig)
+		select {}
+	}
+	if len(report.Regressions()) > 0 {
+		return 1, nil
+	}
+	return 0, nil
+}
+
+// clusterLines describe the cluster in the report.
+func clusterLines(b suiteBins) []string {
+	kernel := "the Debian kernel of e2e/vm"
+	if out, err := exec.Command(filepath.Join(harness.RepoRoot(), "e2e/vm/vm.sh"), "kernel").Output(); err == nil {
+		kernel = "Linux " + strings.TrimPrefix(filepath.Base(strings.TrimSpace(string(out))), "vmlinuz-") + " (Debian)"
+	}
+	return []string{
+		"Kubernetes " + harness.KubeVersion + ": kube-apiserver, etcd, kube-controller-manager (its default controllers and node IPAM) and kube-scheduler on the host; e2e.test, agnhost and the ginkgo CLI built from the same `k8s.io/kubernetes` module",
+		"two node VMs (qemu TCG, one vCPU and 3 GiB each, " + kernel + ") running kubelet " + harness.KubeVersion + ", containerd and runc from Debian bookworm",
+		"pod network: Debian's CNI plugins (bridge with host-local IPAM, loopback, portmap) on each node's podCIDR from " + clusterCIDR + ", routed between the nodes over their shared link (192.168.100.0/24, the nodes' InternalIPs); Service range 10.96.0.0/16",
+		"the apiserver reaches the kubelets (exec, logs, port-forward) through its egress selector: an HTTP CONNECT proxy on a unix socket that dials each node's forwarded kubelet port",
+		"the suite's images (agnhost, busybox, nginx, pause, distroless-iptables, regression-issue-74839) built here under their upstream names and imported into each node's containerd; nothing is pulled",
+		"each proxy deployed as users deploy it: ipvs-proxier by `kubectl apply -k deploy` (its image from `make image-oci`'s build), kube-proxy by kubeadm's DaemonSet and ConfigMap with `mode: ipvs`; the nodes are power-cycled between the two",
+	}
+}
+
+// stopOnSignal stops the cluster's VMs and processes on an interrupt.
+func stopOnSignal(c *cluster) {
+	ch := make(chan os.Signal, 1)
+	signal.Notify(ch, os.Interrupt, syscall.SIGTERM)
+	go func() {
+		<-ch
+		c.stop()
+		os.Exit(130)
+	}()
+}

@@ -1,0 +1,144 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/ipvs-proxier/ipvs-proxier/e2e/conformance"
+	"github.com/ipvs-proxier/ipvs-proxier/e2e/harness"
+)
+
+// suiteRun runs e2e.test.
+type suiteRun struct {
+	bins       suiteBins
+	kubectl    string
+	kubeconfig string
+	dir        string // reports and logs
+}
+
+// e2eFlags are e2e.test's own flags: the cluster, the local provider (no cloud), the
+// pinned kubectl, a Debian node OS, reports in dir.
+func (s suiteRun) e2eFlags(reportDir string) []string {
+	return []string{"--kubeconfig=" + s.kubeconfig, "--provider=local", "--kubectl-path=" + s.kubectl,
+		"--node-os-distro=debian", "--report-dir=" + reportDir, "--e2e-output-dir=" + reportDir,
+		"--dump-logs-on-failure=false", "--allowed-not-ready-nodes=0"}
+}
+
+// focusWith is the selection's focus narrowed to the specs extra also matches.
+func focusWith(sel *conformance.Selection, extra string) string {
+	focus := sel.FocusRegex()
+	if extra != "" {
+		focus = "(?:" + focus + ").*(?:" + extra + ")|(?:" + extra + ").*(?:" + focus + ")"
+	}
+	return focus
+}
+
+// candidates lists every spec the focus (narrowed by extra) picks: a dry run, which
+// touches nothing.
+func (s suiteRun) candidates(sel *conformance.Selection, extra string) ([]string, error) {
+	report := filepath.Join(s.dir, "dry-run.xml")
+	args := append(s.e2eFlags(s.dir), "--ginkgo.dry-run", "--ginkgo.focus="+focusWith(sel, extra), "--ginkgo.junit-report="+report)
+	if out, err := exec.Command(s.bins.E2ETest, args...).CombinedOutput(); err != nil {
+		return nil, fmt.Errorf("e2e.test dry run: %w\n%s", err, tailOf(string(out), 30))
+	}
+	res, err := conformance.ReadJUnit(report)
+	if err != nil {
+		return nil, err
+	}
+	var out []string
+	for name, r := range res {
+		if r.Outcome != conformance.Skip {
+			out = append(out, name)
+		}
+	}
+	return out, nil
+}
+
+// run runs the selection (narrowed by extra, when set) against the cluster as it is,
+// the parallel specs with procs processes and then the [Serial] and [Disruptive] ones
+// alone, and returns the merged results.
+func (s suiteRun) run(name string, sel *conformance.Selection, extra string, procs int) (*conformance.Run, error) {
+	start := time.Now()
+	dir := filepath.Join(s.dir, name)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, err
+	}
+	focus := focusWith(sel, extra)
+	skip := sel.SkipRegex()
+	serial := `\[Serial\]|\[Disruptive\]`
+	results := map[string]conformance.Result{}
+	for i, part := range []struct {
+		name        string
+		skip, focus string
+		procs       int
+	}{
+		{"parallel", join(skip, serial), focus, procs},
+		{"serial", skip, "(?:" + focus + ").*(?:" + serial + ")", 1},
+	} {
+		report := filepath.Join(dir, fmt.Sprintf("junit-%d-%s.xml", i+1, part.name))
+		logFile := filepath.Join(dir, part.name+".log")
+		ginkgoArgs := []string{"--ginkgo.focus=" + part.focus, "--ginkgo.junit-report=" + report, "--ginkgo.no-color", "--ginkgo.v",
+			"--ginkgo.timeout=6h"}
+		if part.skip != "" {
+			ginkgoArgs = append(ginkgoArgs, "--ginkgo.skip="+part.skip)
+		}
+		var cmd *exec.Cmd
+		if part.procs > 1 {
+			// The ginkgo CLI runs a compiled suite in parallel: its own flags first,
+			// then the binary, then the binary's flags after `--`.
+			args := []string{"--procs=" + fmt.Sprint(part.procs), "--no-color", "-v", "--timeout=6h", "--focus=" + part.focus,
+				"--junit-report=" + report, "--output-dir=" + dir}
+			if part.skip != "" {
+				args = append(args, "--skip="+part.skip)
+			}
+			cmd = exec.Command(s.bins.Ginkgo, append(append(args, s.bins.E2ETest, "--"), s.e2eFlags(dir)...)...)
+		} else {
+			cmd = exec.Command(s.bins.E2ETest, append(s.e2eFlags(dir), ginkgoArgs...)...)
+		}
+		f, err := os.Create(logFile)
+		if err != nil {
+			return nil, err
+		}
+		cmd.Stdout, cmd.Stderr = f, f
+		harness.Logf("%s: e2e.test, the %s specs (log %s)", name, part.name, logFile)
+		err = cmd.Run() // exits non-zero when a spec fails; the report says which
+		f.Close()
+		res, rerr := conformance.ReadJUnit(report)
+		if rerr != nil {
+			return nil, fmt.Errorf("%s: %v (e2e.test: %v)\n%s", part.name, rerr, err, tailOf(readFile(logFile), 40))
+		}
+		for k, v := range res {
+			if v.Outcome == conformance.Skip {
+				if _, seen := results[k]; seen {
+					continue // filtered out of this part, run in the other
+				}
+			}
+			results[k] = v
+		}
+	}
+	return &conformance.Run{Proxy: name, Results: results, Wall: time.Since(start)}, nil
+}
+
+func join(a, b string) string {
+	if a == "" {
+		return b
+	}
+	return a + "|" + b
+}
+
+func readFile(path string) string {
+	b, _ := os.ReadFile(path)
+	return string(b)
+}
+
+func tailOf(s string, n int) string {
+	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return strings.Join(lines, "\n")
+}
