@@ -16,13 +16,27 @@ authentication:
 authorization: {mode: AlwaysAllow}
 readOnlyPort: 0
 healthzBindAddress: 127.0.0.1
-resolvConf: /etc/resolv.conf
+resolvConf: /etc/kubelet/resolv.conf
 evictionHard: {memory.available: 50Mi, nodefs.available: 1%, imagefs.available: 1%}
 imageGCHighThresholdPercent: 99
 imageGCLowThresholdPercent: 98
 serializeImagePulls: false
 localStorageCapacityIsolation: false
 `
+
+// upstreamResolvConf is the resolv.conf the kubelet gives pods with dnsPolicy Default
+// (the cluster DNS server among them, which forwards what it does not serve there): qemu's
+// DNS address, not the node's own 127.0.0.1, which inside a pod's network namespace
+// would be the pod itself (CoreDNS's loop plugin stops the server on such a loop).
+const upstreamResolvConf = "nameserver 10.0.2.3\n"
+
+// kubeletConfigFor is kubeletConfig with the cluster DNS server, when there is one.
+func kubeletConfigFor(clusterDNS string) string {
+	if clusterDNS == "" {
+		return kubeletConfig
+	}
+	return kubeletConfig + "clusterDNS: [" + clusterDNS + "]\nclusterDomain: cluster.local\n"
+}
 
 // containerdConfig: containerd 1.6 (Debian bookworm's; kubelet v1.37 is the last that
 // runs on it), the CRI plugin with our pause image and runc from Debian. The CNI

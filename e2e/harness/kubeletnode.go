@@ -37,6 +37,9 @@ type KubeletNodeOptions struct {
 	Link *Link
 	// MemoryMB is the VM's memory; 2048 when 0.
 	MemoryMB int
+	// ClusterDNS is the kubelet's clusterDNS (the kube-dns Service's ClusterIP), with
+	// clusterDomain cluster.local; pods then resolve Service names. Empty: no cluster DNS.
+	ClusterDNS string
 }
 
 // BuildImages writes the docker archives the kubelet node imports into dir: ours
@@ -93,7 +96,8 @@ func (cp *ControlPlane) StartKubeletNodeWith(name string, kb KubeletBinaries, im
 	files := map[string]string{
 		"etc/kubernetes/ca.crt":        string(ca),
 		"etc/kubernetes/kubelet.conf":  kubeconfigFor(ControlPlaneEndpoint, "/etc/kubernetes/ca.crt", adminToken),
-		"var/lib/kubelet/config.yaml":  kubeletConfig,
+		"var/lib/kubelet/config.yaml":  kubeletConfigFor(opts.ClusterDNS),
+		"etc/kubelet/resolv.conf":      upstreamResolvConf,
 		"etc/containerd/config.toml":   containerdConfig,
 		"etc/resolv.conf":              "nameserver 127.0.0.1\n",
 		"etc/hostname":                 name + "\n",

@@ -34,9 +34,10 @@ type suiteImage struct {
 }
 
 // parseSuiteSpec reads -suite's value: comma-separated ROLE=VALUE pairs, where the
-// roles are agnhost, regression (the binaries, built from the pinned module),
-// busybox (a static busybox), and the tags agnhost-tag, busybox-tag, nginx-tag,
-// iptables-tag, regression-tag, pause-tag.
+// roles are agnhost, regression (the binaries, built from the pinned module), coredns
+// (built from the version kubeadm deploys), busybox (a static busybox), and the tags
+// agnhost-tag, busybox-tag, nginx-tag, iptables-tag, regression-tag, coredns-tag,
+// pause-tag.
 func parseSuiteSpec(spec string) (map[string]string, error) {
 	out := map[string]string{}
 	for _, kv := range strings.Split(spec, ",") {
@@ -46,7 +47,8 @@ func parseSuiteSpec(spec string) (map[string]string, error) {
 		}
 		out[k] = v
 	}
-	for _, k := range []string{"agnhost", "regression", "busybox", "agnhost-tag", "busybox-tag", "nginx-tag", "iptables-tag", "regression-tag", "pause-tag"} {
+	for _, k := range []string{"agnhost", "regression", "coredns", "busybox", "agnhost-tag", "busybox-tag", "nginx-tag", "iptables-tag",
+		"regression-tag", "coredns-tag", "pause-tag"} {
 		if out[k] == "" {
 			return nil, fmt.Errorf("-suite: %s= is missing", k)
 		}
@@ -81,6 +83,10 @@ func suiteImages(spec map[string]string, applets []string) ([]suiteImage, error)
 	if err != nil {
 		return nil, err
 	}
+	coredns, err := read("coredns")
+	if err != nil {
+		return nil, err
+	}
 	return []suiteImage{
 		// agnhost's Dockerfile: /agnhost, the agnhost-2 link the entrypoint tests use,
 		// /uploads for netexec, ENTRYPOINT /agnhost, CMD pause.
@@ -90,6 +96,8 @@ func suiteImages(spec map[string]string, applets []string) ([]suiteImage, error)
 		{tag: spec["iptables-tag"], cmd: []string{"sleep", "infinity"}},
 		{tag: spec["regression-tag"], files: []layerFile{{"regression-issue-74839", 0o755, regression}},
 			entrypoint: []string{"/regression-issue-74839"}},
+		// CoreDNS's image is its static binary alone, run as /coredns.
+		{tag: spec["coredns-tag"], noBase: true, files: []layerFile{{"coredns", 0o755, coredns}}, entrypoint: []string{"/coredns"}},
 		{tag: spec["busybox-tag"], noBase: true, files: []layerFile{{"bin/busybox", 0o755, busybox}},
 			links: busyboxLinks(applets), cmd: []string{"sh"}},
 	}, nil

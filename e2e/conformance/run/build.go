@@ -15,18 +15,17 @@ import (
 
 // suiteBins are the binaries built from the pinned module (e2e/conformance/suite).
 type suiteBins struct {
-	E2ETest, Ginkgo, Agnhost, Regression string
+	E2ETest, Ginkgo, Agnhost, Regression, CoreDNS string
 	// ModuleDir is k8s.io/kubernetes in the module cache (manifest.go is read there).
 	ModuleDir string
 }
 
-// cacheDir is where the suite's builds are kept, by the hash of the suite module's
-// go.mod and go.sum: a new pin builds anew.
+// cacheDir is where the suite's builds are kept, by the hash of the suite and coredns
+// modules' go.mod and go.sum: a new pin builds anew.
 func cacheDir() (string, error) {
-	suite := filepath.Join(harness.E2EDir(), "conformance/suite")
 	h := sha256.New()
-	for _, f := range []string{"go.mod", "go.sum"} {
-		b, err := os.ReadFile(filepath.Join(suite, f))
+	for _, f := range []string{"suite/go.mod", "suite/go.sum", "coredns/go.mod", "coredns/go.sum"} {
+		b, err := os.ReadFile(filepath.Join(harness.E2EDir(), "conformance", f))
 		if err != nil {
 			return "", err
 		}
@@ -41,31 +40,34 @@ func cacheDir() (string, error) {
 }
 
 // buildSuite builds e2e.test (`go test -c`, about a quarter hour on two cores the first
-// time), the ginkgo CLI, agnhost and regression-issue-74839, each once per pin.
+// time), the ginkgo CLI, agnhost, regression-issue-74839 and CoreDNS, each once per pin.
 func buildSuite() (suiteBins, error) {
 	dir, err := cacheDir()
 	if err != nil {
 		return suiteBins{}, err
 	}
 	b := suiteBins{E2ETest: filepath.Join(dir, "e2e.test"), Ginkgo: filepath.Join(dir, "ginkgo"),
-		Agnhost: filepath.Join(dir, "agnhost"), Regression: filepath.Join(dir, "regression-issue-74839")}
+		Agnhost: filepath.Join(dir, "agnhost"), Regression: filepath.Join(dir, "regression-issue-74839"),
+		CoreDNS: filepath.Join(dir, "coredns")}
 	suite := filepath.Join(harness.E2EDir(), "conformance/suite")
+	coredns := filepath.Join(harness.E2EDir(), "conformance/coredns")
 	for _, step := range []struct {
-		out    string
-		args   []string
-		static bool
+		out, dir string
+		args     []string
+		static   bool
 	}{
-		{b.E2ETest, []string{"test", "-c", "-o", b.E2ETest, "k8s.io/kubernetes/test/e2e"}, false},
-		{b.Ginkgo, []string{"build", "-o", b.Ginkgo, "github.com/onsi/ginkgo/v2/ginkgo"}, false},
-		{b.Agnhost, []string{"build", "-o", b.Agnhost, "k8s.io/kubernetes/test/images/agnhost"}, true},
-		{b.Regression, []string{"build", "-o", b.Regression, "k8s.io/kubernetes/test/images/regression-issue-74839"}, true},
+		{b.E2ETest, suite, []string{"test", "-c", "-o", b.E2ETest, "k8s.io/kubernetes/test/e2e"}, false},
+		{b.Ginkgo, suite, []string{"build", "-o", b.Ginkgo, "github.com/onsi/ginkgo/v2/ginkgo"}, false},
+		{b.Agnhost, suite, []string{"build", "-o", b.Agnhost, "k8s.io/kubernetes/test/images/agnhost"}, true},
+		{b.Regression, suite, []string{"build", "-o", b.Regression, "k8s.io/kubernetes/test/images/regression-issue-74839"}, true},
+		{b.CoreDNS, coredns, []string{"build", "-o", b.CoreDNS, "github.com/coredns/coredns"}, true},
 	} {
 		if _, err := os.Stat(step.out); err == nil {
 			continue
 		}
 		harness.Logf("building %s from the pinned module", filepath.Base(step.out))
 		cmd := exec.Command("go", step.args...)
-		cmd.Dir = suite
+		cmd.Dir = step.dir
 		if step.static {
 			// Static, as agnhost's upstream image builds it (CGO_ENABLED=0), so it
 			// runs on any base.
@@ -87,7 +89,7 @@ func buildSuite() (suiteBins, error) {
 
 // buildSuiteImages writes the archive of the suite's images (e2e/image -suite) under the
 // names the module's manifest.go gives, and returns its path.
-func buildSuiteImages(dir string, b suiteBins) (string, error) {
+func buildSuiteImages(dir string, b suiteBins, corednsImage string) (string, error) {
 	manifest, err := os.ReadFile(filepath.Join(b.ModuleDir, "test/utils/image/manifest.go"))
 	if err != nil {
 		return "", err
@@ -101,6 +103,7 @@ func buildSuiteImages(dir string, b suiteBins) (string, error) {
 		return "", err
 	}
 	spec := strings.Join([]string{"agnhost=" + b.Agnhost, "regression=" + b.Regression, "busybox=" + busybox,
+		"coredns=" + b.CoreDNS, "coredns-tag=" + corednsImage,
 		"agnhost-tag=" + names["Agnhost"], "busybox-tag=" + names["BusyBox"], "nginx-tag=" + names["Nginx"],
 		"iptables-tag=" + names["DistrolessIptables"], "regression-tag=" + names["RegressionIssue74839"],
 		"pause-tag=" + names["Pause"]}, ",")

@@ -84,7 +84,7 @@ func startCluster(images []string) (*cluster, error) {
 	c.linkPort = linkPort
 	for i, ns := range nodeSpecs {
 		link := &harness.Link{Port: linkPort, Listen: i == 0, IP: ns.ip, MAC: ns.mac}
-		n, err := c.cp.StartKubeletNodeWith(ns.name, c.kb, images, harness.KubeletNodeOptions{Link: link, MemoryMB: 3072})
+		n, err := c.cp.StartKubeletNodeWith(ns.name, c.kb, images, harness.KubeletNodeOptions{Link: link, MemoryMB: 3072, ClusterDNS: conformance.DNSServiceIP})
 		if err != nil {
 			c.stop()
 			return nil, err

@@ -11,6 +11,7 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/ipvs-proxier/ipvs-proxier/e2e/conformance"
 	"github.com/ipvs-proxier/ipvs-proxier/e2e/harness"
 )
 
@@ -106,4 +107,43 @@ func (c *cluster) remove(d *deployment) error {
 		return err
 	}
 	return c.reboot()
+}
+
+// corednsManifest writes kubeadm's CoreDNS manifests (`kubeadm init phase addon coredns
+// --print-manifest`, the pinned kubeadm, this cluster's Service range) under dir and
+// returns their path and image, which must be the version the coredns module builds.
+func corednsManifest(dir string) (string, string, error) {
+	kubeadm, err := harness.BuildKubeadm()
+	if err != nil {
+		return "", "", err
+	}
+	out, err := exec.Command(kubeadm, "init", "phase", "addon", "coredns", "--print-manifest",
+		"--kubernetes-version", harness.KubeVersion, "--service-cidr", "10.96.0.0/16").Output()
+	if err != nil {
+		return "", "", fmt.Errorf("kubeadm init phase addon coredns: %w", err)
+	}
+	gomod, err := os.ReadFile(filepath.Join(harness.E2EDir(), "conformance/coredns/go.mod"))
+	if err != nil {
+		return "", "", err
+	}
+	image, err := conformance.CoreDNSImage(out, gomod)
+	if err != nil {
+		return "", "", err
+	}
+	path := filepath.Join(dir, "coredns.yaml")
+	return path, image, os.WriteFile(path, out, 0o644)
+}
+
+// clusterDNS applies CoreDNS (again: apply is idempotent) and waits until its
+// Deployment is available.
+func (c *cluster) clusterDNS(manifest string) error {
+	if _, err := c.kubectl("apply", "-f", manifest); err != nil {
+		return err
+	}
+	if _, err := c.kubectl("-n", "kube-system", "rollout", "status", "deployment/coredns", "--timeout=8m"); err != nil {
+		out, _ := c.kubectl("-n", "kube-system", "logs", "-l", "k8s-app=kube-dns", "--tail=20")
+		return fmt.Errorf("%w\n%s", err, out)
+	}
+	harness.Logf("CoreDNS ready (kube-dns %s)", conformance.DNSServiceIP)
+	return nil
 }

@@ -46,7 +46,11 @@ func run(o options) (int, error) {
 	if err != nil {
 		return 0, err
 	}
-	suiteImages, err := buildSuiteImages(work, bins)
+	dnsManifest, dnsImage, err := corednsManifest(work)
+	if err != nil {
+		return 0, err
+	}
+	suiteImages, err := buildSuiteImages(work, bins, dnsImage)
 	if err != nil {
 		return 0, err
 	}
@@ -84,6 +88,10 @@ func run(o options) (int, error) {
 			harness.Logf("%s: the nodes power-cycled to start clean", p)
 		}
 		if err := c.deploy(d); err != nil {
+			return 0, err
+		}
+		// CoreDNS reaches the apiserver through the `kubernetes` Service: after a proxy.
+		if err := c.clusterDNS(dnsManifest); err != nil {
 			return 0, err
 		}
 		r, err := s.run(p, sel, o.focus, o.procs)
