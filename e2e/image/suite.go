@@ -17,11 +17,12 @@ import (
 // gives, so the kubelet finds them in containerd and pulls nothing.
 
 // suitePackages are the Debian packages of the shared base: the tools agnhost's
-// Alpine image carries that the Service tests exec (curl, nc, dig, ip/ss, bash, socat),
-// nginx for the tests that only need a web server running, and iptables and conntrack
-// for the distroless-iptables stand-in (a privileged hostNetwork pod that reads conntrack).
+// Alpine image carries that the Service tests exec (curl, nc, dig, ip/ss, bash, socat,
+// and busybox's wget and ping, which Alpine's base has), nginx for the tests that only
+// need a web server running, and iptables and conntrack for the distroless-iptables
+// stand-in (a privileged hostNetwork pod that reads conntrack).
 var suitePackages = []string{"bash", "ca-certificates", "conntrack", "curl", "dnsutils", "iproute2", "iptables",
-	"netcat-openbsd", "nginx", "procps", "socat"}
+	"iputils-ping", "netcat-openbsd", "nginx", "procps", "socat", "wget"}
 
 // suiteImage is one image of the archive.
 type suiteImage struct {

@@ -90,8 +90,9 @@ func (s suiteRun) run(name string, sel *conformance.Selection, extra string, pro
 		if part.procs > 1 {
 			// The ginkgo CLI runs a compiled suite in parallel: its own flags first,
 			// then the binary, then the binary's flags after `--`.
+			// --junit-report is relative to --output-dir for the CLI.
 			args := []string{"--procs=" + fmt.Sprint(part.procs), "--no-color", "-v", "--timeout=6h", "--focus=" + part.focus,
-				"--junit-report=" + report, "--output-dir=" + dir}
+				"--junit-report=" + filepath.Base(report), "--output-dir=" + dir}
 			if part.skip != "" {
 				args = append(args, "--skip="+part.skip)
 			}
