@@ -26,6 +26,7 @@ type Result struct {
 
 type junitReport struct {
 	Suites []struct {
+		Time  float64 `xml:"time,attr"`
 		Cases []struct {
 			Name    string  `xml:"name,attr"`
 			Status  string  `xml:"status,attr"`
@@ -115,4 +116,28 @@ func firstLine(s string) string {
 		}
 	}
 	return ""
+}
+
+// MergeResults adds a part's results to a run's: a spec the part filtered out (skipped)
+// does not hide its result from another part.
+func MergeResults(into, part map[string]Result) {
+	for k, v := range part {
+		if _, seen := into[k]; seen && v.Outcome == Skip {
+			continue
+		}
+		into[k] = v
+	}
+}
+
+// JUnitSeconds is the time the report's suites took, summed.
+func JUnitSeconds(data []byte) (float64, error) {
+	var r junitReport
+	if err := xml.Unmarshal(data, &r); err != nil {
+		return 0, fmt.Errorf("junit: %w", err)
+	}
+	var t float64
+	for _, s := range r.Suites {
+		t += s.Time
+	}
+	return t, nil
 }

@@ -2,7 +2,8 @@
 // README says how), runs the upstream Service e2e suite against it once per proxy, and
 // writes docs/conformance.md and docs/conformance.csv.
 //
-//	go run ./conformance/run [-proxies ipvs-proxier,kube-proxy-ipvs] [-focus REGEX] [-out DIR]
+//	go run ./conformance/run [-proxies ipvs-proxier,kube-proxy-ipvs] [-focus REGEX] [-out DIR] [-procs N] [-keep]
+//	go run ./conformance/run -from REPORTS-DIR [-out DIR]
 package main
 
 import (
@@ -22,9 +23,10 @@ func main() {
 	out := flag.String("out", "", "write conformance.md and conformance.csv here (default: the repository's docs/)")
 	procs := flag.Int("procs", 1, "e2e.test processes at once for the parallel tests ([Serial] and [Disruptive] always run alone)")
 	keep := flag.Bool("keep", false, "leave the cluster up after the runs until interrupted (its kubeconfig is printed)")
+	from := flag.String("from", "", "build no cluster: write the report from this run's reports folder (its dry run and each proxy's JUnit parts)")
 	flag.Parse()
 	start := time.Now()
-	code, err := run(options{proxies: strings.Split(*proxies, ","), focus: *focus, out: *out, procs: *procs, keep: *keep})
+	code, err := run(options{proxies: strings.Split(*proxies, ","), focus: *focus, out: *out, procs: *procs, keep: *keep, from: *from})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "conformance:", err)
 		code = 1

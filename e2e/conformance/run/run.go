@@ -21,6 +21,7 @@ type options struct {
 	out     string
 	procs   int
 	keep    bool
+	from    string
 }
 
 func run(o options) (int, error) {
@@ -32,6 +33,18 @@ func run(o options) (int, error) {
 	sel, err := conformance.ParseSelection(selText)
 	if err != nil {
 		return 0, err
+	}
+	if o.from != "" {
+		report, err := fromReports(strings.Split(o.from, ","), sel)
+		if err != nil {
+			return 0, err
+		}
+		report.Cluster, report.Reproduce = clusterLines(), reproduce(o.procs)
+		out := o.out
+		if out == "" {
+			out = filepath.Join(harness.RepoRoot(), "docs")
+		}
+		return 0, writeDocs(report, out)
 	}
 	for _, p := range o.proxies {
 		if _, ok := conformance.ProxyTitle[p]; !ok {
@@ -78,7 +91,7 @@ func run(o options) (int, error) {
 		return 0, err
 	}
 	report := &conformance.Report{Candidates: candidates, Selection: sel, Runs: map[string]*conformance.Run{},
-		Cluster: clusterLines(bins), Reproduce: "`make conformance` (CONFORMANCE_PROCS=" + fmt.Sprint(o.procs) + "); e2e/conformance/README.md says what it builds."}
+		Cluster: clusterLines(), Reproduce: reproduce(o.procs)}
 	for i, p := range o.proxies {
 		d, err := prepare(p, work)
 		if err != nil {
@@ -107,13 +120,6 @@ func run(o options) (int, error) {
 			}
 		}
 	}
-	var md, csv bytes.Buffer
-	if err := report.WriteMarkdown(&md); err != nil {
-		return 0, err
-	}
-	if err := report.WriteCSV(&csv); err != nil {
-		return 0, err
-	}
 	out := o.out
 	if out == "" && o.focus == "" && len(o.proxies) == len(conformance.Proxies) {
 		out = filepath.Join(harness.RepoRoot(), "docs")
@@ -121,13 +127,9 @@ func run(o options) (int, error) {
 	if out == "" {
 		out = s.dir
 	}
-	if err := os.WriteFile(filepath.Join(out, "conformance.md"), md.Bytes(), 0o644); err != nil {
+	if err := writeDocs(report, out); err != nil {
 		return 0, err
 	}
-	if err := os.WriteFile(filepath.Join(out, "conformance.csv"), csv.Bytes(), 0o644); err != nil {
-		return 0, err
-	}
-	harness.Logf("%s; written to %s/conformance.{md,csv}", report.Summary(), out)
 	if o.keep {
 		harness.Logf("the cluster stays up (kubeconfig %s); interrupt to stop it", c.kubeconfig)
 		select {}
@@ -138,8 +140,33 @@ func run(o options) (int, error) {
 	return 0, nil
 }
 
+// writeDocs writes conformance.md and conformance.csv into dir.
+func writeDocs(report *conformance.Report, dir string) error {
+	var md, csv bytes.Buffer
+	if err := report.WriteMarkdown(&md); err != nil {
+		return err
+	}
+	if err := report.WriteCSV(&csv); err != nil {
+		return err
+	}
+	if err := os.WriteFile(filepath.Join(dir, "conformance.md"), md.Bytes(), 0o644); err != nil {
+		return err
+	}
+	if err := os.WriteFile(filepath.Join(dir, "conformance.csv"), csv.Bytes(), 0o644); err != nil {
+		return err
+	}
+	harness.Logf("%s; written to %s/conformance.{md,csv}", report.Summary(), dir)
+	return nil
+}
+
+// reproduce is the report's Reproduce section.
+func reproduce(procs int) string {
+	return "`make conformance` (CONFORMANCE_PROCS=" + fmt.Sprint(procs) + "); [e2e/conformance](../e2e/conformance/README.md) says what it builds. " +
+		"`cd e2e && go run ./conformance/run -from DIR` writes the report again from a run's reports folder."
+}
+
 // clusterLines describe the cluster in the report.
-func clusterLines(b suiteBins) []string {
+func clusterLines() []string {
 	kernel := "the Debian kernel of e2e/vm"
 	if out, err := exec.Command(filepath.Join(harness.RepoRoot(), "e2e/vm/vm.sh"), "kernel").Output(); err == nil {
 		kernel = "Linux " + strings.TrimPrefix(filepath.Base(strings.TrimSpace(string(out))), "vmlinuz-") + " (Debian)"

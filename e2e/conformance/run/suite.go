@@ -112,16 +112,13 @@ func (s suiteRun) run(name string, sel *conformance.Selection, extra string, pro
 		if rerr != nil {
 			return nil, fmt.Errorf("%s: %v (e2e.test: %v)\n%s", part.name, rerr, err, tailOf(readFile(logFile), 40))
 		}
-		for k, v := range res {
-			if v.Outcome == conformance.Skip {
-				if _, seen := results[k]; seen {
-					continue // filtered out of this part, run in the other
-				}
-			}
-			results[k] = v
-		}
+		conformance.MergeResults(results, res)
 	}
-	return &conformance.Run{Proxy: name, Results: results, Wall: time.Since(start)}, nil
+	wall := time.Since(start)
+	if err := os.WriteFile(filepath.Join(dir, "wall.txt"), []byte(wall.Round(time.Second).String()+"\n"), 0o644); err != nil {
+		return nil, err
+	}
+	return &conformance.Run{Proxy: name, Results: results, Wall: wall}, nil
 }
 
 func join(a, b string) string {

@@ -1,0 +1,59 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/ipvs-proxier/ipvs-proxier/e2e/conformance"
+)
+
+func junit(cases string) string {
+	return `<testsuites><testsuite time="30">` + cases + `</testsuite></testsuites>`
+}
+
+func TestFromReports(t *testing.T) {
+	run1, run2 := t.TempDir(), t.TempDir()
+	files := map[string]string{
+		filepath.Join(run1, "dry-run.xml"): junit(`<testcase name="[It] Services a" status="passed"/><testcase name="[It] Services b [Serial]" status="passed"/>` +
+			`<testcase name="[It] Other c" status="skipped"/>`),
+		// The parallel part skips the serial spec, the serial part the parallel one.
+		filepath.Join(run1, "ipvs-proxier", "junit-1-parallel.xml"):    junit(`<testcase name="[It] Services a" status="passed"/><testcase name="[It] Services b [Serial]" status="skipped"/>`),
+		filepath.Join(run1, "ipvs-proxier", "junit-2-serial.xml"):      junit(`<testcase name="[It] Services a" status="skipped"/><testcase name="[It] Services b [Serial]" status="failed"/>`),
+		filepath.Join(run1, "ipvs-proxier", "wall.txt"):                "1h2m3s\n",
+		filepath.Join(run2, "kube-proxy-ipvs", "junit-1-parallel.xml"): junit(`<testcase name="[It] Services a" status="passed"/>`),
+	}
+	for p, c := range files {
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(c), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	sel, err := conformance.ParseSelection([]byte("focus Services\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := fromReports([]string{run1, run2}, sel)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(r.Candidates) != 2 {
+		t.Errorf("candidates %v", r.Candidates)
+	}
+	ours := r.Runs["ipvs-proxier"]
+	if ours.Results["Services a"].Outcome != conformance.Pass || ours.Results["Services b [Serial]"].Outcome != conformance.Fail {
+		t.Errorf("ours merged: %+v", ours.Results)
+	}
+	if ours.Wall != time.Hour+2*time.Minute+3*time.Second {
+		t.Errorf("wall %v, want wall.txt's", ours.Wall)
+	}
+	if kp := r.Runs["kube-proxy-ipvs"]; kp == nil || kp.Wall != 30*time.Second {
+		t.Errorf("kube-proxy from the second folder, its suite time as wall: %+v", kp)
+	}
+	if _, err := fromReports([]string{t.TempDir()}, sel); err == nil {
+		t.Error("a folder with no reports accepted")
+	}
+}
