@@ -21,9 +21,11 @@ type suiteRun struct {
 }
 
 // e2eFlags are e2e.test's own flags: the cluster, the local provider (no cloud), the
-// pinned kubectl, a Debian node OS, reports in dir.
+// node count (the multi-node checks skip themselves unless told, as upstream's
+// hack/ginkgo-e2e.sh tells them with --num-nodes), the pinned kubectl, a Debian node OS,
+// reports in dir.
 func (s suiteRun) e2eFlags(reportDir string) []string {
-	return []string{"--kubeconfig=" + s.kubeconfig, "--provider=local", "--kubectl-path=" + s.kubectl,
+	return []string{"--kubeconfig=" + s.kubeconfig, "--provider=local", "--kubectl-path=" + s.kubectl, "--num-nodes=" + fmt.Sprint(len(nodeSpecs)),
 		"--node-os-distro=debian", "--report-dir=" + reportDir, "--e2e-output-dir=" + reportDir,
 		"--dump-logs-on-failure=false", "--allowed-not-ready-nodes=0"}
 }
