@@ -12,9 +12,10 @@ import (
 )
 
 // fromReports rebuilds the report from runs' reports folders (the first one's dry run,
-// dry-run.xml, and per proxy the junit-*.xml parts and wall.txt of the first folder that
-// has them), without a cluster: `-from DIR[,DIR...]` writes the docs again, from a run
-// stopped after some proxies, or from runs of one proxy each.
+// dry-run.xml, and per proxy the junit-*.xml parts and wall.txt of every folder that has
+// them, merged in order, the times added), without a cluster: `-from DIR[,DIR...]` writes
+// the docs again, from a run stopped after some proxies, from runs of one proxy each, or
+// with a later focused run of some specs over an earlier one.
 func fromReports(dirs []string, sel *conformance.Selection) (*conformance.Report, error) {
 	dry, err := conformance.ReadJUnit(filepath.Join(dirs[0], "dry-run.xml"))
 	if err != nil {
@@ -27,43 +28,52 @@ func fromReports(dirs []string, sel *conformance.Selection) (*conformance.Report
 		}
 	}
 	for _, p := range conformance.Proxies {
-		var parts []string
-		dir := ""
-		for _, d := range dirs {
-			if parts, _ = filepath.Glob(filepath.Join(d, p, "junit-*.xml")); len(parts) > 0 {
-				dir = d
-				break
-			}
-		}
-		if len(parts) == 0 {
-			continue
-		}
-		sort.Strings(parts)
 		run := &conformance.Run{Proxy: p, Results: map[string]conformance.Result{}}
-		var seconds float64
-		for _, part := range parts {
-			b, err := os.ReadFile(part)
+		for _, d := range dirs {
+			wall, ok, err := mergeRun(run, filepath.Join(d, p))
 			if err != nil {
 				return nil, err
 			}
-			res, err := conformance.ParseJUnit(b)
-			if err != nil {
-				return nil, fmt.Errorf("%s: %w", part, err)
-			}
-			conformance.MergeResults(run.Results, res)
-			s, _ := conformance.JUnitSeconds(b)
-			seconds += s
-		}
-		run.Wall = time.Duration(seconds * float64(time.Second))
-		if b, err := os.ReadFile(filepath.Join(dir, p, "wall.txt")); err == nil {
-			if d, err := time.ParseDuration(strings.TrimSpace(string(b))); err == nil {
-				run.Wall = d
+			if ok {
+				run.Wall += wall
+				r.Runs[p] = run
 			}
 		}
-		r.Runs[p] = run
 	}
 	if len(r.Runs) == 0 {
 		return nil, fmt.Errorf("%s: no proxy's reports", strings.Join(dirs, ", "))
 	}
 	return r, nil
+}
+
+// mergeRun merges the JUnit parts in dir into run, later results over earlier skips,
+// and returns the time they took (wall.txt, else the suites' own times); ok is false
+// when dir has none.
+func mergeRun(run *conformance.Run, dir string) (time.Duration, bool, error) {
+	parts, _ := filepath.Glob(filepath.Join(dir, "junit-*.xml"))
+	if len(parts) == 0 {
+		return 0, false, nil
+	}
+	sort.Strings(parts)
+	var seconds float64
+	for _, part := range parts {
+		b, err := os.ReadFile(part)
+		if err != nil {
+			return 0, false, err
+		}
+		res, err := conformance.ParseJUnit(b)
+		if err != nil {
+			return 0, false, fmt.Errorf("%s: %w", part, err)
+		}
+		conformance.MergeResults(run.Results, res)
+		s, _ := conformance.JUnitSeconds(b)
+		seconds += s
+	}
+	wall := time.Duration(seconds * float64(time.Second))
+	if b, err := os.ReadFile(filepath.Join(dir, "wall.txt")); err == nil {
+		if d, err := time.ParseDuration(strings.TrimSpace(string(b))); err == nil {
+			wall = d
+		}
+	}
+	return wall, true, nil
 }

@@ -53,6 +53,23 @@ func TestFromReports(t *testing.T) {
 	if kp := r.Runs["kube-proxy-ipvs"]; kp == nil || kp.Wall != 30*time.Second {
 		t.Errorf("kube-proxy from the second folder, its suite time as wall: %+v", kp)
 	}
+	// A later focused run over the first: its result replaces the failure, its time adds.
+	rerun := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(rerun, "ipvs-proxier"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(rerun, "ipvs-proxier", "junit-1-parallel.xml"),
+		[]byte(junit(`<testcase name="[It] Services b [Serial]" status="passed"/>`)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if r, err = fromReports([]string{run1, run2, rerun}, sel); err != nil {
+		t.Fatal(err)
+	}
+	ours = r.Runs["ipvs-proxier"]
+	if ours.Results["Services b [Serial]"].Outcome != conformance.Pass || ours.Results["Services a"].Outcome != conformance.Pass ||
+		ours.Wall != time.Hour+2*time.Minute+33*time.Second {
+		t.Errorf("with the rerun: %+v, wall %v", ours.Results, ours.Wall)
+	}
 	if _, err := fromReports([]string{t.TempDir()}, sel); err == nil {
 		t.Error("a folder with no reports accepted")
 	}
