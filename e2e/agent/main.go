@@ -59,7 +59,7 @@ func main() {
 	http.HandleFunc("/hold", handleHold)
 	http.HandleFunc("/check", handleCheck)
 	http.HandleFunc("/release", handleRelease)
-	log.Fatal(http.ListenAndServe(":7000", nil))
+	log.Fatal(http.ListenAndServe(":7000", connectOr(http.DefaultServeMux)))
 }
 
 // readLine reads one line byte by byte, so nothing is buffered past it.

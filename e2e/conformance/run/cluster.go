@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"strings"
@@ -134,6 +135,8 @@ func (c *cluster) podNetwork() error {
 		if err != nil {
 			return err
 		}
+		// The apiserver's connections to this node's pods go through its agent.
+		c.proxy.RoutePods(netip.MustParsePrefix(cidrs[ns.name]), strings.TrimPrefix(c.nodes[i].AgentURL(), "http://"))
 		if out, err := c.nodes[i].MustExec(script); err != nil {
 			return fmt.Errorf("pod network on %s: %w\n%s", ns.name, err, out)
 		}
