@@ -77,14 +77,14 @@ func (r *Report) Counts(proxy string) (pass, fail, skip int) {
 }
 
 // Regressions are the specs kube-proxy IPVS passes and ipvs-proxier does not, less
-// those with a note (a documented difference).
+// those that meet a documented difference.
 func (r *Report) Regressions() []string {
 	sel, _ := r.selected()
 	var out []string
 	for _, s := range sel {
 		ref, ok1 := r.outcome(Proxies[0], s)
 		ours, ok2 := r.outcome(Proxies[1], s)
-		if ok1 && ok2 && ref.Outcome == Pass && ours.Outcome != Pass && r.Selection.Note(s) == "" {
+		if ok1 && ok2 && ref.Outcome == Pass && ours.Outcome != Pass && r.Selection.Difference(s) == "" {
 			out = append(out, s)
 		}
 	}
@@ -197,6 +197,9 @@ func (r *Report) WriteMarkdown(w io.Writer) error {
 			}
 		}
 		note := r.Selection.Note(s)
+		if d := r.Selection.Difference(s); d != "" {
+			note = "Differences: " + d
+		}
 		if note == "" {
 			note = strings.Join(msgs, "; ")
 		}

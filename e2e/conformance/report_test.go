@@ -86,7 +86,7 @@ note rejected -- both: why
 }
 
 func TestReport(t *testing.T) {
-	sel, err := ParseSelection([]byte("focus Services\nskip LoadBalancer -- needs a cloud\nnote documented -- a Differences row\n"))
+	sel, err := ParseSelection([]byte("focus Services\nskip LoadBalancer -- needs a cloud\ndifference documented -- a row\nnote b -- explained, not excused\n"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -108,7 +108,7 @@ func TestReport(t *testing.T) {
 		t.Errorf("ours: %d/%d/%d, want 1 pass, 3 fail (e was not reported)", p, f, s)
 	}
 	if reg := r.Regressions(); len(reg) != 1 || reg[0] != "Services b" {
-		t.Errorf("regressions %v, want [Services b] (c has a note)", reg)
+		t.Errorf("regressions %v, want [Services b] (c meets a difference; b's note excuses nothing)", reg)
 	}
 	if got := r.Summary(); got != "Upstream Service e2e tests passed (ipvs-proxier: 1 of 4; kube-proxy IPVS: 3 of 4)" {
 		t.Errorf("summary %q", got)
@@ -125,11 +125,17 @@ func TestReport(t *testing.T) {
 	if err := r.WriteMarkdown(&md); err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"| pass | 3 | 1 |", "| wall time | 1m30s | 1m0s |", "| Services b | pass | fail | ipvs-proxier: boom \\| here |",
-		"| Services c documented | pass | fail | a Differences row |", "| Services LoadBalancer d | needs a cloud |",
+	for _, want := range []string{"| pass | 3 | 1 |", "| wall time | 1m30s | 1m0s |", "| Services b | pass | fail | explained, not excused |",
+		"| Services c documented | pass | fail | Differences: a row |", "| Services LoadBalancer d | needs a cloud |",
 		"**1 tests kube-proxy IPVS passes and ipvs-proxier fails**", "| Services e | fail | fail | kube-proxy IPVS: env; ipvs-proxier: not reported by the run |"} {
 		if !strings.Contains(md.String(), want) {
 			t.Errorf("markdown lacks %q:\n%s", want, md.String())
 		}
+	}
+}
+
+func TestMDCell(t *testing.T) {
+	if got := mdCell("a|b\nc <d>"); got != `a\|b c &lt;d&gt;` {
+		t.Errorf("mdCell: %q", got)
 	}
 }

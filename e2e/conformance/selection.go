@@ -14,9 +14,11 @@ import (
 type Selection struct {
 	Focus []*regexp.Regexp
 	Skips []Rule
-	// Notes explain a result in the report (why both proxies fail a test, which
-	// Differences row a test meets).
+	// Notes explain a result in the report (why a test fails on this cluster).
 	Notes []Rule
+	// Differences name the row of docs/differences.md a test's expectation meets: a
+	// test kube-proxy passes and ipvs-proxier fails for that reason is no regression.
+	Differences []Rule
 }
 
 // Rule is a pattern on spec names with its text (a skip's reason, a note).
@@ -27,7 +29,7 @@ type Rule struct {
 
 // ParseSelection reads selection.txt: blank lines and # comments aside, each line is
 // `focus REGEX`, `skip REGEX -- REASON` (the reason is required: every skipped test
-// says why) or `note REGEX -- TEXT`.
+// says why), `note REGEX -- TEXT` or `difference REGEX -- ROW`.
 func ParseSelection(text []byte) (*Selection, error) {
 	s := &Selection{}
 	sc := bufio.NewScanner(bytes.NewReader(text))
@@ -45,7 +47,7 @@ func ParseSelection(text []byte) (*Selection, error) {
 				return nil, fmt.Errorf("selection line %d: focus %q: %v", n, rest, err)
 			}
 			s.Focus = append(s.Focus, re)
-		case "skip", "note":
+		case "skip", "note", "difference":
 			pat, text, ok := strings.Cut(rest, " -- ")
 			pat, text = strings.TrimSpace(pat), strings.TrimSpace(text)
 			if !ok || pat == "" || text == "" {
@@ -55,13 +57,16 @@ func ParseSelection(text []byte) (*Selection, error) {
 			if err != nil {
 				return nil, fmt.Errorf("selection line %d: %v", n, err)
 			}
-			if kind == "skip" {
+			switch kind {
+			case "skip":
 				s.Skips = append(s.Skips, Rule{re, text})
-			} else {
+			case "note":
 				s.Notes = append(s.Notes, Rule{re, text})
+			default:
+				s.Differences = append(s.Differences, Rule{re, text})
 			}
 		default:
-			return nil, fmt.Errorf("selection line %d: %q is not focus, skip or note", n, kind)
+			return nil, fmt.Errorf("selection line %d: %q is not focus, skip, note or difference", n, kind)
 		}
 	}
 	if len(s.Focus) == 0 {
@@ -107,6 +112,9 @@ func (s *Selection) Classify(spec string) (candidate bool, skipReason string) {
 
 // Note is the note for a spec ("" when none).
 func (s *Selection) Note(spec string) string { return match(s.Notes, spec) }
+
+// Difference is the Differences row a spec meets ("" when none).
+func (s *Selection) Difference(spec string) string { return match(s.Differences, spec) }
 
 // match is the text of the first rule whose pattern matches spec.
 func match(rules []Rule, spec string) string {
