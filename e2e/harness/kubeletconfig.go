@@ -1,5 +1,7 @@
 package harness
 
+import "strings"
+
 // The kubelet node's configuration files.
 
 // kubeletConfig: cgroupfs (the VM has no systemd), cgroup v2 (the kubelet refuses v1 by
@@ -30,12 +32,17 @@ localStorageCapacityIsolation: false
 // would be the pod itself (CoreDNS's loop plugin stops the server on such a loop).
 const upstreamResolvConf = "nameserver 10.0.2.3\n"
 
-// kubeletConfigFor is kubeletConfig with the cluster DNS server, when there is one.
-func kubeletConfigFor(clusterDNS string) string {
-	if clusterDNS == "" {
-		return kubeletConfig
+// kubeletConfigFor is kubeletConfig as the options shape it: with the cluster DNS
+// server, when there is one, and local storage accounting, when asked for.
+func kubeletConfigFor(opts KubeletNodeOptions) string {
+	c := kubeletConfig
+	if opts.LocalStorageIsolation {
+		c = strings.Replace(c, "localStorageCapacityIsolation: false\n", "", 1)
 	}
-	return kubeletConfig + "clusterDNS: [" + clusterDNS + "]\nclusterDomain: cluster.local\n"
+	if opts.ClusterDNS != "" {
+		c += "clusterDNS: [" + opts.ClusterDNS + "]\nclusterDomain: cluster.local\n"
+	}
+	return c
 }
 
 // containerdConfig: containerd 1.6 (Debian bookworm's; kubelet v1.37 is the last that

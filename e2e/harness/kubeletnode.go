@@ -40,6 +40,9 @@ type KubeletNodeOptions struct {
 	// ClusterDNS is the kubelet's clusterDNS (the kube-dns Service's ClusterIP), with
 	// clusterDomain cluster.local; pods then resolve Service names. Empty: no cluster DNS.
 	ClusterDNS string
+	// LocalStorageIsolation turns the kubelet's local (ephemeral) storage accounting on,
+	// as kubelets run by default: pods over their ephemeral-storage limit are evicted.
+	LocalStorageIsolation bool
 }
 
 // BuildImages writes the docker archives the kubelet node imports into dir: ours
@@ -96,7 +99,7 @@ func (cp *ControlPlane) StartKubeletNodeWith(name string, kb KubeletBinaries, im
 	files := map[string]string{
 		"etc/kubernetes/ca.crt":        string(ca),
 		"etc/kubernetes/kubelet.conf":  kubeconfigFor(ControlPlaneEndpoint, "/etc/kubernetes/ca.crt", adminToken),
-		"var/lib/kubelet/config.yaml":  kubeletConfigFor(opts.ClusterDNS),
+		"var/lib/kubelet/config.yaml":  kubeletConfigFor(opts),
 		"etc/kubelet/resolv.conf":      upstreamResolvConf,
 		"etc/containerd/config.toml":   containerdConfig,
 		"etc/resolv.conf":              "nameserver 127.0.0.1\n",

@@ -85,7 +85,8 @@ func startCluster(images []string) (*cluster, error) {
 	c.linkPort = linkPort
 	for i, ns := range nodeSpecs {
 		link := &harness.Link{Port: linkPort, Listen: i == 0, IP: ns.ip, MAC: ns.mac}
-		n, err := c.cp.StartKubeletNodeWith(ns.name, c.kb, images, harness.KubeletNodeOptions{Link: link, MemoryMB: 3072, ClusterDNS: conformance.DNSServiceIP})
+		n, err := c.cp.StartKubeletNodeWith(ns.name, c.kb, images, harness.KubeletNodeOptions{Link: link, MemoryMB: 3072,
+			ClusterDNS: conformance.DNSServiceIP, LocalStorageIsolation: true})
 		if err != nil {
 			c.stop()
 			return nil, err
