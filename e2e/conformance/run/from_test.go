@@ -74,3 +74,18 @@ func TestFromReports(t *testing.T) {
 		t.Error("a folder with no reports accepted")
 	}
 }
+
+func TestNarrowed(t *testing.T) {
+	candidates := []string{"[sig-network] Networking Granular Checks: Services should function for pod-Service: http",
+		"[sig-network] Services should serve a basic endpoint from pods [Conformance]"}
+	got, err := narrowed(candidates, "Granular Checks: Services")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := `\[sig-network\] Networking Granular Checks: Services should function for pod-Service: http`; got != want {
+		t.Errorf("narrowed %q, want %q", got, want)
+	}
+	if _, err := narrowed(candidates, "nothing like it"); err == nil {
+		t.Error("a focus that matches nothing accepted")
+	}
+}

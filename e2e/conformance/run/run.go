@@ -7,6 +7,7 @@ import (
 	"os/exec"
 	"os/signal"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"syscall"
 	"time"
@@ -86,9 +87,23 @@ func run(o options) (int, error) {
 	if err := os.MkdirAll(s.dir, 0o755); err != nil {
 		return 0, err
 	}
-	candidates, err := s.candidates(sel, o.focus)
+	candidates, err := s.candidates(sel.FocusRegex())
 	if err != nil {
 		return 0, err
+	}
+	focus := sel.FocusRegex()
+	if o.focus != "" {
+		if focus, err = narrowed(candidates, o.focus); err != nil {
+			return 0, err
+		}
+		var keep []string
+		re := regexp.MustCompile(o.focus) // narrowed compiled it
+		for _, c := range candidates {
+			if re.MatchString(c) {
+				keep = append(keep, c)
+			}
+		}
+		candidates = keep
 	}
 	report := &conformance.Report{Candidates: candidates, Selection: sel, Runs: map[string]*conformance.Run{},
 		Cluster: clusterLines(), Reproduce: reproduce(o.procs)}
@@ -107,7 +122,7 @@ func run(o options) (int, error) {
 		if err := c.clusterDNS(dnsManifest); err != nil {
 			return 0, err
 		}
-		r, err := s.run(p, sel, o.focus, o.procs)
+		r, err := s.run(p, sel, focus, o.procs)
 		if err != nil {
 			return 0, err
 		}

@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"time"
 
@@ -30,20 +31,30 @@ func (s suiteRun) e2eFlags(reportDir string) []string {
 		"--dump-logs-on-failure=false", "--allowed-not-ready-nodes=0"}
 }
 
-// focusWith is the selection's focus narrowed to the specs extra also matches.
-func focusWith(sel *conformance.Selection, extra string) string {
-	focus := sel.FocusRegex()
-	if extra != "" {
-		focus = "(?:" + focus + ").*(?:" + extra + ")|(?:" + extra + ").*(?:" + focus + ")"
+// narrowed is the focus that runs exactly the candidates extra also matches: their
+// names, quoted (ginkgo matches one regex against the whole text, and extra may overlap
+// the selection's own focus).
+func narrowed(candidates []string, extra string) (string, error) {
+	re, err := regexp.Compile(extra)
+	if err != nil {
+		return "", err
 	}
-	return focus
+	var parts []string
+	for _, c := range candidates {
+		if re.MatchString(c) {
+			parts = append(parts, regexp.QuoteMeta(c))
+		}
+	}
+	if len(parts) == 0 {
+		return "", fmt.Errorf("-focus %q matches none of the %d candidates", extra, len(candidates))
+	}
+	return strings.Join(parts, "|"), nil
 }
 
-// candidates lists every spec the focus (narrowed by extra) picks: a dry run, which
-// touches nothing.
-func (s suiteRun) candidates(sel *conformance.Selection, extra string) ([]string, error) {
+// candidates lists every spec the focus picks: a dry run, which touches nothing.
+func (s suiteRun) candidates(focus string) ([]string, error) {
 	report := filepath.Join(s.dir, "dry-run.xml")
-	args := append(s.e2eFlags(s.dir), "--ginkgo.dry-run", "--ginkgo.focus="+focusWith(sel, extra), "--ginkgo.junit-report="+report)
+	args := append(s.e2eFlags(s.dir), "--ginkgo.dry-run", "--ginkgo.focus="+focus, "--ginkgo.junit-report="+report)
 	if out, err := exec.Command(s.bins.E2ETest, args...).CombinedOutput(); err != nil {
 		return nil, fmt.Errorf("e2e.test dry run: %w\n%s", err, tailOf(string(out), 30))
 	}
@@ -60,16 +71,15 @@ func (s suiteRun) candidates(sel *conformance.Selection, extra string) ([]string
 	return out, nil
 }
 
-// run runs the selection (narrowed by extra, when set) against the cluster as it is,
-// the parallel specs with procs processes and then the [Serial] and [Disruptive] ones
-// alone, and returns the merged results.
-func (s suiteRun) run(name string, sel *conformance.Selection, extra string, procs int) (*conformance.Run, error) {
+// run runs the specs focus picks, less the selection's skips, against the cluster as
+// it is, the parallel specs with procs processes and then the [Serial] and [Disruptive]
+// ones alone, and returns the merged results.
+func (s suiteRun) run(name string, sel *conformance.Selection, focus string, procs int) (*conformance.Run, error) {
 	start := time.Now()
 	dir := filepath.Join(s.dir, name)
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, err
 	}
-	focus := focusWith(sel, extra)
 	skip := sel.SkipRegex()
 	serial := `\[Serial\]|\[Disruptive\]`
 	results := map[string]conformance.Result{}
