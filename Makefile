@@ -95,7 +95,7 @@ e2e-kubelet: deps ## Only the kubelet tier: the image under a real kubelet and c
 	cd e2e && IPVS_PROXIER_E2E=1 $(GO) test -count=1 -v -timeout 60m ./kubelet
 
 CONFORMANCE_PROXIES ?= ipvs-proxier,kube-proxy-ipvs
-CONFORMANCE_PROCS ?= 2
+CONFORMANCE_PROCS ?= 3
 conformance: deps ## The upstream Kubernetes Service e2e suite on a two-node cluster, with ipvs-proxier and with kube-proxy's IPVS mode; writes docs/conformance.md and .csv (long; not part of make test; CONFORMANCE_FOCUS narrows it)
 	cd e2e && $(GO) run ./conformance/run -proxies $(CONFORMANCE_PROXIES) -procs $(CONFORMANCE_PROCS) $(if $(CONFORMANCE_FOCUS),-focus '$(CONFORMANCE_FOCUS)')
 

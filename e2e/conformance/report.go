@@ -145,6 +145,11 @@ func (r *Report) WriteMarkdown(w io.Writer) error {
 		"`make conformance` against a real two-node cluster, once with ipvs-proxier as its only service proxy and once " +
 		"with stock kube-proxy in IPVS mode, on the same cluster. One row per test: [conformance.csv](conformance.csv).\n\n")
 	b.WriteString(r.Summary() + ".\n\n")
+	for _, p := range Proxies {
+		if _, ok := r.Runs[p]; !ok {
+			b.WriteString("Not run for this report: " + ProxyTitle[p] + " (its CSV column reads skip).\n\n")
+		}
+	}
 	b.WriteString("## The cluster\n\n")
 	for _, l := range r.Cluster {
 		b.WriteString("- " + l + "\n")

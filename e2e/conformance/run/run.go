@@ -190,8 +190,9 @@ func clusterLines() []string {
 		"Kubernetes " + harness.KubeVersion + ": kube-apiserver, etcd, kube-controller-manager (its default controllers and node IPAM) and kube-scheduler on the host; e2e.test, agnhost and the ginkgo CLI built from the same `k8s.io/kubernetes` module",
 		"two node VMs (qemu TCG, one vCPU and 3 GiB each, " + kernel + ") running kubelet " + harness.KubeVersion + ", containerd and runc from Debian bookworm",
 		"pod network: Debian's CNI plugins (bridge with host-local IPAM, loopback, portmap) on each node's podCIDR from " + clusterCIDR + ", routed between the nodes over their shared link (192.168.100.0/24, the nodes' InternalIPs); Service range 10.96.0.0/16",
-		"the apiserver reaches the kubelets (exec, logs, port-forward) through its egress selector: an HTTP CONNECT proxy on a unix socket that dials each node's forwarded kubelet port",
-		"the suite's images (agnhost, busybox, nginx, pause, distroless-iptables, regression-issue-74839) built here under their upstream names and imported into each node's containerd; nothing is pulled",
+		"the apiserver reaches the kubelets (exec, logs, port-forward) and the pods (its proxy subresources) through its egress selector: an HTTP CONNECT proxy on a unix socket that dials each node's forwarded kubelet port, or the node's agent for a pod address",
+		"cluster DNS as kubeadm deploys it (CoreDNS v1.14.6, built from its module; kubeadm's printed manifest; kube-dns 10.96.0.10)",
+		"the suite's images (agnhost, busybox, nginx, pause, distroless-iptables, regression-issue-74839, CoreDNS) built here under their upstream names and imported into each node's containerd; nothing is pulled",
 		"each proxy deployed as users deploy it: ipvs-proxier by `kubectl apply -k deploy` (its image from `make image-oci`'s build), kube-proxy by kubeadm's DaemonSet and ConfigMap with `mode: ipvs`; the nodes are power-cycled between the two",
 	}
 }
