@@ -5,6 +5,8 @@ import (
 	"net"
 	"net/http"
 	"time"
+
+	"github.com/ipvs-proxier/ipvs-proxier/e2e/splice"
 )
 
 // connectOr answers CONNECT requests itself and passes the rest to next: a CONNECT to
@@ -37,16 +39,6 @@ func connectOr(next http.Handler) http.Handler {
 		if _, err := io.WriteString(c, "HTTP/1.1 200 Connection established\r\n\r\n"); err != nil {
 			return
 		}
-		done := make(chan struct{}, 2)
-		go func() { _, _ = io.Copy(up, buf); closeWrite(up); done <- struct{}{} }()
-		go func() { _, _ = io.Copy(c, up); closeWrite(c); done <- struct{}{} }()
-		<-done
-		<-done
+		splice.Join(c, buf, up)
 	})
-}
-
-func closeWrite(c net.Conn) {
-	if cw, ok := c.(interface{ CloseWrite() error }); ok {
-		_ = cw.CloseWrite()
-	}
 }

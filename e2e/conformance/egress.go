@@ -3,11 +3,12 @@ package conformance
 import (
 	"bufio"
 	"fmt"
-	"io"
 	"net"
 	"net/http"
 	"net/netip"
 	"sync"
+
+	"github.com/ipvs-proxier/ipvs-proxier/e2e/splice"
 )
 
 // KubeletProxy is how the apiserver on the host reaches each node's kubelet (exec, logs,
@@ -128,7 +129,7 @@ func (b *bufferedConn) Read(p []byte) (int, error) { return b.r.Read(p) }
 
 // CloseWrite half-closes the underlying connection.
 func (b *bufferedConn) CloseWrite() error {
-	closeWrite(b.Conn)
+	splice.CloseWrite(b.Conn)
 	return nil
 }
 
@@ -157,17 +158,7 @@ func (p *KubeletProxy) handle(c net.Conn) {
 	if _, err := fmt.Fprintf(c, "HTTP/1.1 200 Connection established\r\n\r\n"); err != nil {
 		return
 	}
-	done := make(chan struct{}, 2)
-	go func() { _, _ = io.Copy(up, br); closeWrite(up); done <- struct{}{} }()
-	go func() { _, _ = io.Copy(c, up); closeWrite(c); done <- struct{}{} }()
-	<-done
-	<-done
-}
-
-func closeWrite(c net.Conn) {
-	if cw, ok := c.(interface{ CloseWrite() error }); ok {
-		_ = cw.CloseWrite()
-	}
+	splice.Join(c, br, up)
 }
 
 // EgressSelectorConfig is the apiserver's --egress-selector-config-file for a proxy on
