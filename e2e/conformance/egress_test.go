@@ -12,8 +12,9 @@ import (
 	"testing"
 )
 
-// echoServer answers each connection with "hello " and whatever it reads.
-func echoServer(t *testing.T) int {
+// serveLoopback accepts on a loopback port until the test ends, handing each
+// connection (closed after) to handle, and returns the listener's address.
+func serveLoopback(t *testing.T, handle func(net.Conn)) *net.TCPAddr {
 	t.Helper()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -28,12 +29,19 @@ func echoServer(t *testing.T) int {
 			}
 			go func() {
 				defer c.Close()
-				fmt.Fprint(c, "hello ")
-				_, _ = io.Copy(c, c)
+				handle(c)
 			}()
 		}
 	}()
-	return l.Addr().(*net.TCPAddr).Port
+	return l.Addr().(*net.TCPAddr)
+}
+
+// echoServer answers each connection with "hello " and whatever it reads.
+func echoServer(t *testing.T) int {
+	return serveLoopback(t, func(c net.Conn) {
+		fmt.Fprint(c, "hello ")
+		_, _ = io.Copy(c, c)
+	}).Port
 }
 
 // connect sends a CONNECT as the apiserver's egress dialer does and returns the
@@ -87,38 +95,22 @@ func TestKubeletProxy(t *testing.T) {
 // fakeAgent answers CONNECT as the node agent does, dialing port on loopback
 // whatever the pod address asked, and records what was asked.
 func fakeAgent(t *testing.T, port int, asked chan<- string) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { l.Close() })
-	go func() {
-		for {
-			c, err := l.Accept()
-			if err != nil {
-				return
-			}
-			go func() {
-				defer c.Close()
-				br := bufio.NewReader(c)
-				req, err := http.ReadRequest(br)
-				if err != nil || req.Method != http.MethodConnect {
-					return
-				}
-				asked <- req.Host
-				up, err := net.Dial("tcp", fmt.Sprintf("127.0.0.1:%d", port))
-				if err != nil {
-					return
-				}
-				defer up.Close()
-				fmt.Fprint(c, "HTTP/1.1 200 OK\r\n\r\n")
-				go func() { _, _ = io.Copy(up, br) }()
-				_, _ = io.Copy(c, up)
-			}()
+	return serveLoopback(t, func(c net.Conn) {
+		br := bufio.NewReader(c)
+		req, err := http.ReadRequest(br)
+		if err != nil || req.Method != http.MethodConnect {
+			return
 		}
-	}()
-	return l.Addr().String()
+		asked <- req.Host
+		up, err := net.Dial("tcp", fmt.Sprintf("127.0.0.1:%d", port))
+		if err != nil {
+			return
+		}
+		defer up.Close()
+		fmt.Fprint(c, "HTTP/1.1 200 OK\r\n\r\n")
+		go func() { _, _ = io.Copy(up, br) }()
+		_, _ = io.Copy(c, up)
+	}).String()
 }
 
 func TestKubeletProxyToPods(t *testing.T) {
