@@ -92,6 +92,8 @@ type Config struct {
 	MasqueradeBit *int
 	// MaxEndpoints caps the real servers of one virtual server.
 	MaxEndpoints int
+	// RulesBackend holds the sets and fixed rules: iptables (the default) or nftables.
+	RulesBackend RulesBackend
 }
 
 // WithDefaults fills unset fields with the defaults.
@@ -111,6 +113,9 @@ func (c Config) WithDefaults() Config {
 	}
 	if len(c.Families) == 0 {
 		c.Families = []kernel.Family{kernel.IPv4, kernel.IPv6}
+	}
+	if c.RulesBackend == "" {
+		c.RulesBackend = RulesIptables
 	}
 	return c
 }

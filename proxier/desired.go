@@ -344,7 +344,9 @@ func (d *Desired) HealthChecks() map[ServiceKey]HealthCheck {
 
 // Plan is the whole desired state rendered for an operator, in the order `ipvs-proxier
 // plan` prints it: the IPVS table as `ipvsadm -Ln`, the dummy interface's addresses,
-// the sets as `ipset save`, and the rules as iptables-restore input.
+// then for the iptables backend the sets as `ipset save` and the rules as
+// iptables-restore input, for the nftables backend each family's table as `nft list
+// table` prints it (sets, their members, chains).
 func (d *Desired) Plan(cfg *Config) string {
 	var b strings.Builder
 	var vss []kernel.VirtualServer
@@ -357,7 +359,6 @@ func (d *Desired) Plan(cfg *Config) string {
 	b.WriteString(kernel.FormatIPVS(vss, rss))
 	b.WriteString("\n# addresses on " + cfg.DummyDevice + "\n")
 	b.WriteString(kernel.FormatAddresses(cfg.DummyDevice, d.Addresses()))
-	b.WriteString("\n# ipset save\n")
 	members := map[string][]kernel.SetEntry{}
 	for set, entries := range d.members {
 		members[set] = slices.AppendSeq(members[set], entries.all())
@@ -367,6 +368,22 @@ func (d *Desired) Plan(cfg *Config) string {
 	for i := range sets {
 		sets[i] = Sized(sets[i], len(members[sets[i].Name]))
 	}
+	if cfg.RulesBackend == RulesNftables {
+		for _, f := range cfg.Families {
+			var fsets []kernel.Set
+			for _, s := range sets {
+				if s.Family == f {
+					fsets = append(fsets, s)
+				}
+			}
+			b.WriteString("\n# " + f.String() + " nft list table\n")
+			table := RenderNftRules(cfg, f, d.OutFilters())
+			head, chains, _ := strings.Cut(table, "\n")
+			b.WriteString(head + "\n" + kernel.FormatNftSets(fsets, members) + chains)
+		}
+		return b.String()
+	}
+	b.WriteString("\n# ipset save\n")
 	b.WriteString(kernel.FormatSets(sets, members))
 	for _, f := range cfg.Families {
 		b.WriteString("\n# " + f.String() + " iptables-save\n")

@@ -32,11 +32,11 @@ var RuleChains = map[string][]string{
 		chainClusterIPsCheck},
 }
 
-// RenderRules renders the iptables rules of one family as iptables-restore input holding
-// only our chains, plus "-A <BUILTIN>" jump lines the backend must ensure exist. The rule
-// set is fixed for a config except for the KUBE-IPVS-OUT-FILTER lines: everything else
-// is driven by ipset membership, so Service churn never rewrites iptables.
-func RenderRules(cfg *Config, f kernel.Family, outFilters []OutFilter) string {
+// RenderIptablesRules renders the iptables rules of one family as iptables-restore input
+// holding only our chains, plus "-A <BUILTIN>" jump lines the backend must ensure exist.
+// The rule set is fixed for a config except for the KUBE-IPVS-OUT-FILTER lines:
+// everything else is driven by ipset membership, so Service churn never rewrites iptables.
+func RenderIptablesRules(cfg *Config, f kernel.Family, outFilters []OutFilter) string {
 	r := &ruleWriter{f: f, mark: fmt.Sprintf("%#08x", cfg.masqueradeMark())}
 	r.nat(cfg)
 	r.filter(cfg, outFilters)

@@ -30,6 +30,15 @@ var configFields = []string{
 	"bindAddressHardFail",
 	"oomScoreAdj", "enableProfiling", "showHiddenMetricsForVersion", "logging",
 	"iptables.syncPeriod", "iptables.minSyncPeriod", "iptables.localhostNodePorts",
+	// Ours, beside kube-proxy's (ourFields): kube-proxy decodes a field it does not know
+	// leniently, with a warning, so a rollback keeps working.
+	"rulesBackend",
+}
+
+// ourFields are the config fields ipvs-proxier adds to KubeProxyConfiguration.
+type ourFields struct {
+	// RulesBackend is --rules-backend.
+	RulesBackend string `json:"rulesBackend"`
 }
 
 // applyConfigFile reads a kube-proxy config file into o, leaving alone every option
@@ -48,7 +57,11 @@ func (o *options) applyConfig(data []byte) ([]string, error) {
 		return nil, err
 	}
 	set := o.fileSetter()
-	o.applyConfigValues(c, set)
+	var ours ourFields
+	if err := yaml.Unmarshal(data, &ours); err != nil {
+		return nil, fmt.Errorf("config: %w", err)
+	}
+	o.applyConfigValues(c, ours, set)
 	if err := o.applyConfigPeriods(c, set); err != nil {
 		return nil, err
 	}
@@ -111,7 +124,7 @@ func (o *options) fileSetter() setFn {
 
 // applyConfigValues takes the plain values: strings, lists, booleans, the masquerade bit
 // and the client's rate limits.
-func (o *options) applyConfigValues(c *kpv1alpha1.KubeProxyConfiguration, set setFn) {
+func (o *options) applyConfigValues(c *kpv1alpha1.KubeProxyConfiguration, ours ourFields, set setFn) {
 	str := func(flag, v string, dst *string) {
 		if v != "" {
 			set(flag, func() { *dst = v })
@@ -126,6 +139,7 @@ func (o *options) applyConfigValues(c *kpv1alpha1.KubeProxyConfiguration, set se
 	str("healthz-bind-address", c.HealthzBindAddress, &o.healthzAddr)
 	str("bind-address", c.BindAddress, &o.bindAddress)
 	str("scheduler", c.IPVS.Scheduler, &o.scheduler)
+	str("rules-backend", ours.RulesBackend, &o.rulesBackend)
 	str("kubeconfig", c.ClientConnection.Kubeconfig, &o.kubeconfig)
 	str("kube-api-content-type", c.ClientConnection.ContentType, &o.apiContentType)
 	if c.ClientConnection.AcceptContentTypes != "" {
@@ -238,6 +252,7 @@ var flagFields = map[string]string{
 	"metrics-bind-address": "metricsBindAddress", "healthz-bind-address": "healthzBindAddress", "bind-address": "bindAddress",
 	"iptables-masquerade-bit": "iptables.masqueradeBit", "detect-local-mode": "detectLocalMode",
 	"pod-bridge-interface": "detectLocal.bridgeInterface", "pod-interface-name-prefix": "detectLocal.interfaceNamePrefix",
+	"rules-backend": "rulesBackend",
 }
 
 // aliases lists the other spellings of a flag.

@@ -123,7 +123,9 @@ func metricsHandler(m *metrics.Metrics, profiling bool, status func() any) http.
 type statusReport struct {
 	Node    string `json:"node"`
 	Version string `json:"version"`
-	Sync    struct {
+	// RulesBackend is --rules-backend: iptables or nftables.
+	RulesBackend string `json:"rulesBackend"`
+	Sync         struct {
 		Healthy         bool      `json:"healthy"`
 		Ready           bool      `json:"ready"`
 		LastSync        time.Time `json:"lastSync"`
@@ -166,6 +168,7 @@ type statusSources struct {
 func (s statusSources) report() any {
 	var r statusReport
 	r.Node, r.Version, r.SetupProblems = s.node, version, s.setup
+	r.RulesBackend = string(s.syncer.Config().RulesBackend)
 	st, ps := s.syncer.Status(), s.proxy.State()
 	r.Sync.Healthy, r.Sync.Ready = ps.Healthy, ps.Ready
 	r.Sync.LastSync, r.Sync.LastSuccess, r.Sync.LastError = st.LastSync, st.LastSuccess, st.LastError

@@ -68,6 +68,7 @@ type options struct {
 	profiling         bool
 	maxEndpoints      int
 	lockFile          string
+	rulesBackend      string
 
 	// kp holds kube-proxy's own flags (kubeproxyflags.go).
 	kp kubeProxyFlags
@@ -134,6 +135,8 @@ func newOptions(name string) *options {
 	fs.IntVar(&o.maxEndpoints, "max-endpoints-per-port", proxier.DefaultMaxEndpoints,
 		"most real servers programmed for one Service port; more are cut, with a Warning Event (kube-proxy has no cap)")
 	fs.StringVar(&o.lockFile, "lock-file", defaultLockFile, "file the daemon locks exclusively before it touches the kernel")
+	fs.StringVar(&o.rulesBackend, "rules-backend", string(proxier.RulesIptables),
+		"what holds the sets and rules beside IPVS: iptables (ipsets and iptables chains, as kube-proxy's IPVS mode) or nftables (one nftables table per family; no ipset, iptables or xtables needed)")
 	fs.BoolVar(&o.profiling, "profiling", false, "serve /debug/pprof on the metrics address (kube-proxy's enableProfiling)")
 	o.addKubeProxyFlags()
 	return o
@@ -194,6 +197,9 @@ func (o *options) validRanges() error {
 	}
 	if o.masqueradeBit < 0 || o.masqueradeBit > 31 {
 		return fmt.Errorf("%s: %d not in 0-31", o.origin("iptables-masquerade-bit"), o.masqueradeBit)
+	}
+	if err := proxier.ValidateRulesBackend(proxier.RulesBackend(o.rulesBackend)); err != nil {
+		return fmt.Errorf("%s: %w", o.origin("rules-backend"), err)
 	}
 	if err := o.validTimeouts(); err != nil {
 		return err
@@ -266,6 +272,7 @@ func (o *options) resolve(hostname func() (string, error)) (*resolved, error) {
 		MasqueradeAll: o.masqueradeAll, ClusterCIDRs: clusterCIDRs, ServiceProxyName: o.serviceProxyName,
 		LocalMode: localMode, BridgeInterface: o.podBridge, InterfaceNamePrefix: o.podIfPrefix, ServiceCIDRs: serviceCIDRs,
 		DummyDevice: o.dummyDevice, MasqueradeBit: &o.masqueradeBit, MaxEndpoints: o.maxEndpoints,
+		RulesBackend: proxier.RulesBackend(o.rulesBackend),
 	}.WithDefaults()
 	// Real servers are re-read over 10 full syncs (5 min at the default syncPeriod), or
 	// ~1,000 virtual servers per full sync past 10,000: at 30,000 Services reading them

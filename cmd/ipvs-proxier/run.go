@@ -131,7 +131,8 @@ func daemonOptions(args []string) (o *options, warnings []string, done bool, err
 // the dummy device, the sysctls, the IPVS timeouts and the OOM score. setup lists what
 // this container could not set up (setupProblem).
 func prepareNode(o *options, r *resolved, log *zap.Logger) (k kernel.Kernel, h *linux.IPVS, setup []string, err error) {
-	report := linux.Preflight{}.Check([]string{o.scheduler})
+	nft := r.cfg.RulesBackend == proxier.RulesNftables
+	report := linux.Preflight{Nftables: nft}.Check([]string{o.scheduler})
 	if report.NoIPVS != "" {
 		// Before any sysctl: on such a kernel they fail with a bare ENOENT.
 		return kernel.Kernel{}, nil, nil, fmt.Errorf("IPVS is not usable on this node: %s (%s)", report.NoIPVS, report)
@@ -142,7 +143,11 @@ func prepareNode(o *options, r *resolved, log *zap.Logger) (k kernel.Kernel, h *
 	if len(report.MissingModules) > 0 && !o.kp.initOnly {
 		setup = append(setup, report.String())
 	}
-	k, ipvsHandle, err := linux.New(10*time.Second, allChains())
+	nftTable := ""
+	if nft {
+		nftTable = proxier.NftTable
+	}
+	k, ipvsHandle, err := linux.New(10*time.Second, allChains(), nftTable)
 	if err == nil {
 		_, err = k.IPVS.ListVirtualServers()
 	}
@@ -205,7 +210,7 @@ func runProxy(o *options, r *resolved, log *zap.Logger, client kubernetes.Interf
 		Pending: func() (int, int) { return tracker.PendingByKind() }, ChangesTotal: func() (uint64, uint64) { return tracker.Totals() },
 		// Closures, not method values: syncer is assigned below, after the metrics.
 		NoLocal:  func(f kernel.Family) (int, int) { return syncer.NoLocal(f) },
-		Families: r.cfg.Families,
+		Families: r.cfg.Families, RulesBackend: string(r.cfg.RulesBackend),
 	})
 	k = kernel.Wrap(k, m.KernelHooks())
 	proxyHealth := health.NewProxy(2*o.syncPeriod, nil)

@@ -70,6 +70,9 @@ func renderStatus(w io.Writer, r statusReport, now time.Time) {
 		kind = "full"
 	}
 	fmt.Fprintf(w, "ipvs-proxier %s on node %s\n", r.Version, r.Node)
+	if r.RulesBackend != "" {
+		fmt.Fprintf(w, "rules:      %s\n", r.RulesBackend)
+	}
 	fmt.Fprintf(w, "sync:       %s, %s; last sync %s ago (%s, %s), %d syncs\n", health, ready,
 		ago(now, r.Sync.LastSync), kind, time.Duration(r.Sync.LastDurationSec*float64(time.Second)).Round(time.Microsecond), r.Sync.Syncs)
 	if r.Sync.LastError != "" {

@@ -20,7 +20,7 @@ import (
 func TestStatusCommand(t *testing.T) {
 	now := time.Now()
 	var r statusReport
-	r.Node, r.Version = "node-1", "v9"
+	r.Node, r.Version, r.RulesBackend = "node-1", "v9", "nftables"
 	r.Sync.Healthy, r.Sync.Ready, r.Sync.LastSync, r.Sync.LastFull, r.Sync.Syncs = true, true, now.Add(-3*time.Second), true, 12
 	r.Counts = metrics.Counts{Services: 2, VirtualServers: 5, RealServers: 9, SetEntries: 4, Addresses: 3}
 	r.Conntrack = pressure.State{Entries: 850, Max: 1000, Usage: 0.85, Pressure: true, Since: now, Suggest: 2048}
@@ -39,7 +39,7 @@ func TestStatusCommand(t *testing.T) {
 		t.Fatal(err)
 	}
 	got := out.String()
-	for _, want := range []string{"node node-1", "healthy, ready", "(full,", "12 syncs", "5 virtual servers", "9 real servers",
+	for _, want := range []string{"node node-1", "rules:      nftables\n", "healthy, ready", "(full,", "12 syncs", "5 virtual servers", "9 real servers",
 		"[##########################....]  85.0%", "850 / 1000", "PRESSURE", "2048", "42", "TCP 10.96.1.1:443", "shop/front",
 		"apiserver:  https://10.96.0.1:443 UNREACHABLE for 1m0s: dial tcp 10.96.0.1:443: i/o timeout"} {
 		if !strings.Contains(got, want) {

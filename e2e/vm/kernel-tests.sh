@@ -28,4 +28,19 @@ rc=0
 cd / && /reconcile.test -test.v -test.run 'TestScenariosRealKernel' 2>&1 || rc=1
 exit $rc
 SCEN
-"$here/vm.sh" run "$payload"
+rc=0
+"$here/vm.sh" run "$payload" || rc=1
+# The nftables rules backend on a node that has no ipset, no xtables modules and no
+# iptables binary (vm.sh strips them for a payload with no-xtables): the syncer's real
+# packets again, then /proc/modules must show none of them.
+rm -f "$payload/scenario.sh"
+: > "$payload/no-xtables"
+cat > "$payload/scenario.sh" <<'SCEN'
+export IPVS_PROXIER_TEST_NETNS=1 IPVS_PROXIER_TEST_IPVS=1 IPVS_PROXIER_TEST_RULES=nftables IPVS_PROXIER_TEST_NO_XTABLES=1
+rc=0
+/linux.test -test.v -test.run 'Nftables' 2>&1 || rc=1
+/reconcile.test -test.v -test.run 'TestRealPackets' 2>&1 || rc=1
+exit $rc
+SCEN
+"$here/vm.sh" run "$payload" || rc=1
+exit $rc

@@ -70,6 +70,15 @@ tree() {
   for lib in /usr/lib/x86_64-linux-gnu/xtables/*.so; do
     ldd "$lib" | awk '/=>/{print $3}' | while read -r l; do mkdir -p "$root$(dirname "$l")"; cp -Ln "$l" "$root$l" 2>/dev/null || true; done
   done
+  if [ -e "$payload/no-xtables" ]; then
+    # A node as nftables-only distributions make it: no ipset, no xtables (matches,
+    # iptables tables, nft_compat) in the module tree, and no iptables or ipset binary.
+    find "$root/lib/modules" \( -name 'ip_set*' -o -name 'x_tables.ko*' -o -name 'xt_*' -o -name 'ip_tables.ko*' \
+      -o -name 'ip6_tables.ko*' -o -name 'iptable_*' -o -name 'ip6table_*' -o -name 'ipt_*' -o -name 'ip6t_*' \
+      -o -name 'nft_compat.ko*' -o -name 'ebtable*' -o -name 'arp_tables.ko*' -o -name 'arptable_*' \) -delete
+    depmod -b "$root" "$kver"
+    rm -f "$root"/usr/sbin/{ipset,xtables-nft-multi,xtables-legacy-multi} "$root"/usr/sbin/ip{,6}tables*
+  fi
   cp /etc/protocols /etc/services "$root/etc/"
   [ -f /etc/ethertypes ] && cp /etc/ethertypes "$root/etc/"
   ln -sf /proc/self/mounts "$root/etc/mtab"

@@ -6,11 +6,18 @@ import (
 	"github.com/ipvs-proxier/ipvs-proxier/kernel"
 )
 
-// New opens every real backend. iptablesChains names the chains we own.
-func New(ipvsTimeout time.Duration, iptablesChains []string) (kernel.Kernel, *IPVS, error) {
+// New opens every real backend. iptablesChains names the chains we own; a non-empty
+// nftTable replaces the ipsets and iptables chains with our nftables table of that name
+// (Nftables), which then holds both the sets and the rules.
+func New(ipvsTimeout time.Duration, iptablesChains []string, nftTable string) (kernel.Kernel, *IPVS, error) {
 	x, err := NewIPVS(ipvsTimeout)
 	if err != nil {
 		return kernel.Kernel{}, nil, err
 	}
-	return kernel.Kernel{IPVS: x, Addresses: &Addresses{}, IPSets: &IPSets{}, Iptables: NewIptables(iptablesChains), Conntrack: Conntrack{}}, x, nil
+	k := kernel.Kernel{IPVS: x, Addresses: &Addresses{}, IPSets: &IPSets{}, Iptables: NewIptables(iptablesChains), Conntrack: Conntrack{}}
+	if nftTable != "" {
+		n := NewNftables(nftTable)
+		k.IPSets, k.Iptables = n, n
+	}
+	return k, x, nil
 }

@@ -14,6 +14,10 @@ type Preflight struct {
 	Root string
 	// Modprobe loads a module; nil means exec `modprobe`. Tests stub it.
 	Modprobe func(name string) error
+	// Nftables: the nftables rules backend, which needs nf_tables and none of ip_set,
+	// xt_set or any other xtables module (the kernel loads nft's expression modules as
+	// rules use them).
+	Nftables bool
 }
 
 // PreflightReport lists what is missing and the fixes, for one clear message.
@@ -66,7 +70,11 @@ func (p Preflight) Check(schedulers []string) PreflightReport {
 	for _, s := range schedulers {
 		mods = append(mods, "ip_vs_"+s)
 	}
-	mods = append(mods, "nf_conntrack", "ip_set", "xt_set")
+	if p.Nftables {
+		mods = append(mods, "nf_conntrack", "nf_tables")
+	} else {
+		mods = append(mods, "nf_conntrack", "ip_set", "xt_set")
+	}
 	var r PreflightReport
 	for _, m := range mods {
 		if slices.Contains(loaded, m) || slices.Contains(builtin, m) {
@@ -79,6 +87,18 @@ func (p Preflight) Check(schedulers []string) PreflightReport {
 			continue
 		}
 		r.MissingModules = append(r.MissingModules, m)
+	}
+	if p.Nftables {
+		// The kernel loads an expression's module when a rule first uses it, through
+		// the host's modprobe (request_module); where it cannot (no modprobe at
+		// /proc/sys/kernel/modprobe), a restore fails with ENOENT. So the ones our table
+		// uses are loaded here when the node has them as modules; a kernel that builds
+		// them in, or names them otherwise, is not reported.
+		for _, m := range nftExprModules {
+			if !slices.Contains(loaded, m) && slices.Contains(available, m) {
+				_ = modprobe(m)
+			}
+		}
 	}
 	if len(r.MissingModules) > 0 {
 		r.Fixes = append(r.Fixes, "modprobe -a "+strings.Join(r.MissingModules, " "),
@@ -101,6 +121,11 @@ func (p Preflight) Check(schedulers []string) PreflightReport {
 	}
 	return r
 }
+
+// nftExprModules hold the nftables expressions and chain types our table uses
+// (proxier.RenderNftRules), for both families.
+var nftExprModules = []string{"nft_chain_nat", "nft_ct", "nft_fib_ipv4", "nft_fib_ipv6", "nft_fib_inet",
+	"nft_masq", "nft_nat", "nft_reject", "nft_reject_ipv4", "nft_reject_ipv6"}
 
 func orUnknown(v string) string {
 	if v == "" {

@@ -38,6 +38,9 @@ type Sources struct {
 	// values. kube-proxy runs one proxier per family, each with its own series; one loop
 	// here serves both, so each sync is recorded under every family. Empty means IPv4.
 	Families []kernel.Family
+	// RulesBackend names what holds the sets and rules ("iptables", "nftables"), for
+	// ipvs_proxier_rules_backend; empty exports none.
+	RulesBackend string
 }
 
 // Metrics holds the collectors. A nil *Metrics records nothing, so tests and `plan` can
@@ -159,6 +162,12 @@ func (m *Metrics) registerSources(src Sources) {
 			m.Registry.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: name, Help: "Programmed kernel objects: " + name[len("ipvs_proxier_"):] + "."},
 				func() float64 { return float64(pick(src.Counts())) }))
 		}
+	}
+	if src.RulesBackend != "" {
+		g := prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "ipvs_proxier_rules_backend",
+			Help: "1 for the rules backend in use (--rules-backend)."}, []string{"backend"})
+		g.WithLabelValues(src.RulesBackend).Set(1)
+		m.Registry.MustRegister(g)
 	}
 	if src.Draining != nil {
 		m.Registry.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "ipvs_proxier_graceful_termination_queue",
