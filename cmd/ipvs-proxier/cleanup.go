@@ -71,6 +71,23 @@ func runCleanup(args []string, out io.Writer) error {
 		chains = chainsUnion(chains, linux.IptablesModeChains)
 		prefixes = linux.IptablesModePrefixes
 	}
+	if linux.HaveIptables() {
+		errs = append(errs, cleanupChains(out, chains, prefixes, *keepShared))
+	} else {
+		fmt.Fprintln(out, "iptables chains: no iptables on this node")
+	}
+	errs = append(errs, cleanupSets(out))
+	errs = append(errs, cleanupNftables(out))
+	deleted, err := linux.DeleteDummy(*dummy)
+	errs = append(errs, err)
+	fmt.Fprintf(out, "dummy interface %s deleted: %v\n", *dummy, deleted)
+	return errors.Join(errs...)
+}
+
+// cleanupChains removes our iptables chains (chains, and those named with prefixes) in
+// both families, with the jumps to them.
+func cleanupChains(out io.Writer, chains map[string][]string, prefixes []string, keepShared bool) error {
+	var errs []error
 	ipt := linux.NewIptables(nil)
 	for _, f := range []kernel.Family{kernel.IPv4, kernel.IPv6} {
 		// With kube-proxy running beside us (a rollback), it rewrites the shared chains
@@ -79,7 +96,7 @@ func runCleanup(args []string, out io.Writer) error {
 		var n int
 		var err error
 		for attempt := 1; ; attempt++ {
-			if *keepShared {
+			if keepShared {
 				// Keep a shared chain only where kube-proxy took it over: in a family it
 				// does not serve (say IPv6 on an IPv4 node) the chain still holds our
 				// rules, which match our sets and would keep them from being destroyed.
@@ -101,17 +118,37 @@ func runCleanup(args []string, out io.Writer) error {
 		errs = append(errs, err)
 		fmt.Fprintf(out, "%s iptables chains removed (%s): %d\n", f, ipt.Mode(), n)
 	}
+	return errors.Join(errs...)
+}
+
+// cleanupSets destroys our ipsets; without the ip_set module there are none (and asking
+// would load it).
+func cleanupSets(out io.Writer) error {
+	if !linux.ModuleLoaded("ip_set") {
+		fmt.Fprintln(out, "ipsets: ip_set not loaded, none to destroy")
+		return nil
+	}
 	var names []string
 	for _, s := range proxier.Sets([]kernel.Family{kernel.IPv4, kernel.IPv6}) {
 		names = append(names, s.Name)
 	}
 	n, err := linux.DestroySets(names)
-	errs = append(errs, err)
 	fmt.Fprintf(out, "ipsets destroyed: %d\n", n)
-	deleted, err := linux.DeleteDummy(*dummy)
-	errs = append(errs, err)
-	fmt.Fprintf(out, "dummy interface %s deleted: %v\n", *dummy, deleted)
-	return errors.Join(errs...)
+	return err
+}
+
+// cleanupNftables deletes the nftables backend's tables (ip and ip6 ipvs-proxier), with
+// their sets and chains; without nf_tables loaded there are none.
+func cleanupNftables(out io.Writer) error {
+	if !linux.ModuleLoaded("nf_tables") {
+		fmt.Fprintln(out, "nftables tables: nf_tables not loaded, none to delete")
+		return nil
+	}
+	x := linux.NewNftables(proxier.NftTable)
+	defer x.Close()
+	n, err := x.DeleteTables()
+	fmt.Fprintf(out, "nftables tables deleted: %d\n", n)
+	return err
 }
 
 // cleanupAttempts and cleanupRetryDelay bound the retries of a chain removal that raced

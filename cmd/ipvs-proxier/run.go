@@ -232,7 +232,7 @@ func runProxy(o *options, r *resolved, log *zap.Logger, client kubernetes.Interf
 	r.sync.LocalAddresses = func() ([]netip.Addr, error) { return linux.LocalAddresses(dummy) }
 	r.sync.Wake = func() { runner.Run() } // a closure: runner is made below, from the syncer
 	syncer = reconcile.NewSyncer(r.sync, k, src, tracker)
-	runner = reconcile.NewRunner(syncOnce(syncer, proxyHealth), o.minSyncPeriod, o.syncPeriod)
+	runner = reconcile.NewRunner(syncOnce(syncer, proxyHealth, func() { removeOtherBackend(r.cfg.RulesBackend, log) }), o.minSyncPeriod, o.syncPeriod)
 	runner.Due = syncer.FullDueIn
 
 	monitor := pressure.New(k.Conntrack.Stats, o.conntrackPressure, log, nodeEvents{recorder: recorder, node: r.nodeName}, nil)
@@ -266,8 +266,9 @@ func runProxy(o *options, r *resolved, log *zap.Logger, client kubernetes.Interf
 	runner.Loop(ctx)
 }
 
-// syncOnce is the runner's sync: it marks the proxy healthy after each success.
-func syncOnce(syncer *reconcile.Syncer, proxyHealth *health.Proxy) func() error {
+// syncOnce is the runner's sync: it marks the proxy healthy after each success, and
+// runs afterFirst once, after the first.
+func syncOnce(syncer *reconcile.Syncer, proxyHealth *health.Proxy, afterFirst func()) func() error {
 	firstSync := true
 	return func() error {
 		err := syncer.Sync()
@@ -278,6 +279,7 @@ func syncOnce(syncer *reconcile.Syncer, proxyHealth *health.Proxy) func() error 
 				// every set) is most of the peak heap; give it back now rather than over
 				// the scavenger's next minutes, so the steady RSS is the live state.
 				firstSync = false
+				afterFirst()
 				debug.FreeOSMemory()
 			}
 		}

@@ -3,6 +3,7 @@ package linux
 import (
 	"errors"
 	"fmt"
+	"os/exec"
 	"slices"
 	"strings"
 
@@ -110,6 +111,17 @@ func DeleteDummy(dev string) (bool, error) {
 		return false, fmt.Errorf("%s is a %s, not a dummy interface; left alone", dev, l.Type())
 	}
 	return true, wrapErr("delete "+dev, netlink.LinkDel(l))
+}
+
+// HaveIptables reports whether an iptables save binary is installed; without one no
+// chain of ours can have been made (we only ever make them with it).
+func HaveIptables() bool {
+	for _, b := range []string{"iptables-nft-save", "iptables-legacy-save", "iptables-save"} {
+		if _, err := exec.LookPath(b); err == nil {
+			return true
+		}
+	}
+	return false
 }
 
 // DestroySets destroys the named ipsets; missing ones are skipped. A set still

@@ -14,10 +14,13 @@ func New(ipvsTimeout time.Duration, iptablesChains []string, nftTable string) (k
 	if err != nil {
 		return kernel.Kernel{}, nil, err
 	}
-	k := kernel.Kernel{IPVS: x, Addresses: &Addresses{}, IPSets: &IPSets{}, Iptables: NewIptables(iptablesChains), Conntrack: Conntrack{}}
+	k := kernel.Kernel{IPVS: x, Addresses: &Addresses{}, Conntrack: Conntrack{}}
 	if nftTable != "" {
+		// Not even the iptables flavour detection runs: it execs iptables.
 		n := NewNftables(nftTable)
 		k.IPSets, k.Iptables = n, n
+	} else {
+		k.IPSets, k.Iptables = &IPSets{}, NewIptables(iptablesChains)
 	}
 	return k, x, nil
 }

@@ -2,6 +2,7 @@ package linux
 
 import (
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -137,15 +138,17 @@ func (x *Nftables) Save(f kernel.Family) (string, error) {
 	return b.String(), nil
 }
 
-// DeleteTables removes our table in each family, with its chains and sets: `cleanup`.
-// A missing table is no error.
-func (x *Nftables) DeleteTables() error {
+// DeleteTables removes our table in each family, with its chains and sets (`cleanup`,
+// and a switch to the iptables backend), and returns how many it deleted. A missing
+// table is no error.
+func (x *Nftables) DeleteTables() (int, error) {
 	x.mu.Lock()
 	defer x.mu.Unlock()
 	c, err := x.c()
 	if err != nil {
-		return err
+		return 0, err
 	}
+	n := 0
 	var errs []error
 	for _, f := range []kernel.Family{kernel.IPv4, kernel.IPv6} {
 		t := x.table(f)
@@ -155,12 +158,11 @@ func (x *Nftables) DeleteTables() error {
 		c.DelTable(t)
 		if err := x.flush(c, 0); err != nil {
 			errs = append(errs, nftErr("delete table "+f.String(), err))
+			continue
 		}
+		n++
 	}
 	clear(x.sets)
 	clear(x.types)
-	if len(errs) > 0 {
-		return fmt.Errorf("%v", errs)
-	}
-	return nil
+	return n, errors.Join(errs...)
 }

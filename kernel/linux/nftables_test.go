@@ -36,7 +36,7 @@ func TestNftablesSetsReal(t *testing.T) {
 	x := NewNftables(proxier.NftTable)
 	x.MaxBatch = 3
 	defer x.Close()
-	defer func() { _ = x.DeleteTables() }()
+	defer func() { _, _ = x.DeleteTables() }()
 	for _, set := range proxier.Sets([]kernel.Family{kernel.IPv4, kernel.IPv6}) {
 		for range 2 {
 			if err := x.EnsureSet(set); err != nil {
@@ -133,7 +133,7 @@ func TestNftablesRulesReal(t *testing.T) {
 	}
 	x := NewNftables(proxier.NftTable)
 	defer x.Close()
-	defer func() { _ = x.DeleteTables() }()
+	defer func() { _, _ = x.DeleteTables() }()
 	fams := []kernel.Family{kernel.IPv4, kernel.IPv6}
 	for _, set := range proxier.Sets(fams) {
 		if err := x.EnsureSet(set); err != nil {
@@ -186,8 +186,8 @@ func TestNftablesRulesReal(t *testing.T) {
 	if err := x.Restore(kernel.IPv4, "table ip ipvs-proxier {\n\tchain X {\n\t\tip daddr 1.2.3.4 frobnicate\n\t}\n}\n"); err == nil {
 		t.Error("an unknown statement was accepted")
 	}
-	if err := x.DeleteTables(); err != nil {
-		t.Fatal(err)
+	if n, err := x.DeleteTables(); err != nil || n != 2 {
+		t.Fatalf("DeleteTables: %d %v, want both families'", n, err)
 	}
 	if out, err := exec.Command("nft", "list", "tables").CombinedOutput(); err != nil || strings.Contains(string(out), proxier.NftTable) {
 		t.Errorf("after DeleteTables: %s %v", out, err)

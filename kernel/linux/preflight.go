@@ -127,6 +127,29 @@ func (p Preflight) Check(schedulers []string) PreflightReport {
 var nftExprModules = []string{"nft_chain_nat", "nft_ct", "nft_fib_ipv4", "nft_fib_ipv6", "nft_fib_inet",
 	"nft_masq", "nft_nat", "nft_reject", "nft_reject_ipv4", "nft_reject_ipv6"}
 
+// ModuleLoaded reports whether a kernel module is in the running kernel: loaded
+// (/sys/module/NAME, /proc/modules) or built in (modules.builtin). A kernel without
+// module support (no /proc/modules) counts as having it: nothing can be loaded there, so
+// asking loads nothing. Cleanup asks before it talks to ipset or nftables, since a netlink
+// request to either loads its module, and a node without it has nothing of ours there.
+func ModuleLoaded(name string) bool {
+	return moduleLoaded("/", name)
+}
+
+func moduleLoaded(root, name string) bool {
+	if _, err := os.Stat(filepath.Join(root, "sys/module", name)); err == nil {
+		return true
+	}
+	if _, err := os.Stat(filepath.Join(root, "proc/modules")); err != nil {
+		return true
+	}
+	if slices.Contains(lines(filepath.Join(root, "proc/modules"), func(l string) string { return strings.Fields(l + " ")[0] }), name) {
+		return true
+	}
+	release := strings.TrimSpace(readFile(filepath.Join(root, "proc/sys/kernel/osrelease")))
+	return slices.Contains(lines(filepath.Join(root, "lib/modules", release, "modules.builtin"), moduleName), name)
+}
+
 func orUnknown(v string) string {
 	if v == "" {
 		return "unset"

@@ -67,3 +67,50 @@ func TestPreflight(t *testing.T) {
 		t.Errorf("with /proc/sys/net/ipv4/vs: NoIPVS %q", r.NoIPVS)
 	}
 }
+
+// TestPreflightNftables: the nftables backend needs nf_tables and asks for nothing of
+// ipset or xtables; it loads the expression modules the node has, reporting none.
+func TestPreflightNftables(t *testing.T) {
+	root := t.TempDir()
+	writeFiles(t, root, map[string]string{
+		"proc/sys/kernel/osrelease": "6.1.0-57-amd64\n",
+		"proc/modules":              "ip_vs 1 0 - Live 0x0\nnf_conntrack 1 0 - Live 0x0\n",
+		"lib/modules/6.1.0-57-amd64/modules.dep": "kernel/net/netfilter/nf_tables.ko.xz:\nkernel/net/ipv6/netfilter/nft_fib_ipv6.ko.xz:\n" +
+			"kernel/net/netfilter/ipset/ip_set.ko.xz:\nkernel/net/netfilter/xt_set.ko.xz:\n",
+		"proc/sys/net/ipv4/vs/conntrack": "0\n",
+	})
+	var loaded []string
+	r := Preflight{Root: root, Nftables: true, Modprobe: func(m string) error { loaded = append(loaded, m); return nil }}.Check(nil)
+	if !reflect.DeepEqual(loaded, []string{"nf_tables", "nft_fib_ipv6"}) {
+		t.Errorf("modprobe called for %v, want nf_tables and nft_fib_ipv6 only", loaded)
+	}
+	if len(r.MissingModules) > 0 {
+		t.Errorf("missing %v", r.MissingModules)
+	}
+	loaded = nil
+	r = Preflight{Root: root, Nftables: true, Modprobe: func(m string) error { loaded = append(loaded, m); return errors.New("no") }}.Check(nil)
+	if !reflect.DeepEqual(r.MissingModules, []string{"nf_tables"}) {
+		t.Errorf("missing %v, want nf_tables only (the expression modules are not reported)", r.MissingModules)
+	}
+}
+
+// TestModuleLoaded: /sys/module, /proc/modules and modules.builtin each say a module is
+// in; with /proc/modules and no such line it is not; a kernel without /proc/modules
+// (no module support) counts as having it.
+func TestModuleLoaded(t *testing.T) {
+	root := t.TempDir()
+	writeFiles(t, root, map[string]string{
+		"proc/sys/kernel/osrelease":                  "6.1.0-57-amd64\n",
+		"proc/modules":                               "nf_tables 1 0 - Live 0x0\n",
+		"lib/modules/6.1.0-57-amd64/modules.builtin": "kernel/net/netfilter/x_tables.ko\n",
+		"sys/module/ip_vs/parameters/conn_tab_bits":  "12\n",
+	})
+	for name, want := range map[string]bool{"nf_tables": true, "x_tables": true, "ip_vs": true, "ip_set": false} {
+		if got := moduleLoaded(root, name); got != want {
+			t.Errorf("%s: %v, want %v", name, got, want)
+		}
+	}
+	if !moduleLoaded(t.TempDir(), "ip_set") {
+		t.Error("no /proc/modules: want true")
+	}
+}

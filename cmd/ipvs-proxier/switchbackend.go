@@ -1,0 +1,37 @@
+package main
+
+import (
+	"bytes"
+	"strings"
+
+	"go.uber.org/zap"
+
+	"github.com/ipvs-proxier/ipvs-proxier/kernel/linux"
+	"github.com/ipvs-proxier/ipvs-proxier/proxier"
+)
+
+// removeOtherBackend removes what the other rules backend left on the node, once the
+// first sync has programmed this one: switching a node between backends, or from
+// kube-proxy's IPVS mode (whose chains and sets have our names) to the nftables backend,
+// leaves nothing of the old one behind. Run after that sync, not before, so the old rules
+// serve until the new ones are in place and no request meets a node with neither.
+func removeOtherBackend(b proxier.RulesBackend, log *zap.Logger) {
+	var out bytes.Buffer
+	var err error
+	if b == proxier.RulesNftables {
+		if linux.HaveIptables() {
+			err = cleanupChains(&out, proxier.RuleChains, nil, false)
+		}
+		if serr := cleanupSets(&out); err == nil {
+			err = serr
+		}
+	} else {
+		err = cleanupNftables(&out)
+	}
+	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
+	if err != nil {
+		log.Warn("Cannot remove the other rules backend's objects; `ipvs-proxier cleanup` removes both", zap.Strings("done", lines), zap.Error(err))
+		return
+	}
+	log.Info("Removed the other rules backend's objects", zap.String("backend", string(b)), zap.Strings("done", lines))
+}
