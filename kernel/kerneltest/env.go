@@ -21,7 +21,7 @@ func RequireIPVS(t testing.TB) {
 
 // RequireNetns skips t unless it runs in a network namespace made for it
 // (kernel/linux/hosttest.sh) or the VM.
-func RequireNetns(t *testing.T) {
+func RequireNetns(t testing.TB) {
 	t.Helper()
 	if os.Getenv("IPVS_PROXIER_TEST_NETNS") != "1" {
 		t.Skip("real-kernel test: run through kernel/linux/hosttest.sh (fresh netns) or the VM")

@@ -234,6 +234,7 @@ func (x *Nftables) WriteEntries(ops []kernel.SetOp) []error {
 		if err := x.writeChunk(ops[start:end]); err == nil {
 			continue
 		}
+		x.stats.Redone++
 		for i := start; i < end; i++ {
 			err := x.writeChunk(ops[i : i+1])
 			if ops[i].Delete && errors.Is(err, syscall.ENOENT) {

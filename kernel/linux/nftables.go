@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"sync"
 	"syscall"
+	"time"
 
 	"github.com/google/nftables"
 
@@ -37,16 +38,23 @@ type Nftables struct {
 	stats NftStats
 }
 
-// DefaultNftBatch is the members of one transaction: large enough that a cold start at
-// 30,000 Services (~230,000 members) is a few dozen transactions, small enough that one
-// holds the nfnl lock briefly (make bench-kernel reports the largest).
-const DefaultNftBatch = 10000
+// DefaultNftBatch is the members of one transaction. A transaction is one sendmsg, which
+// must fit the socket's send buffer (net.core.wmem_default, 208 KiB: 10,000 members fail
+// with EMSGSIZE); at most ~110 bytes a member, 1,000 fit with room. A cold start at
+// 30,000 Services (~230,000 members) is then a few hundred short transactions, each
+// holding the kernel's nfnl lock briefly (`make bench-kernel` reports the longest).
+const DefaultNftBatch = 1000
 
-// NftStats counts the backend's transactions, for the bench and /metrics.
+// NftStats counts the backend's transactions, for the bench.
 type NftStats struct {
 	Transactions int
 	// LargestMembers is the most members one transaction carried.
 	LargestMembers int
+	// Longest is the longest a transaction took, from its send to the kernel's last
+	// answer: the time the kernel held the nfnl lock for it, and a little more.
+	Longest time.Duration
+	// Redone counts the transactions that failed and were redone one member each.
+	Redone int
 }
 
 // NewNftables returns the backend for table name.
@@ -90,7 +98,9 @@ func (x *Nftables) c() (*nftables.Conn, error) {
 // flush commits the queued messages as one transaction; a socket error drops the
 // connection so the next call opens another.
 func (x *Nftables) flush(c *nftables.Conn, members int) error {
+	start := time.Now()
 	err := c.Flush()
+	x.stats.Longest = max(x.stats.Longest, time.Since(start))
 	x.stats.Transactions++
 	x.stats.LargestMembers = max(x.stats.LargestMembers, members)
 	if err != nil && !errors.Is(err, syscall.ENOENT) && !errors.Is(err, syscall.EEXIST) && !errors.Is(err, syscall.EINVAL) {
