@@ -12,8 +12,25 @@ import (
 // Proxies are the report's columns, in order: the reference first.
 var Proxies = []string{"kube-proxy-ipvs", "ipvs-proxier"}
 
+// Optional are proxies run only when asked (-proxies); each is a column after Proxies
+// in a report that has its run. ipvs-proxier-nftables is ours with `rulesBackend:
+// nftables`.
+var Optional = []string{"ipvs-proxier-nftables"}
+
 // ProxyTitle is a proxy's name in the report's prose.
-var ProxyTitle = map[string]string{"kube-proxy-ipvs": "kube-proxy IPVS", "ipvs-proxier": "ipvs-proxier"}
+var ProxyTitle = map[string]string{"kube-proxy-ipvs": "kube-proxy IPVS", "ipvs-proxier": "ipvs-proxier",
+	"ipvs-proxier-nftables": "ipvs-proxier (nftables)"}
+
+// columns are the report's proxies: Proxies, then each of Optional that was run.
+func (r *Report) columns() []string {
+	out := append([]string(nil), Proxies...)
+	for _, p := range Optional {
+		if _, ok := r.Runs[p]; ok {
+			out = append(out, p)
+		}
+	}
+	return out
+}
 
 // Run is one proxy's run of the selection.
 type Run struct {
@@ -91,11 +108,13 @@ func (r *Report) Regressions() []string {
 	return out
 }
 
-// WriteCSV writes one row per candidate spec: test,kube-proxy-ipvs,ipvs-proxier (a
-// spec the selection skips, or a proxy not run, is skip).
+// WriteCSV writes one row per candidate spec: test,kube-proxy-ipvs,ipvs-proxier, then
+// a column per optional proxy run (a spec the selection skips, or a proxy not run, is
+// skip).
 func (r *Report) WriteCSV(w io.Writer) error {
 	cw := csv.NewWriter(w)
-	if err := cw.Write(append([]string{"test"}, Proxies...)); err != nil {
+	cols := r.columns()
+	if err := cw.Write(append([]string{"test"}, cols...)); err != nil {
 		return err
 	}
 	specs := append([]string(nil), r.Candidates...)
@@ -103,7 +122,7 @@ func (r *Report) WriteCSV(w io.Writer) error {
 	_, skipped := r.selected()
 	for _, s := range specs {
 		row := []string{s}
-		for _, p := range Proxies {
+		for _, p := range cols {
 			v := Skip
 			if _, sk := skipped[s]; !sk {
 				if res, ok := r.outcome(p, s); ok {
@@ -124,8 +143,10 @@ func (r *Report) WriteCSV(w io.Writer) error {
 func (r *Report) Summary() string {
 	sel, _ := r.selected()
 	parts := []string{}
-	for i := len(Proxies) - 1; i >= 0; i-- {
-		p := Proxies[i]
+	cols := r.columns()
+	// Ours first, then the reference, then the optional runs: README's order.
+	order := append([]string{Proxies[1], Proxies[0]}, cols[len(Proxies):]...)
+	for _, p := range order {
 		if _, ok := r.Runs[p]; !ok {
 			parts = append(parts, ProxyTitle[p]+": not run")
 			continue
@@ -145,6 +166,7 @@ func (r *Report) WriteMarkdown(w io.Writer) error {
 		"`make conformance` against a real two-node cluster, once with ipvs-proxier as its only service proxy and once " +
 		"with stock kube-proxy in IPVS mode, on the same cluster. One row per test: [conformance.csv](conformance.csv).\n\n")
 	b.WriteString(r.Summary() + ".\n\n")
+	cols := r.columns()
 	for _, p := range Proxies {
 		if _, ok := r.Runs[p]; !ok {
 			b.WriteString("Not run for this report: " + ProxyTitle[p] + " (its CSV column reads skip).\n\n")
@@ -155,13 +177,13 @@ func (r *Report) WriteMarkdown(w io.Writer) error {
 		b.WriteString("- " + l + "\n")
 	}
 	fmt.Fprintf(&b, "\n## Results\n\n%d tests selected of %d that the focus picks (%d skipped, each with its reason below).\n\n", len(sel), len(r.Candidates), len(skipped))
-	b.WriteString("| | " + titles(" | ") + " |\n|---|" + strings.Repeat("---|", len(Proxies)) + "\n")
+	b.WriteString("| | " + titles(cols, " | ") + " |\n|---|" + strings.Repeat("---|", len(cols)) + "\n")
 	for _, row := range []struct {
 		name string
 		pick func(p, f, s int) int
 	}{{"pass", func(p, _, _ int) int { return p }}, {"fail", func(_, f, _ int) int { return f }}, {"skip (by the test itself)", func(_, _, s int) int { return s }}} {
 		b.WriteString("| " + row.name + " |")
-		for _, p := range Proxies {
+		for _, p := range cols {
 			if _, ok := r.Runs[p]; !ok {
 				b.WriteString(" not run |")
 				continue
@@ -171,7 +193,7 @@ func (r *Report) WriteMarkdown(w io.Writer) error {
 		b.WriteString("\n")
 	}
 	b.WriteString("| wall time |")
-	for _, p := range Proxies {
+	for _, p := range cols {
 		if run, ok := r.Runs[p]; ok {
 			fmt.Fprintf(&b, " %s |", run.Wall.Round(time.Second))
 		} else {
@@ -186,11 +208,11 @@ func (r *Report) WriteMarkdown(w io.Writer) error {
 		}
 		b.WriteString("\n")
 	}
-	b.WriteString("## Each test\n\n| test | " + titles(" | ") + " | note |\n|---|" + strings.Repeat("---|", len(Proxies)) + "---|\n")
+	b.WriteString("## Each test\n\n| test | " + titles(cols, " | ") + " | note |\n|---|" + strings.Repeat("---|", len(cols)) + "---|\n")
 	for _, s := range sel {
 		b.WriteString("| " + mdCell(s) + " |")
 		var msgs []string
-		for _, p := range Proxies {
+		for _, p := range cols {
 			res, ok := r.outcome(p, s)
 			if !ok {
 				b.WriteString(" not run |")
@@ -226,9 +248,9 @@ func (r *Report) WriteMarkdown(w io.Writer) error {
 	return err
 }
 
-func titles(sep string) string {
-	t := make([]string, len(Proxies))
-	for i, p := range Proxies {
+func titles(cols []string, sep string) string {
+	t := make([]string, len(cols))
+	for i, p := range cols {
 		t[i] = ProxyTitle[p]
 	}
 	return strings.Join(t, sep)

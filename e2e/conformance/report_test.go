@@ -134,6 +134,43 @@ func TestReport(t *testing.T) {
 	}
 }
 
+// TestReportOptionalColumn: an optional proxy's run (ours with the nftables backend) is a
+// column after the two, in the CSV, the counts, the table and the summary; the
+// regressions still compare ours with the reference only.
+func TestReportOptionalColumn(t *testing.T) {
+	sel, err := ParseSelection([]byte("focus Services\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	pass := map[string]Result{"Services a": {Outcome: Pass}}
+	r := &Report{Candidates: []string{"Services a"}, Selection: sel, Runs: map[string]*Run{
+		"kube-proxy-ipvs":       {Proxy: "kube-proxy-ipvs", Results: pass},
+		"ipvs-proxier":          {Proxy: "ipvs-proxier", Results: pass},
+		"ipvs-proxier-nftables": {Proxy: "ipvs-proxier-nftables", Wall: time.Minute, Results: map[string]Result{"Services a": {Outcome: Fail, Message: "x"}}},
+	}}
+	var csvOut, md bytes.Buffer
+	if err := r.WriteCSV(&csvOut); err != nil {
+		t.Fatal(err)
+	}
+	if want := "test,kube-proxy-ipvs,ipvs-proxier,ipvs-proxier-nftables\nServices a,pass,pass,fail\n"; csvOut.String() != want {
+		t.Errorf("csv:\n%s\nwant:\n%s", csvOut.String(), want)
+	}
+	if got := r.Summary(); got != "Upstream Service e2e tests passed (ipvs-proxier: 1 of 1; kube-proxy IPVS: 1 of 1; ipvs-proxier (nftables): 0 of 1)" {
+		t.Errorf("summary %q", got)
+	}
+	if err := r.WriteMarkdown(&md); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"| | kube-proxy IPVS | ipvs-proxier | ipvs-proxier (nftables) |", "| fail | 0 | 0 | 1 |", "| Services a | pass | pass | fail | ipvs-proxier (nftables): x |"} {
+		if !strings.Contains(md.String(), want) {
+			t.Errorf("markdown lacks %q:\n%s", want, md.String())
+		}
+	}
+	if reg := r.Regressions(); len(reg) != 0 {
+		t.Errorf("regressions %v", reg)
+	}
+}
+
 func TestMDCell(t *testing.T) {
 	if got := mdCell("a|b\nc <d>"); got != `a\|b c &lt;d&gt;` {
 		t.Errorf("mdCell: %q", got)

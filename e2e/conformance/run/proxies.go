@@ -29,7 +29,7 @@ type deployment struct {
 // prepare writes the proxy's manifests under dir.
 func prepare(proxy, dir string) (*deployment, error) {
 	switch proxy {
-	case "ipvs-proxier":
+	case "ipvs-proxier", "ipvs-proxier-nftables":
 		dst := filepath.Join(dir, "deploy")
 		_ = os.RemoveAll(dst)
 		if out, err := exec.Command("cp", "-r", filepath.Join(harness.RepoRoot(), "deploy"), dst).CombinedOutput(); err != nil {
@@ -38,6 +38,12 @@ func prepare(proxy, dir string) (*deployment, error) {
 		cm := filepath.Join(dst, "base/configmap.yaml")
 		if err := replaceIn(cm, "https://control-plane.invalid:6443", harness.ControlPlaneEndpoint); err != nil {
 			return nil, err
+		}
+		if proxy == "ipvs-proxier-nftables" {
+			// README's one command to switch the backend.
+			if err := replaceIn(cm, "\n    mode: ipvs\n", "\n    mode: ipvs\n    rulesBackend: nftables\n"); err != nil {
+				return nil, err
+			}
 		}
 		return &deployment{apply: []string{"-k", dst}, daemonSet: "ipvs-proxier", manifestAt: dst}, nil
 	case "kube-proxy-ipvs":
@@ -54,7 +60,7 @@ func prepare(proxy, dir string) (*deployment, error) {
 		}
 		return &deployment{apply: []string{"-f", dst}, daemonSet: "kube-proxy", manifestAt: dst}, nil
 	}
-	return nil, fmt.Errorf("unknown proxy %q (ipvs-proxier, kube-proxy-ipvs)", proxy)
+	return nil, fmt.Errorf("unknown proxy %q (ipvs-proxier, ipvs-proxier-nftables, kube-proxy-ipvs)", proxy)
 }
 
 func replaceIn(path, old, new string) error {

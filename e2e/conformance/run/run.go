@@ -8,6 +8,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -49,7 +50,7 @@ func run(o options) (int, error) {
 	}
 	for _, p := range o.proxies {
 		if _, ok := conformance.ProxyTitle[p]; !ok {
-			return 0, fmt.Errorf("unknown proxy %q (%s)", p, strings.Join(conformance.Proxies, ", "))
+			return 0, fmt.Errorf("unknown proxy %q (%s)", p, strings.Join(append(append([]string(nil), conformance.Proxies...), conformance.Optional...), ", "))
 		}
 	}
 	bins, err := buildSuite()
@@ -136,7 +137,7 @@ func run(o options) (int, error) {
 		}
 	}
 	out := o.out
-	if out == "" && o.focus == "" && len(o.proxies) == len(conformance.Proxies) {
+	if out == "" && o.focus == "" && !slices.ContainsFunc(conformance.Proxies, func(p string) bool { return !slices.Contains(o.proxies, p) }) {
 		out = filepath.Join(harness.RepoRoot(), "docs")
 	}
 	if out == "" {
