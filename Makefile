@@ -17,14 +17,14 @@ help: ## List the targets
 build: ## Build the static binary into bin/
 	CGO_ENABLED=0 $(GO) build -ldflags "-X main.version=$(VERSION)" -o $(BIN) ./cmd/ipvs-proxier
 
-test: ## Everything CI runs: lint, unit, host-netns, real-kernel VM, e2e and image tests (the e2e's Kubernetes builds start niced beside lint)
+test: ## Everything CI runs: lint, unit, host-netns, real-kernel VM (both rules backends), e2e (and its Service tests with nftables) and image tests (the e2e's Kubernetes builds start niced beside lint)
 	@mkdir -p bin && echo "prebuild: the e2e's Kubernetes binaries build niced in the background (log: bin/prebuild.log)"
 	@# setsid gives the builds their own process group to kill, and also their own session; with
 	@# CONFIG_SCHED_AUTOGROUP a session is a scheduling group that gets an equal share of the CPU
 	@# whatever its tasks' nice (sched(7), "The autogroup feature"), so the group itself is niced too.
 	@setsid nice -n 19 sh -c 'echo 19 >/proc/self/autogroup 2>/dev/null; exec "$$0" --no-print-directory prebuild' $(MAKE) >bin/prebuild.log 2>&1 & pid=$$!; \
 	trap 'kill -- -$$pid 2>/dev/null; kill $$pid 2>/dev/null' EXIT; \
-	$(MAKE) --no-print-directory deps lint test-unit test-netns test-vm e2e test-image
+	$(MAKE) --no-print-directory deps lint test-unit test-netns test-vm e2e e2e-nftables test-image
 	@echo "make test: all tiers passed"
 
 deps: ## Install the host packages every tier needs (the one list: e2e/hostdeps/packages.txt); silent when all are there
@@ -91,6 +91,16 @@ e2e: deps ## End to end: real kube-apiserver + etcd, the daemon in VM nodes as d
 	cd e2e && set -o pipefail && IPVS_PROXIER_E2E=1 $(GO) test -p 1 -count=1 -v -timeout 60m ./... 2>&1 | tee ../bin/e2e.log \
 	  || { awk -f failsummary.awk ../bin/e2e.log; exit 1; }
 
+# The Service behaviour tests of the e2e tier, which `make e2e-nftables` runs again with the
+# nftables rules backend: each Service type, both traffic policies, source ranges, affinity,
+# SCTP, dual-stack, deletion, drift repair and a restart with zero failed requests.
+E2E_NFT_TESTS = ^(TestClusterIP|TestNodePort|TestExternalIPs|TestLoadBalancerSourceRanges|TestInternalTrafficPolicyLocal|TestSessionAffinity|TestCrossNodeEndpoints|TestExternalTrafficPolicyLocalTwoNodes|TestDualStack|TestSCTPClusterIP|TestUDPEndpointReplacement|TestServiceDeletion|TestDriftRepairedWithinSyncPeriod|TestDaemonRestartNoFailures)$$
+
+e2e-nftables: deps ## The e2e tier's Service behaviour tests again, with the daemons on --rules-backend nftables (rulesBackend in deploy/'s config.conf)
+	@mkdir -p bin
+	cd e2e && set -o pipefail && IPVS_PROXIER_E2E=1 IPVS_PROXIER_E2E_RULES=nftables $(GO) test -count=1 -v -timeout 30m -run '$(E2E_NFT_TESTS)' . 2>&1 | tee ../bin/e2e-nftables.log \
+	  || { awk -f failsummary.awk ../bin/e2e-nftables.log; exit 1; }
+
 e2e-kubelet: deps ## Only the kubelet tier: the image under a real kubelet and containerd in the VM (apply, rolling update, outage, reboot, the migration guide)
 	cd e2e && IPVS_PROXIER_E2E=1 $(GO) test -count=1 -v -timeout 60m ./kubelet
 
@@ -124,4 +134,4 @@ image: ## Build the container image with docker or podman (no engine runs in CI;
 plan-example: build ## Print what the daemon would program for examples/cluster.yaml
 	$(BIN) plan -f examples/cluster.yaml --hostname-override test-node --cluster-cidr 10.244.0.0/16
 
-.PHONY: help build test deps charts prebuild test-unit test-netns test-vm e2e e2e-kubelet lint fuzz bench bench-micro bench-kernel bench-scale bench-dataplane conformance demo demo-exec demo-down image image-oci test-image plan-example
+.PHONY: help build test deps charts prebuild test-unit test-netns test-vm e2e e2e-nftables e2e-kubelet lint fuzz bench bench-micro bench-kernel bench-scale bench-dataplane conformance demo demo-exec demo-down image image-oci test-image plan-example

@@ -42,10 +42,10 @@ func TestDualStack(t *testing.T) {
 			strings.Contains(vsBlock(s, svc.Spec.ClusterIP+":80"), "10.244.0.12:80")
 	})
 	if err := waitFor(10*time.Second, func() bool {
-		out, _ := node.MustExec("ip -6 addr show kube-ipvs0; ipset list KUBE-6-CLUSTER-IP")
-		return strings.Contains(out, v6.String()+"/128") && strings.Contains(out, v6.String()+",tcp:80")
+		out, _ := node.MustExec("ip -6 addr show kube-ipvs0; " + setList("KUBE-6-CLUSTER-IP"))
+		return strings.Contains(out, v6.String()+"/128") && strings.Contains(out, member(v6.String(), "tcp", 80))
 	}); err != nil {
-		out, _ := node.MustExec("ip -6 addr show kube-ipvs0; ipset list KUBE-6-CLUSTER-IP")
+		out, _ := node.MustExec("ip -6 addr show kube-ipvs0; " + setList("KUBE-6-CLUSTER-IP"))
 		t.Errorf("IPv6 address or set entry missing:\n%s", out)
 	}
 	if got := answers(t, "client", "tcp", vip6, 6); !slices.Equal(got, []string{"pod1", "pod2"}) {

@@ -116,13 +116,13 @@ func TestDaemonRestartNoFailures(t *testing.T) {
 func TestDriftRepairedWithinSyncPeriod(t *testing.T) {
 	requireEnv(t)
 	svc, vip := createProgrammed(t, service("drift"), 80, v1.ProtocolTCP, podEP{"10.244.0.11", "node-1"})
-	if _, err := node.MustExec("ipvsadm -C && ipset flush KUBE-CLUSTER-IP"); err != nil {
+	if _, err := node.MustExec("ipvsadm -C && " + setFlush("KUBE-CLUSTER-IP")); err != nil {
 		t.Fatal(err)
 	}
 	start := time.Now()
 	if err := waitFor(45*time.Second, func() bool {
-		out, _ := node.MustExec("ipvsadm -Ln; ipset list KUBE-CLUSTER-IP")
-		return strings.Contains(vsBlock(out, vip), "10.244.0.11") && strings.Contains(out, svc.Spec.ClusterIP+",tcp:80")
+		out, _ := node.MustExec("ipvsadm -Ln; " + setList("KUBE-CLUSTER-IP"))
+		return strings.Contains(vsBlock(out, vip), "10.244.0.11") && strings.Contains(out, member(svc.Spec.ClusterIP, "tcp", 80))
 	}); err != nil {
 		t.Fatal("drift not repaired within 45 s")
 	}

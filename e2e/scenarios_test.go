@@ -48,7 +48,7 @@ func TestServiceDeletion(t *testing.T) {
 	vip := svc.Spec.ClusterIP
 	waitIPVS(t, "created", func(s string) bool { return strings.Contains(s, vip+":8080") })
 	check := func() string {
-		out, _ := node.MustExec("ip addr show kube-ipvs0; ipset list KUBE-CLUSTER-IP; ipset list KUBE-IPVS-IPS")
+		out, _ := node.MustExec("ip addr show kube-ipvs0; " + setList("KUBE-CLUSTER-IP") + "; " + setList("KUBE-IPVS-IPS"))
 		return out
 	}
 	if !strings.Contains(check(), vip) {

@@ -47,7 +47,23 @@ func configureServer(cm *v1.ConfigMap) error {
 		return fmt.Errorf("deploy/ ConfigMap %s: no kubeconfig.conf with server %s to set", cm.Name, deployPlaceholderServer)
 	}
 	cm.Data["kubeconfig.conf"] = strings.ReplaceAll(kc, deployPlaceholderServer, ControlPlaneEndpoint)
+	if RulesBackend() == "nftables" {
+		conf := cm.Data["config.conf"]
+		if !strings.Contains(conf, "\nmode: ipvs\n") {
+			return fmt.Errorf("deploy/ ConfigMap %s: no `mode: ipvs` line to add rulesBackend after", cm.Name)
+		}
+		cm.Data["config.conf"] = strings.Replace(conf, "\nmode: ipvs\n", "\nmode: ipvs\nrulesBackend: nftables\n", 1)
+	}
 	return nil
+}
+
+// RulesBackend is the rules backend the e2e tier's daemons run with:
+// IPVS_PROXIER_E2E_RULES (`make e2e-nftables` sets nftables), else the default.
+func RulesBackend() string {
+	if b := os.Getenv("IPVS_PROXIER_E2E_RULES"); b != "" {
+		return b
+	}
+	return "iptables"
 }
 
 // configMapFiles returns the files the kubelet would project from cm into the

@@ -1,0 +1,46 @@
+package e2e
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/ipvs-proxier/ipvs-proxier/e2e/harness"
+)
+
+// The tests that read sets do it through these, so the Service behaviour tests run with
+// either rules backend (`make e2e-nftables` runs them with nftables).
+
+// nftMode reports whether the daemons run with the nftables backend.
+func nftMode() bool { return harness.RulesBackend() == "nftables" }
+
+// setList is the node command that lists a set of ours with its members.
+func setList(set string) string {
+	if !nftMode() {
+		return "ipset list " + set
+	}
+	fam := "ip"
+	if strings.HasPrefix(set, "KUBE-6-") {
+		fam = "ip6"
+	}
+	return "nft list set " + fam + " ipvs-proxier " + set
+}
+
+// setFlush is the node command that empties a set of ours.
+func setFlush(set string) string {
+	if !nftMode() {
+		return "ipset flush " + set
+	}
+	fam := "ip"
+	if strings.HasPrefix(set, "KUBE-6-") {
+		fam = "ip6"
+	}
+	return "nft flush set " + fam + " ipvs-proxier " + set
+}
+
+// member is a hash:ip,port member as setList prints it.
+func member(ip, proto string, port int) string {
+	if nftMode() {
+		return fmt.Sprintf("%s . %s . %d", ip, proto, port)
+	}
+	return fmt.Sprintf("%s,%s:%d", ip, proto, port)
+}
