@@ -33,7 +33,7 @@ rc=0
 "$here/vm.sh" run "$payload" || rc=1
 # The nftables rules backend on a node that has no ipset, no xtables modules and no
 # iptables binary (vm.sh strips them for a payload with no-xtables): the syncer's real
-# packets again, then /proc/modules must show none of them.
+# packets and the scenario scripts again, and /proc/modules must show none of them.
 rm -f "$payload/scenario.sh"
 : > "$payload/no-xtables"
 cat > "$payload/scenario.sh" <<'SCEN'
@@ -41,6 +41,7 @@ export IPVS_PROXIER_TEST_NETNS=1 IPVS_PROXIER_TEST_IPVS=1 IPVS_PROXIER_TEST_RULE
 rc=0
 /linux.test -test.v -test.run 'Nftables' 2>&1 || rc=1
 /reconcile.test -test.v -test.run 'TestRealPackets' 2>&1 || rc=1
+cd / && /reconcile.test -test.v -test.run 'TestScenariosRealKernel' 2>&1 || rc=1
 exit $rc
 SCEN
 "$here/vm.sh" run "$payload" || rc=1

@@ -79,12 +79,18 @@ func (v rulesView) members(t *testing.T, set string) string {
 }
 
 // flush empties one set behind the syncer's back.
-func (v rulesView) flush(t *testing.T, set string) {
-	if v.b == proxier.RulesNftables {
-		sh(t, "nft flush set ip "+proxier.NftTable+" "+set)
-		return
+func (v rulesView) flush(t *testing.T, set string) { sh(t, v.flushCmd(set)) }
+
+// flushCmd is the command that empties a set.
+func (v rulesView) flushCmd(set string) string {
+	if v.b != proxier.RulesNftables {
+		return "ipset flush " + set
 	}
-	sh(t, "ipset flush "+set)
+	fam := "ip"
+	if strings.HasPrefix(set, "KUBE-6-") {
+		fam = "ip6"
+	}
+	return "nft flush set " + fam + " " + proxier.NftTable + " " + set
 }
 
 // xtablesModules are the modules the nftables backend must never need: ipset, the

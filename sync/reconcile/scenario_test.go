@@ -36,6 +36,22 @@ func TestScenarios(t *testing.T) {
 	}
 }
 
+// TestScenariosNftables runs every scenario with the nftables rules backend: the same
+// sets, members, virtual servers and addresses, and the same operations, whichever
+// backend holds the rules (the real kernel's run of them is TestScenariosRealKernel in
+// the VM without xtables).
+func TestScenariosNftables(t *testing.T) {
+	paths, err := filepath.Glob("testdata/scenarios/*.txtar")
+	if err != nil || len(paths) == 0 {
+		t.Fatalf("no scenarios: %v", err)
+	}
+	for _, path := range paths {
+		t.Run(strings.TrimSuffix(filepath.Base(path), ".txtar"), func(t *testing.T) {
+			runScenarioIn(t, path, nil, 0, proxier.RulesNftables)
+		})
+	}
+}
+
 // TestScenariosWithFaults runs every scenario again with 10 % of the syncer's kernel
 // calls failing (kernel.Faulty, three seeds): a `sync` repeats until one succeeds, and
 // every assertion but the operation counts must still hold, so a failed write is always
@@ -75,12 +91,22 @@ const faultRate = 0.1
 // runScenarioWith is runScenario with, for a faultSeed other than 0, faultRate of the
 // syncer's kernel calls failing.
 func runScenarioWith(t *testing.T, path string, real *realKernel, faultSeed uint64) {
+	backend := proxier.RulesBackend("")
+	if real != nil {
+		backend = real.backend
+	}
+	runScenarioIn(t, path, real, faultSeed, backend)
+}
+
+// runScenarioIn is runScenarioWith with the syncer on the given rules backend ("" is the
+// default).
+func runScenarioIn(t *testing.T, path string, real *realKernel, faultSeed uint64, backend proxier.RulesBackend) {
 	data, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)
 	}
 	a := parseTxtar(data)
-	sc := &scenario{t: t, files: a.files, now: time.Unix(1_700_000_000, 0), fake: kernel.NewFake(), real: real}
+	sc := &scenario{t: t, files: a.files, now: time.Unix(1_700_000_000, 0), fake: kernel.NewFake(), real: real, backend: backend}
 	if faultSeed != 0 {
 		sc.faulty = kernel.NewFaulty(sc.fake.Kernel(), faultRate, faultSeed)
 	}
@@ -93,7 +119,7 @@ func runScenarioWith(t *testing.T, path string, real *realKernel, faultSeed uint
 	if sc.faulty != nil {
 		injectedTotal.Add(int64(sc.faulty.Injected))
 	}
-	if sc.updated && real == nil && sc.faulty == nil {
+	if sc.updated && real == nil && sc.faulty == nil && backend == "" {
 		if err := os.WriteFile(path, a.format(), 0o644); err != nil {
 			t.Fatal(err)
 		}
@@ -114,6 +140,8 @@ type scenario struct {
 	// commands and the dumps go to it, and the fake stays empty.
 	real *realKernel
 	h    *harness
+	// backend, when set, is the syncer's rules backend.
+	backend proxier.RulesBackend
 	// faulty, when set, stands between the syncer and the fake and fails some calls.
 	faulty *kernel.Faulty
 }
@@ -132,6 +160,9 @@ func (sc *scenario) errorf(format string, args ...any) {
 func (sc *scenario) harness() *harness {
 	if sc.h == nil {
 		opts := append([]func(*Options){func(o *Options) { o.Now = func() time.Time { return sc.now } }}, sc.opts...)
+		if sc.backend != "" {
+			opts = append(opts, func(o *Options) { o.Config.RulesBackend = sc.backend })
+		}
 		k := kernel.Kernel{}
 		if sc.real != nil {
 			k = sc.real.k

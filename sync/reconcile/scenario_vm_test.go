@@ -28,25 +28,34 @@ func TestScenariosRealKernel(t *testing.T) {
 	if err != nil || len(paths) == 0 {
 		t.Fatalf("no scenarios: %v", err)
 	}
-	k := linuxKernel(t)
+	backend := testRulesBackend()
+	k := linuxKernelFor(t, backend)
 	for _, path := range paths {
 		t.Run(strings.TrimSuffix(filepath.Base(path), ".txtar"), func(t *testing.T) {
-			rk := &realKernel{k: k}
+			rk := &realKernel{k: k, backend: backend}
 			rk.reset(t)
 			runScenario(t, path, rk)
 		})
 	}
 }
 
-// realKernel is the node's kernel under a scenario.
+// realKernel is the node's kernel under a scenario, with the rules backend the syncer
+// programs it with.
 type realKernel struct {
-	k kernel.Kernel
+	k       kernel.Kernel
+	backend proxier.RulesBackend
 }
 
 // reset removes what any scenario leaves: every virtual server (the VM is the test's),
 // the rules of our chains, kube-ipvs0 and our sets.
 func (r *realKernel) reset(t *testing.T) {
 	t.Helper()
+	if r.backend == proxier.RulesNftables {
+		// Our tables, with their sets and chains (the node has no iptables or ipset).
+		sh(t, `ipvsadm -C && { nft delete table ip ipvs-proxier 2>/dev/null; nft delete table ip6 ipvs-proxier 2>/dev/null;
+ip link del kube-ipvs0 2>/dev/null; true; }`)
+		return
+	}
 	// Flushing our chains drops every rule that names our sets (the jumps from the base
 	// chains stay, and the next restore fills the chains again).
 	sh(t, `ipvsadm -C && for x in iptables-nft iptables-legacy ip6tables-nft ip6tables-legacy; do for t in nat filter; do
@@ -185,7 +194,9 @@ func (r *realKernel) drift(t *testing.T, f []string) error {
 		op := map[string]string{"bind": "add", "unbind": "del"}[f[0]]
 		sh(t, "{ ip link show kube-ipvs0 >/dev/null 2>&1 || ip link add kube-ipvs0 type dummy; } && ip addr "+op+" "+netip.PrefixFrom(a, a.BitLen()).String()+" dev kube-ipvs0")
 	case len(f) == 2 && f[0] == "flush-set":
-		sh(t, "ipset flush "+f[1])
+		sh(t, rulesView{r.backend}.flushCmd(f[1]))
+	case len(f) == 1 && f[0] == "flush-rules" && r.backend == proxier.RulesNftables:
+		sh(t, `for c in $(nft list chains ip ipvs-proxier | sed -n 's/^\tchain \([^ ]*\) .*/\1/p'); do nft flush chain ip ipvs-proxier $c; done`)
 	case len(f) == 1 && f[0] == "flush-rules":
 		sh(t, `for c in $(iptables-save -t nat | sed -n 's/^:\(KUBE-[^ ]*\) .*/\1/p'); do iptables -t nat -F $c; done`)
 	case f[0] == "set-conns" || f[0] == "add-flow":
