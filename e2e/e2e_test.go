@@ -100,6 +100,9 @@ func run(m *testing.M) (int, error) {
 			return 0, fmt.Errorf("%s: daemon never synced: %s", n.Name, out)
 		}
 	}
+	if err := checkRulesBackend(node, node2); err != nil {
+		return 0, err
+	}
 	code := m.Run()
 	if code != 0 {
 		out, _ := node.MustExec("tail -80 /tmp/daemon.log")

@@ -44,3 +44,21 @@ func member(ip, proto string, port int) string {
 	}
 	return fmt.Sprintf("%s,%s:%d", ip, proto, port)
 }
+
+// checkRulesBackend fails the run unless each node's rules are where the backend puts
+// them: with nftables, our table with its chains, and no set of ours in ipset.
+func checkRulesBackend(nodes ...*harness.Node) error {
+	if !nftMode() {
+		return nil
+	}
+	for _, n := range nodes {
+		out, err := n.MustExec("nft list table ip ipvs-proxier; echo ipsets: $(ipset list -n | grep -c '^KUBE-')")
+		if err != nil {
+			return fmt.Errorf("%s: %w", n.Name, err)
+		}
+		if !strings.Contains(out, "chain KUBE-SERVICES {") || !strings.Contains(out, "ipsets: 0") {
+			return fmt.Errorf("%s: the nftables backend is not what programs the node:\n%s", n.Name, out)
+		}
+	}
+	return nil
+}
