@@ -93,8 +93,9 @@ e2e: deps ## End to end: real kube-apiserver + etcd, the daemon in VM nodes as d
 
 # The Service behaviour tests of the e2e tier, which `make e2e-nftables` runs again with the
 # nftables rules backend: each Service type, both traffic policies, source ranges, affinity,
-# SCTP, dual-stack, deletion, drift repair and a restart with zero failed requests.
-E2E_NFT_TESTS = ^(TestClusterIP|TestNodePort|TestExternalIPs|TestLoadBalancerSourceRanges|TestInternalTrafficPolicyLocal|TestSessionAffinity|TestCrossNodeEndpoints|TestExternalTrafficPolicyLocalTwoNodes|TestDualStack|TestSCTPClusterIP|TestUDPEndpointReplacement|TestServiceDeletion|TestDriftRepairedWithinSyncPeriod|TestDaemonRestartNoFailures)$$
+# SCTP, dual-stack, deletion, drift repair, a restart and a switch of backend with zero failed
+# requests.
+E2E_NFT_TESTS = ^(TestClusterIP|TestNodePort|TestExternalIPs|TestLoadBalancerSourceRanges|TestInternalTrafficPolicyLocal|TestSessionAffinity|TestCrossNodeEndpoints|TestExternalTrafficPolicyLocalTwoNodes|TestDualStack|TestSCTPClusterIP|TestUDPEndpointReplacement|TestServiceDeletion|TestDriftRepairedWithinSyncPeriod|TestDaemonRestartNoFailures|TestSwitchRulesBackend)$$
 
 e2e-nftables: deps ## The e2e tier's Service behaviour tests again, with the daemons on --rules-backend nftables (rulesBackend in deploy/'s config.conf)
 	@mkdir -p bin
