@@ -18,11 +18,7 @@ func setList(set string) string {
 	if !nftMode() {
 		return "ipset list " + set
 	}
-	fam := "ip"
-	if strings.HasPrefix(set, "KUBE-6-") {
-		fam = "ip6"
-	}
-	return "nft list set " + fam + " ipvs-proxier " + set
+	return "nft list set " + nftSet(set)
 }
 
 // setFlush is the node command that empties a set of ours.
@@ -30,11 +26,16 @@ func setFlush(set string) string {
 	if !nftMode() {
 		return "ipset flush " + set
 	}
+	return "nft flush set " + nftSet(set)
+}
+
+// nftSet names a set of ours as nft does: its family's table, then its name.
+func nftSet(set string) string {
 	fam := "ip"
 	if strings.HasPrefix(set, "KUBE-6-") {
 		fam = "ip6"
 	}
-	return "nft flush set " + fam + " ipvs-proxier " + set
+	return fam + " ipvs-proxier " + set
 }
 
 // member is a hash:ip,port member as setList prints it.
