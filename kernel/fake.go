@@ -28,6 +28,9 @@ type Fake struct {
 	// KnownSchedulers lists the scheduler modules the fake kernel can load; nil means the
 	// full in-tree list.
 	KnownSchedulers []string
+	// Uncounted makes CountEntries answer -1, as a backend that cannot count a set's
+	// members without listing them (nftables) does.
+	Uncounted bool
 }
 
 type fakeVS struct {
@@ -377,6 +380,9 @@ func (f *Fake) CountEntries(name string) (int, error) {
 		n = len(s.entries)
 		return nil
 	})
+	if f.Uncounted && err == nil {
+		return -1, nil
+	}
 	return n, err
 }
 

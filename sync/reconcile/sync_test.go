@@ -328,3 +328,33 @@ func TestFullSyncBoundsRealServerReads(t *testing.T) {
 		t.Errorf("real server not restored within 4 full syncs:\n%s", diffLines(got, want))
 	}
 }
+
+// TestFullSyncUncountedSets: where the backend cannot count a set's members (nftables),
+// a light full sync lists no set, and a set flushed by hand is repaired by the heavy
+// round, within CheckEvery full syncs.
+func TestFullSyncUncountedSets(t *testing.T) {
+	h := newHarness(t, kernel.Kernel{}, nil, func(o *Options) { o.CheckEvery = 4 })
+	h.fake.Uncounted = true
+	addServices(h, 100)
+	h.mustSync(t)
+	want := h.fake.Dump()
+	h.fake.FlushSet("KUBE-CLUSTER-IP")
+	listed := 0
+	for i := range 4 {
+		h.fake.ResetOps()
+		h.tracker.AllChanged()
+		h.mustSync(t)
+		if n := h.fake.Ops()["ListEntries"]; n != 0 {
+			listed++
+			if n < len(proxier.Sets(h.syncer.cfg.Families)) {
+				t.Errorf("full sync %d listed %d sets: the heavy round lists every set", i, n)
+			}
+		}
+	}
+	if listed != 1 {
+		t.Errorf("%d of 4 full syncs listed the sets, want one (the heavy round)", listed)
+	}
+	if got := h.fake.Dump(); got != want {
+		t.Errorf("flushed set not repaired within 4 full syncs:\n%s", diffLines(got, want))
+	}
+}
