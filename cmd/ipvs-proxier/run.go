@@ -211,6 +211,7 @@ func runProxy(o *options, r *resolved, log *zap.Logger, client kubernetes.Interf
 		// Closures, not method values: syncer is assigned below, after the metrics.
 		NoLocal:  func(f kernel.Family) (int, int) { return syncer.NoLocal(f) },
 		Families: r.cfg.Families, RulesBackend: string(r.cfg.RulesBackend),
+		Transactions: nftTransactions(k),
 	})
 	k = kernel.Wrap(k, m.KernelHooks())
 	proxyHealth := health.NewProxy(2*o.syncPeriod, nil)

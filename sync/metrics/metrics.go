@@ -41,6 +41,16 @@ type Sources struct {
 	// RulesBackend names what holds the sets and rules ("iptables", "nftables"), for
 	// ipvs_proxier_rules_backend; empty exports none.
 	RulesBackend string
+	// Transactions reads the nftables backend's transaction counts, for the
+	// ipvs_proxier_nftables_transaction* metrics; nil (the iptables backend) exports none.
+	Transactions func() Transactions
+}
+
+// Transactions are the nftables backend's transactions so far: how many, the most
+// members one carried, and the longest one took in the kernel.
+type Transactions struct {
+	Count, LargestMembers int
+	Longest               time.Duration
 }
 
 // Metrics holds the collectors. A nil *Metrics records nothing, so tests and `plan` can
@@ -168,6 +178,9 @@ func (m *Metrics) registerSources(src Sources) {
 			Help: "1 for the rules backend in use (--rules-backend)."}, []string{"backend"})
 		g.WithLabelValues(src.RulesBackend).Set(1)
 		m.Registry.MustRegister(g)
+	}
+	if src.Transactions != nil {
+		m.registerTransactions(src.Transactions)
 	}
 	if src.Draining != nil {
 		m.Registry.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "ipvs_proxier_graceful_termination_queue",
