@@ -11,6 +11,33 @@ type Proxy struct {
 // IPVSProxier is the daemon, started as the DaemonSet starts it.
 var IPVSProxier = Proxy{"ipvs-proxier", "sh /start-daemon.sh", "/tmp/daemon.pid"}
 
+// IPVSProxierNftables is the daemon with its sets and rules in nftables
+// (--rules-backend=nftables).
+var IPVSProxierNftables = Proxy{"ipvs-proxier nftables", "sh /start-daemon.sh --rules-backend=nftables", "/tmp/daemon.pid"}
+
+// Ours reports whether p is ipvs-proxier (in either rules backend).
+func (p Proxy) Ours() bool { return p.PIDFile == IPVSProxier.PIDFile }
+
+// Nftables reports whether p keeps its sets in nftables rather than ipset.
+func (p Proxy) Nftables() bool { return p == IPVSProxierNftables }
+
+// SetMembers is a shell command that prints how many members p's sets hold: ipset's
+// `add` lines, or the elements of our nftables tables (each element ends in a comma or
+// the closing brace of its `elements = { ... }`). With set, only that set's members of
+// protocol tcp (the ClusterIP check set holds one per ClusterIP port).
+func (p Proxy) SetMembers(set string) string {
+	if p.Nftables() {
+		if set != "" {
+			return "nft list set ip ipvs-proxier " + set + " 2>/dev/null | grep -o ' tcp \\. ' | wc -l"
+		}
+		return `for f in ip ip6; do nft list table $f ipvs-proxier 2>/dev/null; done | awk '/elements = \{/{e=1; n++} e{n+=gsub(/,/,"")} e&&/\}/{e=0} END{print n+0}'`
+	}
+	if set != "" {
+		return "ipset list " + set + " 2>/dev/null | grep -c ',tcp:' || true"
+	}
+	return "ipset save | grep -c '^add ' || true"
+}
+
 // KubeProxy is stock kube-proxy v1.37 in mode (ipvs, iptables or nftables), with the
 // node's stock config.conf otherwise.
 func KubeProxy(mode string) Proxy {
@@ -24,7 +51,7 @@ func KubeProxy(mode string) Proxy {
 
 // Wipe stops every proxy and removes what any of them made: IPVS, the dummy interface,
 // iptables (both families; the legacy backend's tables too when their module is loaded),
-// ipsets and nftables (kube-proxy's nftables mode), and the connection-tracking table
+// ipsets and nftables (kube-proxy's nftables mode, ours' nftables backend), and the connection-tracking table
 // the previous one's traffic left: a fresh node for the next. Last, the IPVS modules
 // loaded are reloaded (or, if they cannot be unloaded, the bench waits two minutes):
 // the kernel keeps every deleted real server on a trash list for a minute or more and
@@ -40,7 +67,7 @@ ipvsadm -C; ip link del kube-ipvs0 2>/dev/null
 for t in nat filter mangle; do for c in iptables ip6tables; do $c -t $t -F; $c -t $t -X; done; done
 for c in iptables ip6tables; do [ -e /proc/net/${c%tables}_tables_names ] || continue; for t in nat filter mangle; do $c-legacy -t $t -F; $c-legacy -t $t -X; done; done 2>/dev/null
 ipset destroy
-command -v nft >/dev/null && { nft delete table ip kube-proxy; nft delete table ip6 kube-proxy; } 2>/dev/null
+command -v nft >/dev/null && for t in kube-proxy ipvs-proxier; do nft delete table ip $t; nft delete table ip6 $t; done 2>/dev/null
 conntrack -F 2>/dev/null
 if [ -d /sys/module/ip_vs ]; then
   mods=$(awk '$1 == "xt_ipvs" || $1 ~ /^ip_vs_/ {print $1}' /proc/modules)

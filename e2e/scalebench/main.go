@@ -10,7 +10,7 @@
 // need 4], SVC_CREATE_PARALLEL [16], BENCH_STEP_BUDGET [20m] (per proxy and
 // step; what does not finish in it is reported as unfinished), BENCH_CHANGES [52],
 // BENCH_OUT [<repo>/bench/results], BENCH_LOAD [etcd: Services written to etcd
-// directly (benchkit/etcdload.go); api: through the apiserver], BENCH_PROXIES [ipvs-proxier,kube-proxy],
+// directly (benchkit/etcdload.go); api: through the apiserver], BENCH_PROXIES [ipvs-proxier,kube-proxy; also "ipvs-proxier nftables": ours with --rules-backend=nftables],
 // BENCH_PROXIES_<n> [BENCH_PROXIES: the proxies at the step of n Services],
 // BENCH_PROFILE [unset: a directory for ipvs-proxier's CPU, heap and allocs profiles at
 // each step; `go tool pprof -top <file>`], BENCH_DAEMON_LOG [unset: a directory for

@@ -15,8 +15,8 @@ import (
 	"github.com/ipvs-proxier/ipvs-proxier/e2e/harness"
 )
 
-// proxies are the two proxies under test, started and stopped in the node VM.
-var proxies = []benchkit.Proxy{benchkit.IPVSProxier, benchkit.KubeProxy("ipvs")}
+// proxies are the proxies under test, started and stopped in the node VM.
+var proxies = []benchkit.Proxy{benchkit.IPVSProxier, benchkit.IPVSProxierNftables, benchkit.KubeProxy("ipvs")}
 
 // result is one row: one proxy at one scale.
 type result struct {
@@ -61,8 +61,8 @@ func (b *bench) counts() (vs, rs, clusterVS, clusterRS int, err error) {
 	return
 }
 
-func (b *bench) setEntries() int {
-	out, _ := b.node.MustExec("ipset save | grep -c '^add ' || true")
+func (b *bench) setEntries(p benchkit.Proxy) int {
+	out, _ := b.node.MustExec(p.SetMembers(""))
 	n, _ := strconv.Atoi(strings.TrimSpace(out))
 	return n
 }
@@ -84,7 +84,7 @@ func (b *bench) run(ctx context.Context, p benchkit.Proxy, n int) result {
 		return b.finish(p, *m.r)
 	}
 	time.Sleep(10 * time.Second) // let the first full sync and its follow-ups settle
-	if m.p.Name == "ipvs-proxier" {
+	if m.p.Ours() {
 		m.full0 = m.firstFullSync()
 	}
 	m.settle()
@@ -92,6 +92,7 @@ func (b *bench) run(ctx context.Context, p benchkit.Proxy, n int) result {
 	m.changeLatency(ctx)
 	m.saveDaemonLog()
 	m.churnCPU(ctx)
+	m.transactions()
 	return b.finish(p, *m.r)
 }
 
@@ -216,7 +217,7 @@ func (m *measurement) waitLook(d time.Duration, synced bool) bool {
 // (each is a full one); the largest count of its IP families' series, -1 unread.
 func (m *measurement) syncsDone() int {
 	metric := "kubeproxy_sync_proxy_rules_duration_seconds_count"
-	if m.p.Name == "ipvs-proxier" {
+	if m.p.Ours() {
 		metric = "kubeproxy_sync_full_proxy_rules_duration_seconds_count"
 	}
 	out, err := m.b.node.MustExec("wget -qO- http://127.0.0.1:10249/metrics | grep '^" + metric + "' || true")
@@ -246,10 +247,10 @@ func maxCount(out string) int {
 func (m *measurement) coldStart() bool {
 	start := time.Now()
 	cmd := m.p.Start
-	if m.b.profiles != "" && m.p.Name == "ipvs-proxier" {
+	if m.b.profiles != "" && m.p.Ours() {
 		cmd += " --profiling"
 	}
-	if m.b.daemonLogs != "" && m.p.Name == "ipvs-proxier" {
+	if m.b.daemonLogs != "" && m.p.Ours() {
 		cmd += " --log-level=debug"
 	}
 	if _, err := m.b.node.MustExec(cmd); err != nil {
@@ -257,7 +258,7 @@ func (m *measurement) coldStart() bool {
 		return false
 	}
 	coldProfile := make(chan error, 1)
-	if m.b.profiles != "" && m.p.Name == "ipvs-proxier" {
+	if m.b.profiles != "" && m.p.Ours() {
 		go func() { // the first 60 s of the cold start
 			time.Sleep(2 * time.Second) // the metrics port opens after the preflight
 			coldProfile <- m.b.profile(m.b.profiles, fmt.Sprintf("cpu-cold-%d.pprof", m.n), "profile?seconds=60")
@@ -277,7 +278,7 @@ func (m *measurement) coldStart() bool {
 				m.r.ColdStart, how = polled.Sub(start), "at the start of the look that followed the proxy's first complete sync"
 			}
 			m.note("cold start: %d looks at the IPVS table (ipvsadm -Ln), the longest %.1f s; taken %s", looks, longest.Seconds(), how)
-			if m.p.Name == "ipvs-proxier" {
+			if m.p.Ours() {
 				m.note("%s", m.firstSyncLog())
 			}
 			break
@@ -291,7 +292,7 @@ func (m *measurement) coldStart() bool {
 	// The sets decide what the rules let through: a proxy is ready when KUBE-CLUSTER-IP
 	// has every ClusterIP too (kube-proxy execs ipset once per entry on its first sync).
 	for {
-		out, _ := m.b.node.MustExec("ipset list KUBE-CLUSTER-IP 2>/dev/null | grep -c ',tcp:' || true")
+		out, _ := m.b.node.MustExec(m.p.SetMembers("KUBE-CLUSTER-IP"))
 		if k, _ := strconv.Atoi(strings.TrimSpace(out)); k >= m.n+1 {
 			m.r.SetsDone = time.Since(start)
 			break
@@ -321,10 +322,10 @@ const settleReserve = 4 * time.Minute
 // ipset, in `make bench-scale`). It notes how long it waited, or that the
 // sets were still growing when it gave up.
 func (m *measurement) settle() {
-	start, prev := time.Now(), m.b.setEntries()
+	start, prev := time.Now(), m.b.setEntries(m.p)
 	for {
 		time.Sleep(15 * time.Second)
-		n := m.b.setEntries()
+		n := m.b.setEntries(m.p)
 		if n == prev {
 			if waited := time.Since(start); waited > 20*time.Second {
 				m.note("sets settled at %d entries after another %v", n, waited.Round(time.Second))
@@ -371,8 +372,8 @@ func (m *measurement) idle() {
 		m.r.SteadyRSS, _, _, _ = m.b.proc(m.p)
 	}
 	m.r.VS, m.r.RS, _, _, _ = m.b.counts()
-	m.r.SetEntries = m.b.setEntries()
-	if m.b.profiles != "" && m.p.Name == "ipvs-proxier" {
+	m.r.SetEntries = m.b.setEntries(m.p)
+	if m.b.profiles != "" && m.p.Ours() {
 		// 40 s covers one periodic full sync (syncPeriod 30 s).
 		for _, pr := range [][2]string{{"cpu", "profile?seconds=40"}, {"heap", "heap"}, {"allocs", "allocs"}} {
 			if err := m.b.profile(m.b.profiles, fmt.Sprintf("%s-%d.pprof", pr[0], m.n), pr[1]); err != nil {
@@ -398,7 +399,7 @@ func (m *measurement) changeLatency(ctx context.Context) {
 	}
 	// Full-sync time as the proxy reports it (ours: the full-sync histogram), the
 	// periodic ones apart from those before the idle measurement (the first sync).
-	if m.p.Name == "ipvs-proxier" {
+	if m.p.Ours() {
 		if sum, count, ok := m.fullSyncs(); ok && count > m.full0[1] {
 			m.note("mean periodic full sync %.2f s over %.0f (in the VM; the syncs before them, the first included: %.1f s over %.0f)",
 				(sum-m.full0[0])/(count-m.full0[1]), count-m.full0[1], m.full0[0], m.full0[1])
@@ -448,7 +449,7 @@ func (b *bench) finish(p benchkit.Proxy, r result) result {
 	}
 	if r.VS == 0 {
 		r.VS, r.RS, _, _, _ = b.counts()
-		r.SetEntries = b.setEntries()
+		r.SetEntries = b.setEntries(p)
 	}
 	_ = b.wipe()
 	return r
@@ -512,7 +513,7 @@ var changeKinds = [4]string{"endpoint added", "endpoint removed", "Service added
 
 // saveDaemonLog copies ours' log out of the VM (BENCH_DAEMON_LOG).
 func (m *measurement) saveDaemonLog() {
-	if m.b.daemonLogs == "" || m.p.Name != "ipvs-proxier" {
+	if m.b.daemonLogs == "" || !m.p.Ours() {
 		return
 	}
 	out, err := m.b.node.MustExec("cat /tmp/daemon.log")
@@ -525,4 +526,27 @@ func (m *measurement) saveDaemonLog() {
 	if err != nil {
 		m.note("daemon log: %v", err)
 	}
+}
+
+// transactions notes ours' nftables transactions over the whole run, the cold start's
+// included: how many, the most set members one carried and the longest one took in the
+// kernel (its nfnl lock held), from the daemon's ipvs_proxier_nftables_transaction*
+// metrics.
+func (m *measurement) transactions() {
+	if !m.p.Nftables() {
+		return
+	}
+	out, err := m.b.node.MustExec("wget -qO- http://127.0.0.1:10249/metrics | grep '^ipvs_proxier_nftables_transaction'")
+	v := map[string]float64{}
+	for _, l := range strings.Split(out, "\n") {
+		if f := strings.Fields(l); len(f) == 2 {
+			v[f[0]], _ = strconv.ParseFloat(f[1], 64)
+		}
+	}
+	if err != nil || len(v) != 3 {
+		m.note("nftables transactions: not read (%v)", err)
+		return
+	}
+	m.note("nftables transactions: %.0f, the largest %.0f set members, the longest %.1f ms in the kernel",
+		v["ipvs_proxier_nftables_transactions_total"], v["ipvs_proxier_nftables_transaction_max_members"], v["ipvs_proxier_nftables_transaction_longest_seconds"]*1000)
 }

@@ -58,8 +58,8 @@ func writeReport(dir, machine, workload string, steps []int, rs []result) error 
 	var b strings.Builder
 	fmt.Fprintf(&b, "# Scale benchmark: ipvs-proxier vs kube-proxy (IPVS mode)\n\nRun %s on %s.\n\n", time.Now().UTC().Format("2006-01-02 15:04 MST"), machine)
 	b.WriteString("Same apiserver objects, same kernel, one proxy at a time on a wiped node. " + workload + ". Absolute times on an emulated (TCG) VM on shared cores are not stable; compare the two proxies within a row pair.\n\n")
-	b.WriteString("Cold start: process start to every ClusterIP virtual server with all its real servers; sets complete: and every ClusterIP in `KUBE-CLUSTER-IP`. CPU: the proxy's and that of the programs it runs (iptables, ipset), counted together.\n\n")
-	b.WriteString("| Services × endpoints | proxy | cold start (s) | sets complete (s) | change p50 (ms) | change p99 (ms) | changes | RSS steady / peak (MiB) | CPU idle / churn (s/min) | VS | RS | ipset entries |\n|---|---|---|---|---|---|---|---|---|---|---|---|\n")
+	b.WriteString("Cold start: process start to every ClusterIP virtual server with all its real servers; sets complete: and every ClusterIP in `KUBE-CLUSTER-IP`. CPU: the proxy's and that of the programs it runs (iptables, ipset), counted together. Set members: ipset's, or the elements of our nftables tables for `ipvs-proxier nftables` (`--rules-backend=nftables`).\n\n")
+	b.WriteString("| Services × endpoints | proxy | cold start (s) | sets complete (s) | change p50 (ms) | change p99 (ms) | changes | RSS steady / peak (MiB) | CPU idle / churn (s/min) | VS | RS | set members |\n|---|---|---|---|---|---|---|---|---|---|---|---|\n")
 	for _, r := range rs {
 		fmt.Fprintf(&b, "| %d × %d | %s | %s | %s | %s | %s | %d | %.0f / %.0f | %.2f / %.2f | %d | %d | %d |\n", r.Services, r.Endpoints, r.Proxy,
 			secs(r.ColdStart), secs(r.SetsDone), ms(r.P50), ms(r.P99), r.Changes, r.SteadyRSS, r.PeakRSS, r.CPUIdle, r.CPUChurn, r.VS, r.RS, r.SetEntries)
