@@ -18,7 +18,8 @@ import (
 func wipeNode(t *testing.T) {
 	t.Helper()
 	if _, err := node.MustExec(`kill $(cat /tmp/daemon.pid) 2>/dev/null; sleep 1; ipvsadm -C; ip link del kube-ipvs0 2>/dev/null;
-for t in nat filter mangle; do for c in iptables ip6tables; do $c -t $t -F; $c -t $t -X; done; done; ipset destroy; true`); err != nil {
+for t in nat filter mangle; do for c in iptables ip6tables; do $c -t $t -F; $c -t $t -X; done; done; ipset destroy
+for f in ip ip6; do nft delete table $f ipvs-proxier 2>/dev/null; done; true`); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -51,7 +52,11 @@ func stopDaemon(t *testing.T) {
 }
 
 // startDaemon starts ipvs-proxier as deploy/ runs it and waits for its first sync.
-func startDaemon(t *testing.T) {
+func startDaemon(t *testing.T) { t.Helper(); startDaemonWith(t, "") }
+
+// startDaemonWith starts ipvs-proxier with args added to deploy/'s, and waits for its
+// first sync.
+func startDaemonWith(t *testing.T, args string) {
 	t.Helper()
 	count := func() int {
 		out, _ := node.MustExec("grep -c '\"Running\"' /tmp/daemon.log || true")
@@ -59,7 +64,7 @@ func startDaemon(t *testing.T) {
 		return n
 	}
 	before := count()
-	if _, err := node.MustExec("sh /start-daemon.sh"); err != nil {
+	if _, err := node.MustExec("sh /start-daemon.sh " + args); err != nil {
 		t.Fatal(err)
 	}
 	if err := waitFor(60*time.Second, func() bool {

@@ -20,7 +20,9 @@ func removeOtherBackend(b proxier.RulesBackend, log *zap.Logger) {
 	var err error
 	if b == proxier.RulesNftables {
 		if linux.HaveIptables() {
-			err = cleanupChains(&out, proxier.RuleChains, nil, false)
+			// kube-proxy's own chains too (KUBE-PROXY-CANARY, which both its modes make,
+			// and its iptables mode's): nothing in iptables is ours in this mode.
+			err = cleanupChains(&out, chainsUnion(proxier.RuleChains, linux.IptablesModeChains), linux.IptablesModePrefixes, false)
 		}
 		if serr := cleanupSets(&out); err == nil {
 			err = serr
