@@ -89,6 +89,12 @@ func (s *Syncer) prepareFull(f *fullPass, keys map[proxier.ServiceKey]struct{}, 
 			s.pendingSets[set.Name] = struct{}{}
 		}
 	}
+	if s.lastFull.IsZero() && !s.criticalDone && len(f.errs) == 0 {
+		// The first full sync since the start: the critical Services before the rest.
+		s.criticalDone = true
+		s.programCritical()
+		ph.mark("critical")
+	}
 	return nil
 }
 
@@ -218,6 +224,9 @@ type fullState struct {
 	fullBegan time.Time
 	// fullWhy says what asked for the running or last full sync, for its log line.
 	fullWhy string
+	// criticalDone: the critical Services were programmed ahead of the first full sync
+	// (critical.go), once.
+	criticalDone bool
 	// fullRound counts full syncs, to rotate the real-server checks. lastHeavy is the
 	// round of the last heavy one (heavyDue), heavy says the running one is.
 	fullRound, lastHeavy int

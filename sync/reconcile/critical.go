@@ -1,0 +1,131 @@
+package reconcile
+
+import (
+	"errors"
+	"slices"
+	"strings"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/ipvs-proxier/ipvs-proxier/kernel"
+	"github.com/ipvs-proxier/ipvs-proxier/proxier"
+)
+
+// The Services a new node needs before any other: the apiserver's own (which CNI
+// plugins, CoreDNS and most controllers dial by its ClusterIP) and the cluster DNS
+// (kubeadm's kube-system/kube-dns, found by its k8s-app label). kube-proxy's IPVS mode
+// leaves the apiserver's ClusterIP unreachable for ~30 s at 2,000 Services
+// (kubernetes/kubernetes#133773); at 30,000 a whole cold start takes minutes.
+var (
+	kubernetesService = proxier.ServiceKey{Namespace: "default", Name: "kubernetes"}
+	dnsLabel          = [2]string{"k8s-app", "kube-dns"}
+)
+
+// criticalKeys are the critical Services that exist, the apiserver's first.
+func (s *Syncer) criticalKeys() []proxier.ServiceKey {
+	var out []proxier.ServiceKey
+	if s.src.Service(kubernetesService) != nil {
+		out = append(out, kubernetesService)
+	}
+	for _, k := range s.src.ServiceKeys() {
+		if k.Namespace != "kube-system" {
+			continue
+		}
+		if svc := s.src.Service(k); svc != nil && svc.Labels[dnsLabel[0]] == dnsLabel[1] {
+			out = append(out, k)
+		}
+	}
+	return out
+}
+
+// programCritical writes the critical Services' virtual and real servers, addresses and
+// set members, then the rules where the node has none yet (noRulesYet), before the first
+// full sync reads the kernel and writes everything else: on a new node they answer
+// within one sync's first seconds, not at its end. Writes are adds (an object already there, after a restart, is left as it is) and
+// every failure is only logged: the full sync that follows reads the kernel and repairs
+// whatever this pass did or did not do. Called with s.mu held, the desired state
+// computed and the sets made.
+func (s *Syncer) programCritical() {
+	keys := s.criticalKeys()
+	if len(keys) == 0 {
+		return
+	}
+	start := time.Now()
+	var vss []kernel.VirtualServerOp
+	var rss []kernel.RealServerOp
+	var addrs []kernel.AddressOp
+	var members []kernel.SetOp
+	for _, k := range keys {
+		st := s.desired.Service(k)
+		if st == nil {
+			continue
+		}
+		for _, vs := range st.VirtualServers {
+			if _, owner, ok := s.desired.VirtualServer(vs.VSKey); !ok || owner != k {
+				continue // another Service won it; the full sync writes the winner's
+			}
+			vss = append(vss, kernel.VirtualServerOp{VS: vs.VirtualServer})
+			for _, rs := range vs.RealServers {
+				rss = append(rss, kernel.RealServerOp{VS: vs.VSKey, RS: rs})
+			}
+		}
+		for _, a := range st.Bind {
+			addrs = append(addrs, kernel.AddressOp{Addr: a})
+		}
+		for m := range st.Members.All() {
+			if s.desired.HasMember(m) {
+				members = append(members, kernel.SetOp{Set: m.Set, Entry: m.Entry})
+			}
+		}
+	}
+	var errs []error
+	for _, err := range s.k.IPVS.WriteVirtualServers(vss) {
+		if !errors.Is(err, kernel.ErrExist) { // there from before a restart: adopted later
+			errs = append(errs, err)
+		}
+	}
+	errs = append(errs, s.k.IPVS.WriteRealServers(rss)...)
+	errs = append(errs, s.k.Addresses.WriteAddresses(s.cfg.DummyDevice, addrs)...)
+	errs = append(errs, s.k.IPSets.WriteEntries(members)...)
+	if s.noRulesYet() {
+		errs = append(errs, s.syncRules(true))
+	}
+	if err := errors.Join(slices.DeleteFunc(errs, func(e error) bool { return e == nil })...); err != nil {
+		s.log.Warn("Cannot program the critical Services first; the full sync programs them with the rest", zap.Error(err))
+		return
+	}
+	names := make([]string, len(keys))
+	for i, k := range keys {
+		names[i] = k.String()
+	}
+	s.log.Info("Programmed the critical Services first", zap.Strings("services", names),
+		zap.Int("virtualServers", len(vss)), zap.Duration("took", time.Since(start)))
+}
+
+// noRulesYet reports whether no family's rules backend holds a chain of our names: a new
+// node. Elsewhere the rules already there serve until the end of the full sync, which
+// restores ours once every Service is written: kube-proxy's iptables mode shares the nat
+// chain KUBE-SERVICES with us, and restoring ours early replaced its DNAT rules while
+// only the critical Services were in IPVS, so the others' ClusterIPs were refused (by
+// KUBE-CLUSTER-IPS-CHECK) until the sync ended (`make e2e-kubelet`, the migration guide).
+func (s *Syncer) noRulesYet() bool {
+	for _, f := range s.cfg.Families {
+		saved, err := s.k.Iptables.Save(f)
+		if err != nil || hasChains(saved) {
+			return false
+		}
+	}
+	return true
+}
+
+// hasChains reports whether a backend's Save names any chain: iptables-save's ":NAME"
+// lines, or nftables' "chain NAME".
+func hasChains(saved string) bool {
+	for _, l := range strings.Split(saved, "\n") {
+		if l = strings.TrimSpace(l); strings.HasPrefix(l, ":") || strings.HasPrefix(l, "chain ") {
+			return true
+		}
+	}
+	return false
+}
