@@ -23,13 +23,16 @@ type result struct {
 	Services, Endpoints int
 	Proxy               string
 	ColdStart           time.Duration // every ClusterIP VS with its RS; 0 when it did not finish
-	SetsDone            time.Duration // and KUBE-CLUSTER-IP complete; 0 when it did not finish
-	P50, P99            time.Duration
-	Changes             int
-	PeakRSS, SteadyRSS  float64 // MiB
-	CPUIdle, CPUChurn   float64 // CPU seconds per minute
-	VS, RS, SetEntries  int
-	Notes               []string
+	// Critical is when ours had programmed the apiserver's Service (and the cluster DNS
+	// Service where there is one) ahead of the rest, from its log; 0 for kube-proxy.
+	Critical           time.Duration
+	SetsDone           time.Duration // and KUBE-CLUSTER-IP complete; 0 when it did not finish
+	P50, P99           time.Duration
+	Changes            int
+	PeakRSS, SteadyRSS float64 // MiB
+	CPUIdle, CPUChurn  float64 // CPU seconds per minute
+	VS, RS, SetEntries int
+	Notes              []string
 }
 
 type bench struct {
@@ -180,7 +183,7 @@ func (m *measurement) firstSyncLog() string {
 	since, _ := l["sinceStart"].(float64)
 	var b strings.Builder
 	fmt.Fprintf(&b, "first sync, daemon's log: everything programmed %.1f s after start", since)
-	for _, k := range []string{"translate", "sets", "ipvs", "addresses", "iptables"} {
+	for _, k := range []string{"translate", "critical", "sets", "ipvs", "addresses", "iptables"} {
 		if v, ok := l[k].(float64); ok {
 			fmt.Fprintf(&b, ", %s %.1f s", k, v)
 		}
@@ -280,6 +283,7 @@ func (m *measurement) coldStart() bool {
 			m.note("cold start: %d looks at the IPVS table (ipvsadm -Ln), the longest %.1f s; taken %s", looks, longest.Seconds(), how)
 			if m.p.Ours() {
 				m.note("%s", m.firstSyncLog())
+				m.r.Critical = m.criticalLog()
 			}
 			break
 		}
@@ -549,4 +553,17 @@ func (m *measurement) transactions() {
 	}
 	m.note("nftables transactions: %.0f, the largest %.0f set members, the longest %.1f ms in the kernel",
 		v["ipvs_proxier_nftables_transactions_total"], v["ipvs_proxier_nftables_transaction_max_members"], v["ipvs_proxier_nftables_transaction_longest_seconds"]*1000)
+}
+
+// criticalLog reads when ours had programmed the critical Services (the apiserver's,
+// the cluster DNS) ahead of the others on its first sync, from its log; 0 if not logged.
+func (m *measurement) criticalLog() time.Duration {
+	out, err := m.b.node.MustExec(`grep '"Programmed the critical Services first"' /tmp/daemon.log | tail -1`)
+	var l map[string]any
+	if err != nil || json.Unmarshal([]byte(strings.TrimSpace(out)), &l) != nil {
+		m.note("critical Services: not logged")
+		return 0
+	}
+	since, _ := l["sinceStart"].(float64)
+	return time.Duration(since * float64(time.Second))
 }

@@ -20,6 +20,15 @@ func ms(d time.Duration) string {
 	return strconv.FormatFloat(float64(d)/float64(time.Millisecond), 'f', 0, 64)
 }
 
+// critical is the critical-Services time in seconds, or "—" for a proxy that does not
+// report it.
+func critical(d time.Duration) string {
+	if d == 0 {
+		return "—"
+	}
+	return strconv.FormatFloat(d.Seconds(), 'f', 1, 64)
+}
+
 func secs(d time.Duration) string {
 	if d == 0 {
 		return "unfinished"
@@ -44,11 +53,11 @@ func writeReport(dir, machine, workload string, steps []int, rs []result) error 
 	}
 	w := csv.NewWriter(f)
 	_ = w.Write([]string{"services", "endpoints", "proxy", "cold_start_s", "sets_complete_s", "change_p50_ms", "change_p99_ms", "changes",
-		"rss_peak_mib", "rss_steady_mib", "cpu_idle_s_per_min", "cpu_churn_s_per_min", "virtual_servers", "real_servers", "ipset_entries", "notes"})
+		"rss_peak_mib", "rss_steady_mib", "cpu_idle_s_per_min", "cpu_churn_s_per_min", "virtual_servers", "real_servers", "ipset_entries", "critical_services_s", "notes"})
 	for _, r := range rs {
 		_ = w.Write([]string{strconv.Itoa(r.Services), strconv.Itoa(r.Endpoints), r.Proxy, secs(r.ColdStart), secs(r.SetsDone), ms(r.P50), ms(r.P99),
 			strconv.Itoa(r.Changes), fmt.Sprintf("%.0f", r.PeakRSS), fmt.Sprintf("%.0f", r.SteadyRSS), fmt.Sprintf("%.2f", r.CPUIdle),
-			fmt.Sprintf("%.2f", r.CPUChurn), strconv.Itoa(r.VS), strconv.Itoa(r.RS), strconv.Itoa(r.SetEntries), strings.Join(r.Notes, "; ")})
+			fmt.Sprintf("%.2f", r.CPUChurn), strconv.Itoa(r.VS), strconv.Itoa(r.RS), strconv.Itoa(r.SetEntries), critical(r.Critical), strings.Join(r.Notes, "; ")})
 	}
 	w.Flush()
 	if err := f.Close(); err != nil {
@@ -58,11 +67,11 @@ func writeReport(dir, machine, workload string, steps []int, rs []result) error 
 	var b strings.Builder
 	fmt.Fprintf(&b, "# Scale benchmark: ipvs-proxier vs kube-proxy (IPVS mode)\n\nRun %s on %s.\n\n", time.Now().UTC().Format("2006-01-02 15:04 MST"), machine)
 	b.WriteString("Same apiserver objects, same kernel, one proxy at a time on a wiped node. " + workload + ". Absolute times on an emulated (TCG) VM on shared cores are not stable; compare the two proxies within a row pair.\n\n")
-	b.WriteString("Cold start: process start to every ClusterIP virtual server with all its real servers; sets complete: and every ClusterIP in `KUBE-CLUSTER-IP`. CPU: the proxy's and that of the programs it runs (iptables, ipset), counted together. Set members: ipset's, or the elements of our nftables tables for `ipvs-proxier nftables` (`--rules-backend=nftables`).\n\n")
-	b.WriteString("| Services × endpoints | proxy | cold start (s) | sets complete (s) | change p50 (ms) | change p99 (ms) | changes | RSS steady / peak (MiB) | CPU idle / churn (s/min) | VS | RS | set members |\n|---|---|---|---|---|---|---|---|---|---|---|---|\n")
+	b.WriteString("Cold start: process start to every ClusterIP virtual server with all its real servers; critical Services: process start to the apiserver's Service (and the cluster DNS Service where there is one) programmed ahead of the others, from ours' log; sets complete: and every ClusterIP in `KUBE-CLUSTER-IP`. CPU: the proxy's and that of the programs it runs (iptables, ipset), counted together. Set members: ipset's, or the elements of our nftables tables for `ipvs-proxier nftables` (`--rules-backend=nftables`).\n\n")
+	b.WriteString("| Services × endpoints | proxy | cold start (s) | critical Services (s) | sets complete (s) | change p50 (ms) | change p99 (ms) | changes | RSS steady / peak (MiB) | CPU idle / churn (s/min) | VS | RS | set members |\n|---|---|---|---|---|---|---|---|---|---|---|---|---|\n")
 	for _, r := range rs {
-		fmt.Fprintf(&b, "| %d × %d | %s | %s | %s | %s | %s | %d | %.0f / %.0f | %.2f / %.2f | %d | %d | %d |\n", r.Services, r.Endpoints, r.Proxy,
-			secs(r.ColdStart), secs(r.SetsDone), ms(r.P50), ms(r.P99), r.Changes, r.SteadyRSS, r.PeakRSS, r.CPUIdle, r.CPUChurn, r.VS, r.RS, r.SetEntries)
+		fmt.Fprintf(&b, "| %d × %d | %s | %s | %s | %s | %s | %s | %d | %.0f / %.0f | %.2f / %.2f | %d | %d | %d |\n", r.Services, r.Endpoints, r.Proxy,
+			secs(r.ColdStart), critical(r.Critical), secs(r.SetsDone), ms(r.P50), ms(r.P99), r.Changes, r.SteadyRSS, r.PeakRSS, r.CPUIdle, r.CPUChurn, r.VS, r.RS, r.SetEntries)
 	}
 	if notes := benchkit.NoteLines(rs, func(r result) (string, int, []string) { return r.Proxy, r.Services, r.Notes }); notes != "" {
 		b.WriteString("\nNotes:\n" + notes)

@@ -14,14 +14,14 @@ func TestReport(t *testing.T) {
 	t.Setenv("BENCH_PROXIES_1000", "ipvs-proxier,kube-proxy")
 	t.Setenv("BENCH_OUT", dir)
 	rs := []result{
-		{Services: 1000, Endpoints: 4, Proxy: "ipvs-proxier", ColdStart: 3 * time.Second, SetsDone: 3 * time.Second, P50: 900 * time.Millisecond, P99: 1500 * time.Millisecond, Changes: 52, SteadyRSS: 40, PeakRSS: 60, VS: 1501, RS: 6000},
+		{Services: 1000, Endpoints: 4, Proxy: "ipvs-proxier", ColdStart: 3 * time.Second, Critical: 1200 * time.Millisecond, SetsDone: 3 * time.Second, P50: 900 * time.Millisecond, P99: 1500 * time.Millisecond, Changes: 52, SteadyRSS: 40, PeakRSS: 60, VS: 1501, RS: 6000},
 		{Services: 1000, Endpoints: 4, Proxy: "kube-proxy", ColdStart: 9 * time.Second, P50: 1100 * time.Millisecond, P99: 2500 * time.Millisecond, Changes: 52, SteadyRSS: 80, PeakRSS: 90},
 		{Services: 5000, Endpoints: 4, Proxy: "kube-proxy", Notes: []string{"cold start unfinished after 20m0s"}},
 	}
 	if err := writeReport(dir, "test machine", (&benchkit.Workload{}).Describe(), []int{1000, 5000}, rs); err != nil {
 		t.Fatal(err)
 	}
-	benchkit.CheckReport(t, dir, "results.md", []string{"| 1000 × 4 | ipvs-proxier | 3.0 | 3.0 | 900 | 1500 | 52 | 40 / 60 |", "| 5000 × 4 | kube-proxy | unfinished |",
+	benchkit.CheckReport(t, dir, "results.md", []string{"| 1000 × 4 | ipvs-proxier | 3.0 | 1.2 | 3.0 | 900 | 1500 | 52 | 40 / 60 |", "| 1000 × 4 | kube-proxy | 9.0 | — |", "| 5000 × 4 | kube-proxy | unfinished |",
 		"kube-proxy @ 5000: cold start unfinished", "`SVC_SCALE_STEPS=1000,5000 BENCH_PROXIES_1000=ipvs-proxier,kube-proxy make bench-scale`", "test machine"},
 		"results.csv", 4, "chart.png")
 }
@@ -46,7 +46,7 @@ func TestReadResultsRoundTrip(t *testing.T) {
 	dir := t.TempDir()
 	t.Setenv("BENCH_OUT", dir)
 	rs := []result{
-		{Services: 1000, Endpoints: 4, Proxy: "ipvs-proxier", ColdStart: 3 * time.Second, SetsDone: 4 * time.Second, P50: 900 * time.Millisecond, P99: 1500 * time.Millisecond, Changes: 52, SteadyRSS: 40, PeakRSS: 60, CPUIdle: 0.92},
+		{Services: 1000, Endpoints: 4, Proxy: "ipvs-proxier", ColdStart: 3 * time.Second, Critical: 1200 * time.Millisecond, SetsDone: 4 * time.Second, P50: 900 * time.Millisecond, P99: 1500 * time.Millisecond, Changes: 52, SteadyRSS: 40, PeakRSS: 60, CPUIdle: 0.92},
 		{Services: 30000, Endpoints: 4, Proxy: "kube-proxy", ColdStart: 500 * time.Second, PeakRSS: 398, Notes: []string{"a", "b"}},
 	}
 	if err := writeReport(dir, "m", (&benchkit.Workload{}).Describe(), []int{1000, 30000}, rs); err != nil {

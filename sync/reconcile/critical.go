@@ -100,7 +100,7 @@ func (s *Syncer) programCritical() {
 		names[i] = k.String()
 	}
 	s.log.Info("Programmed the critical Services first", zap.Strings("services", names),
-		zap.Int("virtualServers", len(vss)), zap.Duration("took", time.Since(start)))
+		zap.Int("virtualServers", len(vss)), zap.Duration("took", time.Since(start)), zap.Duration("sinceStart", s.opts.Now().Sub(s.started)))
 }
 
 // noRulesYet reports whether no family's rules backend holds a chain of our names: a new
