@@ -95,7 +95,7 @@ e2e: deps ## End to end: real kube-apiserver + etcd, the daemon in VM nodes as d
 # nftables rules backend: each Service type, both traffic policies, source ranges, affinity,
 # SCTP, dual-stack, deletion, drift repair, a restart and a switch of backend with zero failed
 # requests.
-E2E_NFT_TESTS = ^(TestClusterIP|TestNodePort|TestExternalIPs|TestLoadBalancerSourceRanges|TestInternalTrafficPolicyLocal|TestSessionAffinity|TestCrossNodeEndpoints|TestExternalTrafficPolicyLocalTwoNodes|TestDualStack|TestSCTPClusterIP|TestUDPEndpointReplacement|TestServiceDeletion|TestDriftRepairedWithinSyncPeriod|TestDaemonRestartNoFailures|TestSwitchRulesBackend|TestTakeoverFromKubeProxyToNftables)$$
+E2E_NFT_TESTS = ^(TestClusterIP|TestNodePort|TestExternalIPs|TestLoadBalancerSourceRanges|TestInternalTrafficPolicyLocal|TestSessionAffinity|TestCrossNodeEndpoints|TestExternalTrafficPolicyLocalTwoNodes|TestDualStack|TestSCTPClusterIP|TestUDPEndpointReplacement|TestUDPScaleFromZero|TestHealthCheckNodePort|TestServiceDeletion|TestDriftRepairedWithinSyncPeriod|TestDaemonRestartNoFailures|TestSwitchRulesBackend|TestTakeoverFromKubeProxyToNftables)$$
 
 e2e-nftables: deps ## The e2e tier's Service behaviour tests again, with the daemons on --rules-backend nftables (rulesBackend in deploy/'s config.conf)
 	@mkdir -p bin
