@@ -6,6 +6,7 @@ import (
 	"os"
 	"slices"
 	"strconv"
+	"strings"
 
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
@@ -146,19 +147,22 @@ func Chart(path, title, dnfNote string, panels []Panel) error {
 	// The legend: three entries a row, below the panels.
 	const perRow, entryH = 3, 0.3 * vg.Inch
 	legendH := vg.Length((len(legend)+perRow-1)/perRow)*entryH + vg.Inch/4
-	width, height := vg.Length(6*cols)*vg.Inch, vg.Length(4*rows)*vg.Inch+vg.Inch/2+legendH
+	width := vg.Length(6*cols) * vg.Inch
+	// The title on top (wrapped to the width), the panels, then the legend in a strip of
+	// its own below.
+	titled := plot.New()
+	titled.Title.TextStyle.Font.Size = vg.Points(14)
+	title = wrapText(title, width-vg.Inch/2, titled.Title.TextStyle.Width)
+	titled.Title.Text = title
+	titleH := titled.Title.TextStyle.Height(title) + vg.Inch/4
+	height := vg.Length(4*rows)*vg.Inch + max(vg.Inch/2, titleH) + legendH
 	img := vgimg.New(width, height)
 	dc := draw.New(img)
 	dc.SetColor(color.White)
 	dc.Fill(dc.Rectangle.Path())
-	// The title on top, the panels, then the legend in a strip of its own below.
-	titled := plot.New()
-	titled.Title.Text = title
-	titled.Title.TextStyle.Font.Size = vg.Points(14)
-	titleH := titled.Title.TextStyle.Height(title) + vg.Inch/4
 	tc := draw.Crop(dc, 0, 0, height-titleH, 0)
-	titled.Title.TextStyle.XAlign = draw.XCenter
-	tc.FillText(titled.Title.TextStyle, vg.Point{X: width / 2, Y: height - titleH/2 - titled.Title.TextStyle.Height(title)/2}, title)
+	titled.Title.TextStyle.XAlign, titled.Title.TextStyle.YAlign = draw.XCenter, draw.YTop
+	tc.FillText(titled.Title.TextStyle, vg.Point{X: width / 2, Y: height - vg.Inch/8}, title)
 	panelsArea := draw.Crop(dc, 0, 0, legendH, -titleH)
 	tiles := draw.Tiles{Rows: rows, Cols: cols, PadX: vg.Inch / 2, PadY: vg.Inch / 3, PadTop: vg.Inch / 8, PadBottom: vg.Inch / 8, PadLeft: vg.Inch / 8, PadRight: vg.Inch / 4}
 	canvases := plot.Align(grid, tiles, panelsArea)
@@ -217,4 +221,18 @@ func setXAxis(p *plot.Plot, xs []float64) {
 	p.X.Scale, p.X.Tick.Marker = plot.LogScale{}, plot.ConstantTicks(ticks)
 	p.X.Min, p.X.Max = lo/1.3, hi*1.3
 	p.X.Label.Text += " (log)"
+}
+
+// wrapText breaks s at spaces into lines no wider than w as measured by width.
+func wrapText(s string, w vg.Length, width func(string) vg.Length) string {
+	var lines []string
+	line := ""
+	for _, word := range strings.Fields(s) {
+		if line != "" && width(line+" "+word) > w {
+			lines, line = append(lines, line), word
+			continue
+		}
+		line = strings.TrimPrefix(line+" "+word, " ")
+	}
+	return strings.Join(append(lines, line), "\n")
 }

@@ -90,6 +90,9 @@ func reproduceEnv(steps []int) string {
 	for _, kv := range os.Environ() {
 		name, _, _ := strings.Cut(kv, "=")
 		if (strings.HasPrefix(name, "SVC_") || strings.HasPrefix(name, "BENCH_")) && !slices.Contains([]string{"SVC_SCALE_STEPS", "BENCH_OUT", "BENCH_PROFILE", "BENCH_DAEMON_LOG"}, name) {
+			if _, v, _ := strings.Cut(kv, "="); strings.ContainsAny(v, " \t") {
+				kv = name + "=" + strconv.Quote(v) // "ipvs-proxier nftables" is one proxy
+			}
 			vars = append(vars, kv)
 		}
 	}

@@ -12,6 +12,7 @@ import (
 func TestReport(t *testing.T) {
 	dir := t.TempDir()
 	t.Setenv("BENCH_PROXIES_1000", "ipvs-proxier,kube-proxy")
+	t.Setenv("BENCH_PROXIES_5000", "ipvs-proxier nftables")
 	t.Setenv("BENCH_OUT", dir)
 	rs := []result{
 		{Services: 1000, Endpoints: 4, Proxy: "ipvs-proxier", ColdStart: 3 * time.Second, Critical: 1200 * time.Millisecond, SetsDone: 3 * time.Second, P50: 900 * time.Millisecond, P99: 1500 * time.Millisecond, Changes: 52, SteadyRSS: 40, PeakRSS: 60, VS: 1501, RS: 6000},
@@ -22,7 +23,7 @@ func TestReport(t *testing.T) {
 		t.Fatal(err)
 	}
 	benchkit.CheckReport(t, dir, "results.md", []string{"| 1000 × 4 | ipvs-proxier | 3.0 | 1.2 | 3.0 | 900 | 1500 | 52 | 40 / 60 |", "| 1000 × 4 | kube-proxy | 9.0 | — |", "| 5000 × 4 | kube-proxy | unfinished |",
-		"kube-proxy @ 5000: cold start unfinished", "`SVC_SCALE_STEPS=1000,5000 BENCH_PROXIES_1000=ipvs-proxier,kube-proxy make bench-scale`", "test machine"},
+		"kube-proxy @ 5000: cold start unfinished", "`SVC_SCALE_STEPS=1000,5000 BENCH_PROXIES_1000=ipvs-proxier,kube-proxy BENCH_PROXIES_5000=\"ipvs-proxier nftables\" make bench-scale`", "test machine"},
 		"results.csv", 4, "chart.png")
 }
 
