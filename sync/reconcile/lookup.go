@@ -123,4 +123,6 @@ type lookupState struct {
 	// log line.
 	dumpAllUpTo            int
 	dumpedAll, dumpedAddrs bool
+	// listUncountedUpTo is listUncountedUpTo (sets.go); tests lower it.
+	listUncountedUpTo int
 }

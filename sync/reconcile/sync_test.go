@@ -330,14 +330,22 @@ func TestFullSyncBoundsRealServerReads(t *testing.T) {
 }
 
 // TestFullSyncUncountedSets: where the backend cannot count a set's members (nftables),
-// a light full sync lists no set, and a set flushed by hand is repaired by the heavy
-// round, within CheckEvery full syncs.
+// up to listUncountedUpTo members every full sync lists every set, so a set flushed by
+// hand is back at the next; past it a light full sync lists no set, and the flushed set
+// is repaired by the heavy round, within CheckEvery full syncs.
 func TestFullSyncUncountedSets(t *testing.T) {
 	h := newHarness(t, kernel.Kernel{}, nil, func(o *Options) { o.CheckEvery = 4 })
 	h.fake.Uncounted = true
 	addServices(h, 100)
 	h.mustSync(t)
 	want := h.fake.Dump()
+	h.fake.FlushSet("KUBE-CLUSTER-IP")
+	h.tracker.AllChanged()
+	h.mustSync(t)
+	if got := h.fake.Dump(); got != want {
+		t.Errorf("with few members, a flushed set not repaired by the next full sync:\n%s", diffLines(got, want))
+	}
+	h.syncer.listUncountedUpTo = 10
 	h.fake.FlushSet("KUBE-CLUSTER-IP")
 	listed := 0
 	for i := range 4 {

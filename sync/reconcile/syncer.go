@@ -140,7 +140,7 @@ func NewSyncer(opts Options, k kernel.Kernel, src source.Source, tracker *source
 		conflicts: newProblemReporter(opts.Logger, opts.Events),
 		cfg:       opts.Config, desired: proxier.NewDesired(),
 		fullState:    fullState{needFull: true},
-		lookupState:  lookupState{dumpAllUpTo: dumpAllUpTo},
+		lookupState:  lookupState{dumpAllUpTo: dumpAllUpTo, listUncountedUpTo: listUncountedUpTo},
 		kernelCache:  kernelCache{vs: map[kernel.VSKey]*programmedVS{}, addrs: map[netip.Addr]struct{}{}},
 		writeQueue:   writeQueue{retry: proxier.NewDelta()},
 		setState:     setState{pendingSets: map[string]struct{}{}},
