@@ -20,8 +20,8 @@ func removeOtherBackend(b proxier.RulesBackend, log *zap.Logger) {
 	var err error
 	if b == proxier.RulesNftables {
 		if linux.HaveIptables() {
-			// kube-proxy's own chains too (KUBE-PROXY-CANARY, which both its modes make,
-			// and its iptables mode's): nothing in iptables is ours in this mode.
+			// kube-proxy's iptables mode's chains too (KUBE-SVC-*, KUBE-PROXY-CANARY,
+			// ...), after a move from that mode: nothing in iptables is ours here.
 			err = cleanupChains(&out, chainsUnion(proxier.RuleChains, linux.IptablesModeChains), linux.IptablesModePrefixes, false)
 		}
 		if serr := cleanupSets(&out); err == nil {
