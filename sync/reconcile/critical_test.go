@@ -51,20 +51,27 @@ func (o *orderKernel) Restore(f kernel.Family, rules string) error {
 	return o.Iptables.Restore(f, rules)
 }
 
+// orderHarness is a harness on fake whose writes o records in order (k is its kernel),
+// holding n ordinary Services of one endpoint each.
+func orderHarness(t *testing.T, fake *kernel.Fake, n int) (h *harness, o *orderKernel, k kernel.Kernel) {
+	o = &orderKernel{IPVS: fake, Addresses: fake, Iptables: fake}
+	k = fake.Kernel()
+	k.IPVS, k.Addresses, k.Iptables = o, o, o
+	h = newHarness(t, k, fake)
+	for i := range n {
+		h.src.SetService(svc("bench", fmt.Sprintf("svc-%d", i), fmt.Sprintf("10.100.0.%d", i+1), 80, v1.ProtocolTCP))
+		h.src.SetSlice(slice("bench", fmt.Sprintf("svc-%d", i), fmt.Sprintf("svc-%d-a", i), 80, v1.ProtocolTCP, "10.244.1.1"))
+	}
+	return h, o, k
+}
+
 // TestCriticalServicesFirst: on a new node the first sync writes the apiserver's Service
 // and the cluster DNS Service (virtual servers, addresses, then the rules) before any
 // other Service; everything is programmed by the end of that sync; a restart on the
 // programmed node adopts them without an error.
 func TestCriticalServicesFirst(t *testing.T) {
 	fake := kernel.NewFake()
-	o := &orderKernel{IPVS: fake, Addresses: fake, Iptables: fake}
-	k := fake.Kernel()
-	k.IPVS, k.Addresses, k.Iptables = o, o, o
-	h := newHarness(t, k, fake)
-	for i := range 50 {
-		h.src.SetService(svc("bench", fmt.Sprintf("svc-%d", i), fmt.Sprintf("10.100.0.%d", i+1), 80, v1.ProtocolTCP))
-		h.src.SetSlice(slice("bench", fmt.Sprintf("svc-%d", i), fmt.Sprintf("svc-%d-a", i), 80, v1.ProtocolTCP, "10.244.1.1"))
-	}
+	h, o, k := orderHarness(t, fake, 50)
 	api := svc("default", "kubernetes", "10.96.0.1", 443, v1.ProtocolTCP)
 	dns := svc("kube-system", "kube-dns", "10.96.0.10", 53, v1.ProtocolUDP)
 	dns.Labels = map[string]string{"k8s-app": "kube-dns"}
@@ -113,14 +120,7 @@ func TestCriticalServicesKeepOthersRules(t *testing.T) {
 	fake := kernel.NewFake()
 	theirs := "*nat\n:KUBE-SERVICES - [0:0]\n-A KUBE-SERVICES -d 10.100.0.1/32 -p tcp --dport 80 -j KUBE-SVC-X\nCOMMIT\n"
 	must(t, fake.Restore(kernel.IPv4, theirs))
-	o := &orderKernel{IPVS: fake, Addresses: fake, Iptables: fake}
-	k := fake.Kernel()
-	k.IPVS, k.Addresses, k.Iptables = o, o, o
-	h := newHarness(t, k, fake)
-	for i := range 20 {
-		h.src.SetService(svc("bench", fmt.Sprintf("svc-%d", i), fmt.Sprintf("10.100.0.%d", i+1), 80, v1.ProtocolTCP))
-		h.src.SetSlice(slice("bench", fmt.Sprintf("svc-%d", i), fmt.Sprintf("svc-%d-a", i), 80, v1.ProtocolTCP, "10.244.1.1"))
-	}
+	h, o, _ := orderHarness(t, fake, 20)
 	h.src.SetService(svc("default", "kubernetes", "10.96.0.1", 443, v1.ProtocolTCP))
 	h.src.SetSlice(slice("default", "kubernetes", "kubernetes", 443, v1.ProtocolTCP, "192.168.0.10"))
 	h.mustSync(t)
