@@ -42,10 +42,10 @@ func (s *Syncer) criticalKeys() []proxier.ServiceKey {
 // programCritical writes the critical Services' virtual and real servers, addresses and
 // set members, then the rules where the node has none yet (noRulesYet), before the first
 // full sync reads the kernel and writes everything else: on a new node they answer
-// within one sync's first seconds, not at its end. Writes are adds (an object already there, after a restart, is left as it is) and
-// every failure is only logged: the full sync that follows reads the kernel and repairs
-// whatever this pass did or did not do. Called with s.mu held, the desired state
-// computed and the sets made.
+// within one sync's first seconds, not at its end. Writes are adds (an object already
+// there, after a restart, is left as it is) and every failure is only logged: the full
+// sync that follows reads the kernel and repairs whatever this pass did or did not do.
+// Called with s.mu held, the desired state computed and the sets made.
 func (s *Syncer) programCritical() {
 	keys := s.criticalKeys()
 	if len(keys) == 0 {
