@@ -19,7 +19,7 @@ var IPVSProxierNftables = Proxy{"ipvs-proxier nftables", "sh /start-daemon.sh --
 func (p Proxy) Ours() bool { return p.PIDFile == IPVSProxier.PIDFile }
 
 // Nftables reports whether p keeps its sets in nftables rather than ipset.
-func (p Proxy) Nftables() bool { return p == IPVSProxierNftables }
+func (p Proxy) Nftables() bool { return p.Name == IPVSProxierNftables.Name }
 
 // SetMembers is a shell command that prints how many members p's sets hold: ipset's
 // `add` lines, or the elements of our nftables tables (each element ends in a comma or
@@ -51,16 +51,16 @@ func KubeProxy(mode string) Proxy {
 
 // Wipe stops every proxy and removes what any of them made: IPVS, the dummy interface,
 // iptables (both families; the legacy backend's tables too when their module is loaded),
-// ipsets and nftables (kube-proxy's nftables mode, ours' nftables backend), and the connection-tracking table
-// the previous one's traffic left: a fresh node for the next. Last, the IPVS modules
-// loaded are reloaded (or, if they cannot be unloaded, the bench waits two minutes):
-// the kernel keeps every deleted real server on a trash list for a minute or more and
-// walks that list on every real-server add (ip_vs_trash_get_dest,
-// net/netfilter/ipvs/ip_vs_ctl.c), so a proxy started right after the previous one's
-// real servers were cleared wrote its own several times slower: the IPVS step of ours'
-// cold start at 10,000 Services took 48.0 s right after the 5,000 step and 6.1 s two
-// minutes later (`make bench-scale`; 123 s against 14 s at 30,000), and
-// kube-proxy's step always came right after ours.
+// ipsets and nftables (kube-proxy's nftables mode, ours' nftables backend), and the
+// connection-tracking table the previous one's traffic left: a fresh node for the next.
+// Last, the IPVS modules loaded are reloaded (or, if they cannot be unloaded, the bench
+// waits two minutes): the kernel keeps every deleted real server on a trash list for a
+// minute or more and walks that list on every real-server add (ip_vs_trash_get_dest,
+// net/netfilter/ipvs/ip_vs_ctl.c), so a proxy started right after the previous one's real
+// servers were cleared wrote its own several times slower: the IPVS step of ours' cold
+// start at 10,000 Services took 48.0 s right after the 5,000 step and 6.1 s two minutes
+// later (`make bench-scale`; 123 s against 14 s at 30,000), and kube-proxy's step always
+// came right after ours.
 func Wipe(node *harness.Node) error {
 	_, err := node.MustExec(`for p in /tmp/daemon.pid /tmp/kube-proxy.pid; do [ -f $p ] && kill $(cat $p) 2>/dev/null; rm -f $p; done; sleep 2
 ipvsadm -C; ip link del kube-ipvs0 2>/dev/null
