@@ -21,18 +21,22 @@ import (
 	"github.com/ipvs-proxier/ipvs-proxier/proxier"
 )
 
-const sliceServiceIndex = "service"
-
 // InformerSource is the daemon's Source: client-go informers for Services,
 // EndpointSlices (not headless ones) and this node's Node. Their handlers only tell the
 // Tracker which Services changed.
 type InformerSource struct {
 	services cache.SharedIndexInformer
 	slices   cache.SharedIndexInformer
-	nodes    cache.SharedIndexInformer
+	// bySvc is the slices by Service (sliceindex.go), and slicesSeen the slice handler's
+	// registration: the index is complete once it has seen the initial list.
+	bySvc      *sliceIndex
+	slicesSeen cache.ResourceEventHandlerRegistration
+	nodes      cache.SharedIndexInformer
 	// cidrs watches ServiceCIDRs (servicecidrs.go); not waited for by HasSynced.
 	cidrs    cache.SharedIndexInformer
 	nodeName string
+	// client is the informers' client (informer reads whether it can watch-list).
+	client kubernetes.Interface
 	// triggers carries the slices' trigger times past trim (triggers.go).
 	triggers *triggerBox
 	// onError is OnWatchError's function, set before Start.
@@ -42,7 +46,7 @@ type InformerSource struct {
 // NewInformerSource wires informers to tracker. badSlice is called for slices without a
 // service-name label (they cannot be attributed to a Service).
 func NewInformerSource(client kubernetes.Interface, nodeName string, resync time.Duration, tracker *Tracker, badSlice func(*discovery.EndpointSlice)) *InformerSource {
-	s := &InformerSource{nodeName: nodeName, triggers: newTriggerBox(time.Now())}
+	s := &InformerSource{nodeName: nodeName, client: client, triggers: newTriggerBox(time.Now()), bySvc: newSliceIndex()}
 	notHeadless := labels.NewSelector().Add(mustRequirement(proxier.LabelHeadless)).String()
 	thisNode := fields.OneTermEqualSelector("metadata.name", nodeName).String()
 	s.services = s.informer(&v1.Service{}, resync,
@@ -70,10 +74,9 @@ func NewInformerSource(client kubernetes.Interface, nodeName string, resync time
 			o.FieldSelector = thisNode
 			return client.CoreV1().Nodes().Watch(ctx, o)
 		})
-	_ = s.slices.AddIndexers(informerIndexers(true))
-	handler := changeHandler(tracker, s.triggers, badSlice)
+	handler := changeHandler(tracker, s.triggers, s.bySvc, badSlice)
 	_, _ = s.services.AddEventHandler(handler)
-	_, _ = s.slices.AddEventHandler(handler)
+	s.slicesSeen, _ = s.slices.AddEventHandler(handler)
 	_, _ = s.nodes.AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc: func(any) { tracker.AllChanged() },
 		UpdateFunc: func(old, cur any) {
@@ -87,41 +90,22 @@ func NewInformerSource(client kubernetes.Interface, nodeName string, resync time
 	return s
 }
 
-// informerIndexers are the indexes an informer keeps: for EndpointSlices (slices) the
-// one by Service, none for the others. (A namespace index, usual in informers, cost a
-// set of every object's key per namespace and had no reader.)
-func informerIndexers(slices bool) cache.Indexers {
-	if slices {
-		return cache.Indexers{sliceServiceIndex: sliceServiceIndexFunc}
-	}
-	return cache.Indexers{}
-}
-
-// sliceServiceIndexFunc indexes EndpointSlices by the key of their Service.
-func sliceServiceIndexFunc(obj any) ([]string, error) {
-	if sl, ok := obj.(*discovery.EndpointSlice); ok {
-		if k, ok := SliceServiceKey(sl); ok {
-			return []string{k.String()}, nil
-		}
-	}
-	return nil, nil
-}
-
 // changeHandler tells tracker which Service a Service or EndpointSlice event changes.
-// badSlice is called for a slice without a service-name label.
-// A slice's trigger time goes to triggers (when not nil) before the Tracker hears of it.
-func changeHandler(tracker *Tracker, triggers *triggerBox, badSlice func(*discovery.EndpointSlice)) cache.ResourceEventHandlerFuncs {
+// badSlice is called for a slice without a service-name label. Before the Tracker hears
+// of a slice's change, the slice is in bySvc and its trigger time in triggers (each
+// when not nil).
+func changeHandler(tracker *Tracker, triggers *triggerBox, bySvc *sliceIndex, badSlice func(*discovery.EndpointSlice)) cache.ResourceEventHandlerFuncs {
 	serviceKey := func(obj any) (proxier.ServiceKey, bool) {
 		if d, ok := obj.(cache.DeletedFinalStateUnknown); ok {
 			obj = d.Obj
 		}
 		switch o := obj.(type) {
-		case *v1.Service:
-			return proxier.ServiceKey{Namespace: o.Namespace, Name: o.Name}, true
-		case *discovery.EndpointSlice:
-			k, ok := SliceServiceKey(o)
+		case *compactService:
+			return proxier.ServiceKey{Namespace: o.namespace, Name: o.name}, true
+		case *compactSlice:
+			k, ok := o.key()
 			if !ok && badSlice != nil {
-				badSlice(o)
+				badSlice(o.slice())
 			}
 			return k, ok
 		}
@@ -132,28 +116,38 @@ func changeHandler(tracker *Tracker, triggers *triggerBox, badSlice func(*discov
 		if !ok {
 			return
 		}
-		if _, svc := obj.(*v1.Service); svc {
+		if _, svc := obj.(*compactService); svc {
 			tracker.ServiceChanged(k)
 		} else {
 			tracker.EndpointsChanged(k)
 		}
 	}
-	note := func(obj any, deleted bool) {
-		if d, ok := obj.(cache.DeletedFinalStateUnknown); ok {
-			obj = d.Obj
+	// note brings the slice index and the trigger times up to date: old is nil for an
+	// add, cur for a delete.
+	note := func(old, cur any) {
+		if d, ok := old.(cache.DeletedFinalStateUnknown); ok {
+			old = d.Obj
 		}
-		if sl, ok := obj.(*discovery.EndpointSlice); ok && triggers != nil {
-			if deleted {
-				triggers.forget(sl)
-			} else {
-				triggers.stored(sl)
-			}
+		o, _ := old.(*compactSlice)
+		c, isSlice := cur.(*compactSlice)
+		if !isSlice && o == nil {
+			return
+		}
+		if bySvc != nil {
+			bySvc.update(o, c)
+		}
+		switch {
+		case triggers == nil:
+		case c != nil:
+			triggers.stored(c)
+		default:
+			triggers.forget(o)
 		}
 	}
 	return cache.ResourceEventHandlerFuncs{
-		AddFunc:    func(obj any) { note(obj, false); changed(obj) },
-		UpdateFunc: func(old, cur any) { note(cur, false); changed(old); changed(cur) },
-		DeleteFunc: func(obj any) { note(obj, true); changed(obj) },
+		AddFunc:    func(obj any) { note(nil, obj); changed(obj) },
+		UpdateFunc: func(old, cur any) { note(old, cur); changed(old); changed(cur) },
+		DeleteFunc: func(obj any) { note(obj, nil); changed(obj) },
 	}
 }
 
@@ -180,7 +174,11 @@ func (s *InformerSource) informer(obj runtime.Object, resync time.Duration, list
 			return ev, true
 		}), nil
 	}}
-	inf := cache.NewSharedIndexInformer(lw, obj, resync, informerIndexers(false))
+	// No index: a namespace index, usual in informers, costs a set of every object's
+	// key per namespace and has no reader; slices by Service are bySvc.
+	// As client-go's generated informers do: a client that cannot stream the initial
+	// list as a watch (the fake clientset of unit tests) is listed, not watch-listed.
+	inf := cache.NewSharedIndexInformer(cache.ToListWatcherWithWatchListSemantics(lw, s.client), obj, resync, cache.Indexers{})
 	_ = inf.SetTransform(s.transform)
 	return inf
 }
@@ -225,7 +223,7 @@ func (s *InformerSource) Start(stop <-chan struct{}) {
 
 // HasSynced implements Source.
 func (s *InformerSource) HasSynced() bool {
-	return s.services.HasSynced() && s.slices.HasSynced() && s.nodes.HasSynced()
+	return s.services.HasSynced() && s.slicesSeen.HasSynced() && s.nodes.HasSynced()
 }
 
 // Service implements Source.
@@ -234,18 +232,15 @@ func (s *InformerSource) Service(k proxier.ServiceKey) *v1.Service {
 	if err != nil || !ok {
 		return nil
 	}
-	return obj.(*v1.Service)
+	return obj.(*compactService).service()
 }
 
 // Slices implements Source.
 func (s *InformerSource) Slices(k proxier.ServiceKey) []*discovery.EndpointSlice {
-	objs, err := s.slices.GetIndexer().ByIndex(sliceServiceIndex, k.String())
-	if err != nil {
-		return nil
-	}
+	objs := s.bySvc.get(k)
 	out := make([]*discovery.EndpointSlice, 0, len(objs))
 	for _, o := range objs {
-		out = append(out, o.(*discovery.EndpointSlice))
+		out = append(out, o.slice())
 	}
 	slices.SortFunc(out, func(a, b *discovery.EndpointSlice) int {
 		if a.Name < b.Name {
@@ -263,15 +258,10 @@ func (s *InformerSource) Slices(k proxier.ServiceKey) []*discovery.EndpointSlice
 func (s *InformerSource) ServiceKeys() []proxier.ServiceKey {
 	keys := sets.New[proxier.ServiceKey]()
 	for _, o := range s.services.GetStore().List() {
-		svc := o.(*v1.Service)
-		keys.Insert(proxier.ServiceKey{Namespace: svc.Namespace, Name: svc.Name})
+		svc := o.(*compactService)
+		keys.Insert(proxier.ServiceKey{Namespace: svc.namespace, Name: svc.name})
 	}
-	for _, k := range s.slices.GetIndexer().ListIndexFuncValues(sliceServiceIndex) {
-		ns, name, err := cache.SplitMetaNamespaceKey(k)
-		if err == nil {
-			keys.Insert(proxier.ServiceKey{Namespace: ns, Name: name})
-		}
-	}
+	keys.Insert(s.bySvc.keys()...)
 	return keys.UnsortedList()
 }
 

@@ -4,15 +4,12 @@ import (
 	"sync"
 
 	v1 "k8s.io/api/core/v1"
-	discovery "k8s.io/api/discovery/v1"
 )
 
-// The decoder allocates every pointer field of every endpoint on its own: three
-// condition bools, the node name (a string header and its bytes), and per port a
-// name and a protocol. Cached objects are read-only (the informer contract), so trim
-// points equal values at one shared copy instead: at 30,000 Services x 4 endpoints
-// that is most of what an endpoint costs beyond its address
-// (BenchmarkRetainedObjects30k).
+// The decoder allocates every string and pointer field of every object on its own:
+// namespaces, node names, port names, protocols, the condition bools. Cached objects are
+// read-only (the informer contract), so the compact forms point equal values at one
+// shared copy instead (BenchmarkRetainedObjects30k).
 
 var (
 	yes, no = true, false
@@ -26,11 +23,11 @@ func init() {
 	}
 }
 
-// internLimit bounds the interned strings (node and port names): past it the table
-// starts over, so names of nodes long gone do not pile up; pointers handed out stay valid.
+// internLimit bounds the interned strings: past it the table starts over, so names of
+// nodes long gone do not pile up; pointers handed out stay valid.
 const internLimit = 1 << 14
 
-// names is the table of interned node and port names.
+// names is the table of interned values.
 var names = struct {
 	sync.Mutex
 	m map[string]*string
@@ -41,45 +38,43 @@ func internString(p *string) *string {
 	if p == nil {
 		return nil
 	}
+	return intern(*p, p)
+}
+
+// internValue returns a shared copy of s, for values many objects repeat (namespaces,
+// types, policies, port names).
+func internValue(s string) string {
+	if s == "" {
+		return ""
+	}
+	return *intern(s, nil)
+}
+
+// intern returns the table's pointer for s, adding p (or a new pointer) when it has none.
+func intern(s string, p *string) *string {
 	names.Lock()
 	defer names.Unlock()
-	if q, ok := names.m[*p]; ok {
+	if q, ok := names.m[s]; ok {
 		return q
 	}
 	if len(names.m) >= internLimit {
 		names.m = map[string]*string{}
 	}
-	names.m[*p] = p
+	if p == nil {
+		p = new(string)
+		*p = s
+	}
+	names.m[s] = p
 	return p
 }
 
-// internBool returns a shared pointer to *p's value (nil for nil).
-func internBool(p *bool) *bool {
-	switch {
-	case p == nil:
+// internProtocol returns the shared pointer to *p's value (p itself for one unknown).
+func internProtocol(p *v1.Protocol) *v1.Protocol {
+	if p == nil {
 		return nil
-	case *p:
-		return &yes
 	}
-	return &no
-}
-
-// internSlice points the slice's conditions, node names and port fields at shared
-// values.
-func internSlice(sl *discovery.EndpointSlice) {
-	for i := range sl.Endpoints {
-		e := &sl.Endpoints[i]
-		c := &e.Conditions
-		c.Ready, c.Serving, c.Terminating = internBool(c.Ready), internBool(c.Serving), internBool(c.Terminating)
-		e.NodeName = internString(e.NodeName)
+	if q, ok := protocols[*p]; ok {
+		return q
 	}
-	for i := range sl.Ports {
-		p := &sl.Ports[i]
-		p.Name = internString(p.Name)
-		if p.Protocol != nil {
-			if q, ok := protocols[*p.Protocol]; ok {
-				p.Protocol = q
-			}
-		}
-	}
+	return p
 }

@@ -19,7 +19,8 @@ import (
 
 // BenchmarkRetainedObjects30k: the heap the informer caches keep for 30,000 Services and
 // their EndpointSlices (4 endpoints each), decoded from protobuf as the daemon receives
-// them (kube-proxy's content type), trimmed, and stored in indexers like the informers'.
+// them (kube-proxy's content type), made compact, and stored in indexers like the
+// informers', the slices also in the index by Service.
 // The objects carry what the apiserver and the EndpointSlice controller write (managed
 // fields, owner references, targetRefs, the trigger-time annotation, zones).
 func BenchmarkRetainedObjects30k(b *testing.B) {
@@ -43,7 +44,7 @@ func BenchmarkRetainedObjects30k(b *testing.B) {
 	transform := (&InformerSource{triggers: newTriggerBox(time.Now())}).transform
 	for range b.N {
 		base := heap()
-		svcStore := cache.NewIndexer(cache.DeletionHandlingMetaNamespaceKeyFunc, informerIndexers(false))
+		svcStore := cache.NewIndexer(cache.DeletionHandlingMetaNamespaceKeyFunc, cache.Indexers{})
 		for _, raw := range svcs {
 			svc := &v1.Service{}
 			if err := svc.Unmarshal(raw); err != nil {
@@ -53,7 +54,7 @@ func BenchmarkRetainedObjects30k(b *testing.B) {
 			_ = svcStore.Add(obj)
 		}
 		withServices := heap()
-		sliceStore := cache.NewIndexer(cache.DeletionHandlingMetaNamespaceKeyFunc, informerIndexers(true))
+		sliceStore, bySvc := cache.NewIndexer(cache.DeletionHandlingMetaNamespaceKeyFunc, cache.Indexers{}), newSliceIndex()
 		for _, raw := range slices {
 			sl := &discovery.EndpointSlice{}
 			if err := sl.Unmarshal(raw); err != nil {
@@ -61,6 +62,7 @@ func BenchmarkRetainedObjects30k(b *testing.B) {
 			}
 			obj, _ := transform(sl)
 			_ = sliceStore.Add(obj)
+			bySvc.update(nil, obj.(*compactSlice))
 		}
 		withSlices := heap()
 		if p := os.Getenv("IPVS_PROXIER_HEAP_PROFILE"); p != "" { // go tool pprof -sample_index=inuse_space
@@ -71,6 +73,7 @@ func BenchmarkRetainedObjects30k(b *testing.B) {
 		}
 		runtime.KeepAlive(svcStore)
 		runtime.KeepAlive(sliceStore)
+		runtime.KeepAlive(bySvc)
 		b.ReportMetric(float64(withServices-base)/(1<<20), "services-MiB")
 		b.ReportMetric(float64(withSlices-withServices)/(1<<20), "slices-MiB")
 	}

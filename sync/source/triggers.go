@@ -61,25 +61,25 @@ func (b *triggerBox) received(sl *discovery.EndpointSlice) {
 
 // stored makes the trigger time of a slice now in the cache ready for its Service's
 // next sync; the handler calls it before telling the Tracker.
-func (b *triggerBox) stored(sl *discovery.EndpointSlice) {
+func (b *triggerBox) stored(sl *compactSlice) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	ck := cacheKey{sl.Namespace, sl.Name}
+	ck := cacheKey{sl.namespace, sl.name}
 	t, ok := b.pending[ck]
 	if !ok {
 		return
 	}
 	delete(b.pending, ck)
-	if k, ok := SliceServiceKey(sl); ok {
+	if k, ok := sl.key(); ok {
 		b.ready[k] = append(b.ready[k], t)
 	}
 }
 
 // forget drops what is pending for a deleted slice.
-func (b *triggerBox) forget(sl *discovery.EndpointSlice) {
+func (b *triggerBox) forget(sl *compactSlice) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	delete(b.pending, cacheKey{sl.Namespace, sl.Name})
+	delete(b.pending, cacheKey{sl.namespace, sl.name})
 }
 
 // take returns and forgets the trigger times ready for k.

@@ -28,15 +28,15 @@ func TestInformerTriggersTakenOnce(t *testing.T) {
 			taken = append(taken, src.TakeTriggers(k)...)
 		}
 	})
-	h := changeHandler(tracker, src.triggers, nil)
-	deliver := func(sl *discovery.EndpointSlice, old *discovery.EndpointSlice) *discovery.EndpointSlice {
+	h := changeHandler(tracker, src.triggers, nil, nil)
+	deliver := func(sl *discovery.EndpointSlice, old *compactSlice) *compactSlice {
 		o, err := src.transform(sl)
 		if err != nil {
 			t.Fatal(err)
 		}
-		cached := o.(*discovery.EndpointSlice)
-		if len(cached.Annotations) != 0 {
-			t.Errorf("the cached slice keeps annotations %v", cached.Annotations)
+		cached := o.(*compactSlice)
+		if a := cached.slice().Annotations; len(a) != 0 {
+			t.Errorf("the cached slice keeps annotations %v", a)
 		}
 		if old == nil {
 			h.OnAdd(cached, false)
@@ -65,10 +65,11 @@ func TestInformerTriggersTakenOnce(t *testing.T) {
 	}
 	// A slice deleted before its add reached the handler leaves nothing pending.
 	gone := triggerSlice("gone", "svc-gone", later)
-	if _, err := src.transform(gone); err != nil {
+	cachedGone, err := src.transform(gone)
+	if err != nil {
 		t.Fatal(err)
 	}
-	h.OnDelete(cache.DeletedFinalStateUnknown{Key: "ns/gone", Obj: gone})
+	h.OnDelete(cache.DeletedFinalStateUnknown{Key: "ns/gone", Obj: cachedGone})
 	if n := len(src.triggers.pending) + len(src.triggers.ready); n != 0 {
 		t.Errorf("%d trigger times left behind", n)
 	}

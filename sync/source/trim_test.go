@@ -3,6 +3,7 @@ package source
 import (
 	"net/netip"
 	"os"
+	"reflect"
 	"testing"
 
 	v1 "k8s.io/api/core/v1"
@@ -27,6 +28,12 @@ func TestTrimKeepsTheTranslation(t *testing.T) {
 			t.Fatal(err)
 		}
 		_ = f.Close()
+	}
+	for _, svc := range oddServices() {
+		src.SetService(svc)
+	}
+	for _, sl := range oddSlices() {
+		src.SetSlice(sl)
 	}
 	cfg := proxier.Config{NodeName: testNode, NodeIPs: []netip.Addr{netip.MustParseAddr("192.168.1.10")},
 		ClusterCIDRs: []netip.Prefix{netip.MustParsePrefix("10.244.0.0/16")}}.WithDefaults()
@@ -69,10 +76,18 @@ func TestTrimKeepsTheTranslation(t *testing.T) {
 			}
 			slices = append(slices, sl)
 			c, _ := trim(sl.DeepCopy())
-			trimmed = append(trimmed, c.(*discovery.EndpointSlice))
+			trimmed = append(trimmed, c.(*compactSlice).slice())
 		}
 		c, _ := trim(svc.DeepCopy())
-		tsvc := c.(*v1.Service)
+		tsvc := c.(*compactService).service()
+		if w, g := serviceView(svc), serviceView(tsvc); !reflect.DeepEqual(w, g) {
+			t.Errorf("%v: the compact Service gives back\n%+v\nnot\n%+v", k, g, w)
+		}
+		for i, sl := range trimmed {
+			if w, g := sliceView(slices[i]), sliceView(sl); !reflect.DeepEqual(w, g) {
+				t.Errorf("%v: the compact slice gives back\n%+v\nnot\n%+v", k, g, w)
+			}
+		}
 		want := proxier.Translate(&cfg, k, svc, slices)
 		if got := proxier.Translate(&cfg, k, tsvc, trimmed); !got.Equal(want) || len(got.Problems) != len(want.Problems) {
 			t.Errorf("%v: translation changed by trim", k)
@@ -96,6 +111,13 @@ func TestTrimKeepsTheTranslation(t *testing.T) {
 			}
 		}
 	}
+	if got := proxier.Translate(&cfg, proxier.ServiceKey{Namespace: "odd", Name: "lb"}, src.Service(proxier.ServiceKey{Namespace: "odd", Name: "lb"}), nil); len(got.Problems) == 0 {
+		t.Error("the odd Services translate without a problem: their bad fields are untested")
+	}
+	dns, _ := trim(oddServices()[0])
+	if l := dns.(*compactService).service().Labels; l["k8s-app"] != "kube-dns" {
+		t.Errorf("the cluster DNS label is not kept (the critical-Services pass reads it): %v", l)
+	}
 	if scheduled == 0 {
 		t.Error("no Service carries both scheduler annotations: trim's keeping them is untested")
 	}
@@ -112,7 +134,7 @@ func TestTrimSharesEndpointValues(t *testing.T) {
 	var got []*discovery.EndpointSlice
 	for _, sl := range []*discovery.EndpointSlice{mk("node-a", true), mk("node-a", true), mk("node-b", false)} {
 		o, _ := trim(sl)
-		got = append(got, o.(*discovery.EndpointSlice))
+		got = append(got, o.(*compactSlice).slice())
 	}
 	a, b, c := got[0].Endpoints[0], got[1].Endpoints[0], got[2].Endpoints[0]
 	if a.NodeName != b.NodeName || a.Conditions.Ready != b.Conditions.Ready || a.Conditions.Serving != c.Conditions.Serving {
@@ -125,4 +147,87 @@ func TestTrimSharesEndpointValues(t *testing.T) {
 	if p.Name != q.Name || p.Protocol != q.Protocol || *p.Name != "http" || *p.Protocol != v1.ProtocolUDP || *p.Port != 53 {
 		t.Errorf("ports not shared or changed: %v %v", p, q)
 	}
+}
+
+// oddServices are Services with what the example clusters lack: every rarely set field
+// the translation reads, and bad values it reports (an unknown protocol and policy, a
+// clusterIP unlike clusterIPs[0], an invalid address).
+func oddServices() []*v1.Service {
+	unknownITP := v1.ServiceInternalTrafficPolicy("Sideways")
+	return []*v1.Service{
+		{ObjectMeta: metav1.ObjectMeta{Namespace: "odd", Name: "lb", Labels: map[string]string{"k8s-app": "kube-dns", proxier.LabelServiceProxyName: ""}},
+			Spec: v1.ServiceSpec{Type: v1.ServiceTypeLoadBalancer, ClusterIP: "10.96.7.1", ClusterIPs: []string{"10.96.7.2", "fd00::7"},
+				Ports: []v1.ServicePort{{Name: "a", Protocol: "ICMP", Port: 1}, {Name: "b", Protocol: v1.ProtocolSCTP, Port: 9, NodePort: 30009},
+					{Protocol: v1.ProtocolUDP, Port: 70000}},
+				ExternalIPs: []string{"192.0.2.7", "not-an-ip"}, LoadBalancerSourceRanges: []string{"198.51.100.0/24", "bad/99"},
+				SessionAffinity: v1.ServiceAffinityClientIP, SessionAffinityConfig: &v1.SessionAffinityConfig{ClientIP: &v1.ClientIPConfig{TimeoutSeconds: ptr.To[int32](60)}},
+				ExternalTrafficPolicy: v1.ServiceExternalTrafficPolicyLocal, HealthCheckNodePort: 31999, InternalTrafficPolicy: &unknownITP},
+			Status: v1.ServiceStatus{LoadBalancer: v1.LoadBalancerStatus{Ingress: []v1.LoadBalancerIngress{{IP: "203.0.113.7"},
+				{IP: "203.0.113.8", IPMode: ptr.To(v1.LoadBalancerIPModeProxy)}, {Hostname: "lb.example"}}}}},
+		{ObjectMeta: metav1.ObjectMeta{Namespace: "odd", Name: "local", Annotations: map[string]string{proxier.AnnotationScheduler: "sh"}},
+			Spec: v1.ServiceSpec{Type: v1.ServiceTypeNodePort, ClusterIP: "10.96.7.3", ClusterIPs: []string{"10.96.7.3"},
+				Ports:                 []v1.ServicePort{{Name: "http", Protocol: v1.ProtocolTCP, Port: 80, NodePort: 30080}},
+				InternalTrafficPolicy: ptr.To(v1.ServiceInternalTrafficPolicyLocal), ExternalTrafficPolicy: v1.ServiceExternalTrafficPolicyLocal}},
+	}
+}
+
+// oddSlices are slices of the odd Services with endpoints the example clusters lack: no
+// address, an empty and an invalid one, two addresses, unset and false conditions,
+// hints, a port without a number, name or protocol.
+func oddSlices() []*discovery.EndpointSlice {
+	eps := []discovery.Endpoint{
+		{Addresses: []string{"10.1.0.1", "10.1.0.99"}, NodeName: ptr.To(testNode), Hints: &discovery.EndpointHints{ForZones: []discovery.ForZone{{Name: "z"}}}},
+		{Addresses: nil, Conditions: discovery.EndpointConditions{Ready: ptr.To(true)}},
+		{Addresses: []string{""}, Conditions: discovery.EndpointConditions{Ready: ptr.To(true)}},
+		{Addresses: []string{"10.1.0.300"}},
+		{Addresses: []string{"10.1.0.2"}, Conditions: discovery.EndpointConditions{Ready: ptr.To(false), Serving: ptr.To(true), Terminating: ptr.To(true)}, NodeName: ptr.To(testNode)},
+		{Addresses: []string{"fd00::1"}, Conditions: discovery.EndpointConditions{Ready: ptr.To(false), Serving: ptr.To(false)}},
+	}
+	ports := []discovery.EndpointPort{{Name: ptr.To("a"), Protocol: ptr.To(v1.Protocol("ICMP")), Port: ptr.To[int32](1)},
+		{Name: ptr.To("b"), Protocol: ptr.To(v1.ProtocolSCTP), Port: ptr.To[int32](9)}, {Protocol: ptr.To(v1.ProtocolUDP)},
+		{Name: ptr.To("http"), Port: ptr.To[int32](8080)}, {Name: ptr.To("zero"), Port: ptr.To[int32](0)}}
+	var out []*discovery.EndpointSlice
+	for _, svc := range []string{"lb", "local"} {
+		out = append(out, &discovery.EndpointSlice{ObjectMeta: metav1.ObjectMeta{Namespace: "odd", Name: svc + "-x",
+			Labels: map[string]string{discovery.LabelServiceName: svc}}, AddressType: discovery.AddressTypeIPv4, Endpoints: eps, Ports: ports})
+	}
+	return out
+}
+
+// serviceView is what the translation and the critical-Services pass read of a Service
+// (proxier/translate.go, proxier/schedulers.go, proxier/unallocated.go): the compact
+// form must give each back unchanged.
+func serviceView(svc *v1.Service) v1.Service {
+	sp := svc.Spec
+	v := v1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: svc.Namespace, Name: svc.Name,
+		Labels: keep(svc.Labels, keptServiceLabels), Annotations: keep(svc.Annotations, keptServiceAnnotations)},
+		Spec: v1.ServiceSpec{Type: sp.Type, ClusterIP: sp.ClusterIP, ClusterIPs: sp.ClusterIPs, ExternalIPs: sp.ExternalIPs,
+			LoadBalancerSourceRanges: sp.LoadBalancerSourceRanges, SessionAffinity: sp.SessionAffinity,
+			SessionAffinityConfig: sp.SessionAffinityConfig, ExternalTrafficPolicy: sp.ExternalTrafficPolicy,
+			InternalTrafficPolicy: sp.InternalTrafficPolicy, HealthCheckNodePort: sp.HealthCheckNodePort}}
+	for _, p := range sp.Ports {
+		v.Spec.Ports = append(v.Spec.Ports, v1.ServicePort{Name: p.Name, Protocol: p.Protocol, Port: p.Port, NodePort: p.NodePort})
+	}
+	for _, ing := range svc.Status.LoadBalancer.Ingress {
+		v.Status.LoadBalancer.Ingress = append(v.Status.LoadBalancer.Ingress, v1.LoadBalancerIngress{IP: ing.IP, IPMode: ing.IPMode})
+	}
+	return v
+}
+
+// sliceView is what the translation reads of an EndpointSlice (proxier/endpoints.go):
+// per endpoint the first address only.
+func sliceView(sl *discovery.EndpointSlice) discovery.EndpointSlice {
+	v := discovery.EndpointSlice{ObjectMeta: metav1.ObjectMeta{Namespace: sl.Namespace, Name: sl.Name,
+		Labels: keep(sl.Labels, []string{discovery.LabelServiceName})}, AddressType: sl.AddressType}
+	for _, e := range sl.Endpoints {
+		ve := discovery.Endpoint{Conditions: e.Conditions, NodeName: e.NodeName, Hints: e.Hints}
+		if len(e.Addresses) > 0 {
+			ve.Addresses = e.Addresses[:1]
+		}
+		v.Endpoints = append(v.Endpoints, ve)
+	}
+	for _, p := range sl.Ports {
+		v.Ports = append(v.Ports, discovery.EndpointPort{Name: p.Name, Protocol: p.Protocol, Port: p.Port})
+	}
+	return v
 }
