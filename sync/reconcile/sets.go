@@ -112,15 +112,26 @@ func (s *Syncer) reconcileSets(unlock bool, ph *phases) error {
 }
 
 // repairSet makes the set hold exactly its desired members, given what it was listed to
-// hold, writing the differences.
+// hold, writing the differences. A set lists each member once, so when as many listed
+// members are desired as the set has desired members, none is missing: only then is
+// the listing indexed to find which are. The index of the listing was a map of every
+// member of every set (228,004 at 30,000 Services) on each heavy round.
 func (s *Syncer) repairSet(set string, entries []kernel.SetEntry) error {
 	var ops []kernel.SetOp
+	desired := 0
+	for _, e := range entries {
+		if s.desired.HasMember(kernel.Member{Set: set, Entry: e}) {
+			desired++
+		} else {
+			ops = append(ops, kernel.SetOp{Set: set, Entry: e, Delete: true})
+		}
+	}
+	if desired == s.desired.SetLen(set) {
+		return s.writeMembers(ops)
+	}
 	listed := make(map[kernel.SetEntry]struct{}, len(entries))
 	for _, e := range entries {
 		listed[e] = struct{}{}
-		if !s.desired.HasMember(kernel.Member{Set: set, Entry: e}) {
-			ops = append(ops, kernel.SetOp{Set: set, Entry: e, Delete: true})
-		}
 	}
 	for e := range s.desired.SetEntries(set) {
 		if _, ok := listed[e]; !ok {

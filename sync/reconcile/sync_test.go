@@ -366,3 +366,26 @@ func TestFullSyncUncountedSets(t *testing.T) {
 		t.Errorf("flushed set not repaired within 4 full syncs:\n%s", diffLines(got, want))
 	}
 }
+
+// TestSetRepairSwappedMember: a member deleted by hand and a stranger added to the same
+// set keep its count, so only a listing finds them; the full sync that lists the set
+// deletes the stranger and adds the member back.
+func TestSetRepairSwappedMember(t *testing.T) {
+	h := newHarness(t, kernel.Kernel{}, nil, func(o *Options) { o.CheckEvery = 1 })
+	addServices(h, 10)
+	h.mustSync(t)
+	want := h.fake.Dump()
+	entries, err := h.fake.ListEntries("KUBE-CLUSTER-IP")
+	if err != nil || len(entries) == 0 {
+		t.Fatalf("KUBE-CLUSTER-IP: %v %v", entries, err)
+	}
+	stranger := entries[0]
+	stranger.Port = 9999
+	must(t, h.fake.DelEntry("KUBE-CLUSTER-IP", entries[0]))
+	must(t, h.fake.AddEntry("KUBE-CLUSTER-IP", stranger))
+	h.tracker.AllChanged()
+	h.mustSync(t)
+	if got := h.fake.Dump(); got != want {
+		t.Errorf("swapped member not repaired:\n%s", diffLines(got, want))
+	}
+}
