@@ -105,15 +105,8 @@ func (c *VSCollector) Collect(ch chan<- prometheus.Metric) {
 	}
 	omitted := 0
 	if c.Limit > 0 && len(owned) > c.Limit {
-		// The busiest first; ties by key, so the set is stable between scrapes.
-		slices.SortFunc(owned, func(a, b ownedStats) int {
-			if c := cmp.Compare(b.stats.Connections, a.stats.Connections); c != 0 {
-				return c
-			}
-			return kernel.CompareVSKeys(a.key, b.key)
-		})
 		omitted = len(owned) - c.Limit
-		owned = owned[:c.Limit]
+		owned = busiest(owned, c.Limit)
 	}
 	ch <- prometheus.MustNewConstMetric(vsOmitted, prometheus.GaugeValue, float64(omitted))
 	for _, o := range owned {
@@ -157,4 +150,48 @@ func (c *VSCollector) addToTotals(owned []ownedStats) [5]uint64 {
 		}
 	}
 	return c.totals
+}
+
+// busier orders the busiest first; ties by key, so the set is stable between scrapes.
+func busier(a, b ownedStats) int {
+	if c := cmp.Compare(b.stats.Connections, a.stats.Connections); c != 0 {
+		return c
+	}
+	return kernel.CompareVSKeys(a.key, b.key)
+}
+
+// busiest returns the n busiest of owned (n < len(owned)), busiest first, reordering
+// owned. It keeps the n best seen in a heap whose root is the least busy of them, so
+// most virtual servers cost one comparison with the root: a sort of all 45,000 at 30,000
+// Services was a third of a scrape (BenchmarkVSCollect45k).
+func busiest(owned []ownedStats, n int) []ownedStats {
+	h := owned[:n]
+	// A max-heap under busier: the root is the one busier ranks last.
+	down := func(i int) {
+		for {
+			l := 2*i + 1
+			if l >= n {
+				return
+			}
+			if r := l + 1; r < n && busier(h[r], h[l]) > 0 {
+				l = r
+			}
+			if busier(h[l], h[i]) <= 0 {
+				return
+			}
+			h[i], h[l] = h[l], h[i]
+			i = l
+		}
+	}
+	for i := n/2 - 1; i >= 0; i-- {
+		down(i)
+	}
+	for _, o := range owned[n:] {
+		if busier(o, h[0]) < 0 {
+			h[0] = o
+			down(0)
+		}
+	}
+	slices.SortFunc(h, busier)
+	return h
 }
