@@ -64,11 +64,12 @@ fuzz: ## Fuzz the translation, whole clusters (loader, syncer, plan) and --confi
 
 bench: bench-micro bench-kernel bench-scale bench-dataplane ## Every benchmark: Go microbenchmarks (fake kernel, then the real one in the VM), the scale run and the data-plane run against kube-proxy (long; not part of make test)
 
-bench-micro: ## Go benchmarks (fake kernel, 30,000 Services x 4): one change, full syncs, retained heap of the syncer and of the informer caches; benchstat against bench/micro/baseline.txt
+bench-micro: ## Go benchmarks (fake kernel, 30,000 Services x 4): one change, full syncs, retained heap of the syncer and of the informer caches, a /metrics scrape of 45,000 virtual servers; benchstat against bench/micro/baseline.txt
 	@mkdir -p bench/micro
 	$(GO) test ./sync/reconcile -run '^$$' -bench EndpointChange30k -benchtime 2000x -count 5 -benchmem | tee bench/micro/latest.txt
 	$(GO) test ./sync/reconcile -run '^$$' -bench 'FullSync|RetainedHeap30k' -benchtime 2x -count 5 -benchmem | tee -a bench/micro/latest.txt
 	$(GO) test ./sync/source -run '^$$' -bench RetainedObjects30k -benchtime 1x -count 5 | tee -a bench/micro/latest.txt
+	$(GO) test ./sync/metrics -run '^$$' -bench VSCollect45k -benchtime 20x -count 5 -benchmem | tee -a bench/micro/latest.txt
 	@if [ -f bench/micro/baseline.txt ]; then $(GO) run $(BENCHSTAT) bench/micro/baseline.txt bench/micro/latest.txt; \
 	else echo "no bench/micro/baseline.txt: copy latest.txt there to start tracking"; fi
 

@@ -8,8 +8,8 @@ import (
 	"github.com/ipvs-proxier/ipvs-proxier/proxier"
 )
 
-// compactSlice is what the informer cache keeps of an EndpointSlice: its Service, its
-// address type, and per endpoint the first address (the only one a proxy programs, as
+// compactSlice is what the informer cache keeps of an EndpointSlice: its Service (the
+// service-name label: headless slices are not watched), its address type, and per endpoint the first address (the only one a proxy programs, as
 // kube-proxy), the conditions, the node name and the hints; per port the name, protocol
 // and number. A quarter of a decoded slice's memory (BenchmarkRetainedObjects30k): no
 // label map, one allocation for the strings (arena), the node and port names interned.
@@ -23,7 +23,6 @@ type compactSlice struct {
 	endpoints   []endpoint
 	ports       []endpointPort
 	hasService  bool
-	headless    bool
 }
 
 // endpoint is what the translation reads of an Endpoint.
@@ -59,7 +58,6 @@ type endpointPort struct {
 func packSlice(sl *discovery.EndpointSlice) *compactSlice {
 	c := &compactSlice{addressType: discovery.AddressType(internValue(string(sl.AddressType)))}
 	c.service, c.hasService = sl.Labels[discovery.LabelServiceName]
-	_, c.headless = sl.Labels[proxier.LabelHeadless]
 	var a arena
 	c.objMeta.namespace = internValue(sl.Namespace)
 	a.add(&c.objMeta.name, sl.Name)
@@ -122,20 +120,12 @@ func (c *compactSlice) key() (proxier.ServiceKey, bool) {
 }
 
 // slice returns the EndpointSlice the translation reads: a new object, with only the
-// fields the compact form keeps. Its pointers (conditions, names) are shared and must
+// fields the compact form keeps, and no labels (the translation reads none; the
+// Service it belongs to is key's). Its pointers (conditions, names) are shared and must
 // not be written through.
 func (c *compactSlice) slice() *discovery.EndpointSlice {
 	sl := &discovery.EndpointSlice{ObjectMeta: metav1.ObjectMeta{Namespace: c.namespace, Name: c.name, ResourceVersion: c.rv},
 		AddressType: c.addressType}
-	if c.hasService || c.headless {
-		sl.Labels = make(map[string]string, 2)
-		if c.hasService {
-			sl.Labels[discovery.LabelServiceName] = c.service
-		}
-		if c.headless {
-			sl.Labels[proxier.LabelHeadless] = ""
-		}
-	}
 	if len(c.endpoints) > 0 {
 		sl.Endpoints = make([]discovery.Endpoint, len(c.endpoints))
 		addrs := make([]string, len(c.endpoints))

@@ -101,7 +101,7 @@ func TestTrimKeepsTheTranslation(t *testing.T) {
 			t.Errorf("%v: Service not trimmed: %v %v", k, tsvc.Annotations, tsvc.Labels)
 		}
 		for _, sl := range trimmed {
-			if sl.Labels[discovery.LabelServiceName] == "" || len(sl.Labels) > 2 || sl.OwnerReferences != nil {
+			if len(sl.Labels) != 0 || sl.OwnerReferences != nil {
 				t.Errorf("%v: slice labels %v", k, sl.Labels)
 			}
 			for _, e := range sl.Endpoints {
@@ -215,10 +215,10 @@ func serviceView(svc *v1.Service) v1.Service {
 }
 
 // sliceView is what the translation reads of an EndpointSlice (proxier/endpoints.go):
-// per endpoint the first address only.
+// per endpoint the first address only, no label (the slice's Service is the key it is
+// read under).
 func sliceView(sl *discovery.EndpointSlice) discovery.EndpointSlice {
-	v := discovery.EndpointSlice{ObjectMeta: metav1.ObjectMeta{Namespace: sl.Namespace, Name: sl.Name,
-		Labels: keep(sl.Labels, []string{discovery.LabelServiceName})}, AddressType: sl.AddressType}
+	v := discovery.EndpointSlice{ObjectMeta: metav1.ObjectMeta{Namespace: sl.Namespace, Name: sl.Name}, AddressType: sl.AddressType}
 	for _, e := range sl.Endpoints {
 		ve := discovery.Endpoint{Conditions: e.Conditions, NodeName: e.NodeName, Hints: e.Hints}
 		if len(e.Addresses) > 0 {
