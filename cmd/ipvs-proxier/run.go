@@ -245,6 +245,7 @@ func runProxy(o *options, r *resolved, log *zap.Logger, client kubernetes.Interf
 	src.OnWatchError(func(error) { api.Suspect() })
 	src.Start(ctx.Done())
 	go watchAPIServer(ctx, log, client, api, src.HasSynced)
+	go programCriticalEarly(ctx, log, client, r.nodeName, syncer)
 	go runner.RunWhen(ctx, src.HasSynced)
 	if err := linux.WatchAddresses(dummy, ctx.Done(), tracker.AllChanged, syncer.DummyAddressesChanged); err != nil {
 		log.Warn("Cannot watch node addresses; NodePorts follow them at the next full sync", zap.Error(err))

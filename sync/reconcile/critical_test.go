@@ -11,6 +11,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 
 	"github.com/ipvs-proxier/ipvs-proxier/kernel"
+	"github.com/ipvs-proxier/ipvs-proxier/sync/source"
 )
 
 // orderKernel records, in order, what the syncer writes: the virtual servers of each
@@ -141,5 +142,50 @@ func TestCriticalServicesKeepOthersRules(t *testing.T) {
 	}
 	if r, _ := fake.Save(kernel.IPv4); r == theirs {
 		t.Error("the rules were not restored at the end of the sync")
+	}
+}
+
+// TestCriticalServicesEarly: before the first full sync, a source of the critical
+// Services alone (what the daemon reads while the informers list the cluster) programs
+// them and their rules and nothing else; the first full sync then writes the rest and
+// does not write them first again; once it has begun, an early pass does nothing.
+func TestCriticalServicesEarly(t *testing.T) {
+	fake := kernel.NewFake()
+	h, o, _ := orderHarness(t, fake, 30)
+	api := svc("default", "kubernetes", "10.96.0.1", 443, v1.ProtocolTCP)
+	apiSlice := slice("default", "kubernetes", "kubernetes", 443, v1.ProtocolTCP, "192.168.0.10")
+	h.src.SetService(api)
+	h.src.SetSlice(apiSlice)
+	early := source.NewStaticSource()
+	early.SetService(api)
+	early.SetSlice(apiSlice)
+	if !h.syncer.ProgramCriticalEarly(early) {
+		t.Fatal("the early pass programmed nothing")
+	}
+	vss, _ := fake.ListVirtualServers()
+	if len(vss) != 1 || vss[0].Address != netip.MustParseAddr("10.96.0.1") {
+		t.Fatalf("after the early pass: %v, want the apiserver's virtual server alone", vss)
+	}
+	if rss, _ := fake.ListRealServers(vss[0].VSKey); len(rss) != 1 {
+		t.Errorf("the apiserver's real servers: %v", rss)
+	}
+	o.mu.Lock()
+	if want := []string{"vs [TCP 10.96.0.1:443]", "addr [10.96.0.1]", "restore IPv4", "restore IPv6"}; !slices.Equal(o.events, want) {
+		t.Errorf("the early pass wrote %q, want %q", o.events, want)
+	}
+	o.events = nil
+	o.mu.Unlock()
+	h.mustSync(t)
+	if vss, _ := fake.ListVirtualServers(); len(vss) != 31 {
+		t.Errorf("%d virtual servers after the first full sync, want 31", len(vss))
+	}
+	o.mu.Lock()
+	events := slices.Clone(o.events)
+	o.mu.Unlock()
+	if len(events) > 0 && events[0] == "vs [TCP 10.96.0.1:443]" {
+		t.Errorf("the first full sync wrote the critical Services first again: %q", events)
+	}
+	if h.syncer.ProgramCriticalEarly(early) {
+		t.Error("an early pass after the first full sync programmed again")
 	}
 }

@@ -92,7 +92,7 @@ func (s *Syncer) prepareFull(f *fullPass, keys map[proxier.ServiceKey]struct{}, 
 	if s.lastFull.IsZero() && !s.criticalDone && len(f.errs) == 0 {
 		// The first full sync since the start: the critical Services before the rest.
 		s.criticalDone = true
-		s.programCritical()
+		s.programCritical(criticalKeys(s.src))
 		ph.mark("critical")
 	}
 	return nil
