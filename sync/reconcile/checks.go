@@ -6,10 +6,14 @@ import (
 )
 
 // realServerReads is how many virtual servers' real servers a full sync reads at most
-// in its rotation: one netlink dump each (IPVS_CMD_GET_DEST names one service), ~0.35 ms
-// each in the VM, so at 30,000 Services (60,000 virtual servers) a tenth was 6,000 dumps
-// and most of each full sync.
-const realServerReads = 1000
+// in its rotation: one netlink dump each (IPVS_CMD_GET_DEST names one service), past
+// dumpAllUpTo after a lookup each. At 30,000 Services (45,000 virtual servers) a tenth
+// was 4,500 dumps and most of each full sync; 1,000 were still most of an idle node's
+// CPU (0.4-1.6 s of reads and 0.3-1.0 s of lookups per light full sync in the emulated
+// VM, `make bench-scale`'s daemon log). The price is the repair time of a real server
+// changed by hand: N/realServerReads full syncs for N virtual servers (45 minutes at
+// 30,000 Services), CheckEvery below 5,000 virtual servers.
+const realServerReads = 500
 
 // checkRealServersNow reports whether this full sync re-reads key's real servers. With
 // CheckEvery > 1, each full sync reads a rotating 1/CheckEvery of our virtual servers,

@@ -310,13 +310,15 @@ func TestFullSyncSpreadsRealServerChecks(t *testing.T) {
 // deleted by hand is back within N/realServerReads full syncs.
 func TestFullSyncBoundsRealServerReads(t *testing.T) {
 	h := newHarness(t, kernel.Kernel{}, nil, func(o *Options) { o.CheckEvery = 2 })
-	addServices(h, 4000) // one virtual server each: 4 full syncs per round
+	const n = 4000 // one virtual server each
+	rounds := n / realServerReads
+	addServices(h, n)
 	h.mustSync(t)
 	want := h.fake.Dump()
 	key := kernel.VSKey{Protocol: kernel.TCP, Address: netip.MustParseAddr("10.100.0.7"), Port: 80}
 	rss, _ := h.fake.ListRealServers(key)
 	must(t, h.fake.DeleteRealServer(key, rss[0]))
-	for i := range 4 {
+	for i := range rounds {
 		h.fake.ResetOps()
 		h.tracker.AllChanged()
 		h.mustSync(t)
@@ -325,7 +327,7 @@ func TestFullSyncBoundsRealServerReads(t *testing.T) {
 		}
 	}
 	if got := h.fake.Dump(); got != want {
-		t.Errorf("real server not restored within 4 full syncs:\n%s", diffLines(got, want))
+		t.Errorf("real server not restored within %d full syncs:\n%s", rounds, diffLines(got, want))
 	}
 }
 
