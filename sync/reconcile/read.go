@@ -113,8 +113,8 @@ type rsRead struct {
 
 // realServersToRead lists, in dump order, the dumped virtual servers whose real servers
 // this full sync reads (checkRealServers): only those, so a periodic full sync at
-// 30,000 Services holds ~500 entries (realServerReads), not one per virtual server. Called with s.mu
-// held.
+// 30,000 Services holds ~500 entries (realServerReads), not one per virtual server.
+// Called with s.mu held.
 func (s *Syncer) realServersToRead(vss []kernel.DumpedVS) []rsRead {
 	var reads []rsRead
 	for i, vs := range vss {
