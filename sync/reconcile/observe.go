@@ -28,8 +28,8 @@ type HealthCheckSink interface {
 // noteTriggers queues the network-programming latency of k's slices whose
 // last-change-trigger-time is newer than any seen before. Trigger times older than the
 // syncer are skipped: on start every slice would report its age, not a latency (as
-// kube-proxy's endpointschangetracker does).
-func (s *Syncer) noteTriggers(k proxier.ServiceKey) {
+// kube-proxy's endpointschangetracker does). nSlices is how many slices k has now.
+func (s *Syncer) noteTriggers(k proxier.ServiceKey, nSlices int) {
 	taken := s.src.TakeTriggers(k) // taken even without metrics: the source keeps them until then
 	if s.opts.Metrics == nil {
 		return
@@ -50,7 +50,7 @@ func (s *Syncer) noteTriggers(k proxier.ServiceKey) {
 		}
 	}
 	switch {
-	case had && len(s.src.Slices(k)) == 0:
+	case had && nSlices == 0:
 		delete(s.triggerSeen, k)
 	case newest.After(seen):
 		s.triggerSeen[k] = newest

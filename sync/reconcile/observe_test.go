@@ -253,6 +253,15 @@ func TestMetricsNetworkProgramming(t *testing.T) {
 	if v, _ := scrape(t, m).Value("kubeproxy_network_programming_duration_seconds", nil); v != 1 {
 		t.Errorf("%v observations, want still 1", v)
 	}
+	// A Service left without slices forgets the newest trigger time it had seen.
+	for _, o := range h.src.Slices(front) {
+		h.src.DeleteSlice(front, o.Name)
+	}
+	h.tracker.EndpointsChanged(front)
+	h.mustSync(t)
+	if _, ok := h.syncer.triggerSeen[front]; ok {
+		t.Error("the trigger time of a Service without slices is kept")
+	}
 }
 
 // TestSyncMetricsPerFamily: kube-proxy's sync metrics carry ip_family, one series per

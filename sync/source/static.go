@@ -47,6 +47,16 @@ func (s *StaticSource) DeleteService(k proxier.ServiceKey) {
 	delete(s.services, k)
 }
 
+// DeleteSlice removes the EndpointSlice name of the Service k.
+func (s *StaticSource) DeleteSlice(k proxier.ServiceKey, name string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	delete(s.slices[k], name)
+	if len(s.slices[k]) == 0 {
+		delete(s.slices, k)
+	}
+}
+
 // SetSlice adds or replaces an EndpointSlice; it reports the Service it belongs to, and
 // false if it has no service-name label (it is then not stored).
 func (s *StaticSource) SetSlice(sl *discovery.EndpointSlice) (proxier.ServiceKey, bool) {
