@@ -224,7 +224,10 @@ func filterByHints(cfg *Config, ready []endpoint) []endpoint {
 	return ready
 }
 
-// realServers turns endpoints into weight-1 real servers, capped at max.
+// realServers turns endpoints into weight-1 real servers, capped at max, sorted. The
+// virtual servers of one port (ClusterIP, NodePorts, external and LB IPs) share the list:
+// nothing writes to a desired state's real servers once it is made, and one copy per
+// port rather than per virtual server is most of their memory at scale.
 func realServers(eps []endpoint, max int) []kernel.RealServer {
 	if len(eps) > max {
 		eps = eps[:max]
@@ -233,5 +236,6 @@ func realServers(eps []endpoint, max int) []kernel.RealServer {
 	for _, e := range eps {
 		out = append(out, kernel.RealServer{Address: e.addr.Addr(), Port: e.addr.Port(), Weight: 1})
 	}
+	slices.SortFunc(out, kernel.CompareRealServers)
 	return out
 }

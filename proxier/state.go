@@ -160,8 +160,12 @@ func (s *ServiceState) normalize(members []kernel.Member) {
 	}
 	clear(s.VirtualServers[len(vss):])
 	s.VirtualServers = vss
+	// Translate's lists come sorted and may be shared between virtual servers
+	// (realServers): only another's is sorted here.
 	for i := range s.VirtualServers {
-		slices.SortFunc(s.VirtualServers[i].RealServers, kernel.CompareRealServers)
+		if rss := s.VirtualServers[i].RealServers; !slices.IsSortedFunc(rss, kernel.CompareRealServers) {
+			slices.SortFunc(rss, kernel.CompareRealServers)
+		}
 	}
 	slices.SortFunc(s.Bind, netip.Addr.Compare)
 	s.Bind = slices.Compact(s.Bind)

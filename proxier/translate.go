@@ -256,7 +256,7 @@ func (ps *portState) addVS(addr netip.Addr, p uint16, rss []kernel.RealServer, e
 	t, st := ps.t, ps.t.st
 	vs := kernel.VirtualServer{VSKey: kernel.VSKey{Protocol: ps.proto, Address: addr, Port: p},
 		Scheduler: t.sched, Flags: t.flags, Timeout: t.tmo}
-	st.VirtualServers = append(st.VirtualServers, VirtualServerState{VirtualServer: vs, RealServers: slices.Clone(rss)})
+	st.VirtualServers = append(st.VirtualServers, VirtualServerState{VirtualServer: vs, RealServers: rss})
 	e := kernel.SetEntry{IP: addr, Protocol: ps.proto, Port: p}
 	switch {
 	case len(rss) == 0:
