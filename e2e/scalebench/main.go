@@ -9,7 +9,8 @@
 // SVC_ENDPOINTS [4], SVC_NODEPORT_EVERY [2: half the Services are NodePorts; 100,000
 // need 4], SVC_CREATE_PARALLEL [16], BENCH_STEP_BUDGET [20m] (per proxy and
 // step; what does not finish in it is reported as unfinished), BENCH_CHANGES [52],
-// BENCH_OUT [<repo>/bench/results], BENCH_LOAD [etcd: Services written to etcd
+// BENCH_OUT [<repo>/bench/results], BENCH_FRESH_VM [1: a new apiserver and node VM for
+// each step; 0: one for all], BENCH_LOAD [etcd: Services written to etcd
 // directly (benchkit/etcdload.go); api: through the apiserver], BENCH_PROXIES [ipvs-proxier,kube-proxy; also "ipvs-proxier nftables": ours with --rules-backend=nftables],
 // BENCH_PROXIES_<n> [BENCH_PROXIES: the proxies at the step of n Services],
 // BENCH_PROFILE [unset: a directory for ipvs-proxier's CPU, heap and allocs profiles at
@@ -52,23 +53,20 @@ func run() error {
 		return fmt.Errorf("BENCH_STEP_BUDGET: %w", err)
 	}
 	out := benchkit.Env("BENCH_OUT", filepath.Join(harness.RepoRoot(), "bench/results"))
+	fresh := benchkit.Env("BENCH_FRESH_VM", "1") != "0"
 	ctx := context.Background()
 
-	cp, node, stop, err := benchkit.StartNode(ctx)
-	if err != nil {
-		return err
-	}
-	defer stop()
-	loader, err := benchkit.LoaderClient(cp.RESTCfg)
-	if err != nil {
-		return err
-	}
-	b := &bench{node: node, budget: budget, profiles: os.Getenv("BENCH_PROFILE"), daemonLogs: os.Getenv("BENCH_DAEMON_LOG"), changes: benchkit.EnvInt("BENCH_CHANGES", 52),
-		w: &benchkit.Workload{Client: loader, Node: benchkit.NodeName, Endpoints: benchkit.EnvInt("SVC_ENDPOINTS", 4), Parallel: benchkit.EnvInt("SVC_CREATE_PARALLEL", 16), Etcd: benchkit.LoadVia(cp),
-			NodePortEvery: benchkit.EnvInt("SVC_NODEPORT_EVERY", 2)}}
-	machine := benchkit.Machine(node)
+	b := &bench{budget: budget, profiles: os.Getenv("BENCH_PROFILE"), daemonLogs: os.Getenv("BENCH_DAEMON_LOG"), changes: benchkit.EnvInt("BENCH_CHANGES", 52)}
+	defer b.stopNode()
+	var machine string
 	var results []result
-	for _, n := range steps {
+	for i, n := range steps {
+		if i == 0 || fresh {
+			if err := b.startNode(ctx); err != nil {
+				return err
+			}
+			machine = benchkit.Machine(b.node)
+		}
 		benchkit.Logf("creating %d Services x %d endpoints", n, b.w.Endpoints)
 		start := time.Now()
 		// The last proxy measured would follow every new Service, and the emulation of
@@ -94,6 +92,35 @@ func run() error {
 	}
 	benchkit.Logf("results in %s", out)
 	return nil
+}
+
+// startNode starts a new control plane and node VM, after stopping those of the last
+// step: a cold start is measured on a new node, and a VM whose kernel held the last
+// step's objects is not one (its cold starts ran slower than on a new VM), so by default
+// (BENCH_FRESH_VM, not "0") each step has its own.
+func (b *bench) startNode(ctx context.Context) error {
+	b.stopNode()
+	cp, node, stop, err := benchkit.StartNode(ctx)
+	if err != nil {
+		return err
+	}
+	loader, err := benchkit.LoaderClient(cp.RESTCfg)
+	if err != nil {
+		stop()
+		return err
+	}
+	b.node, b.stop, b.extra = node, stop, nil
+	b.w = &benchkit.Workload{Client: loader, Node: benchkit.NodeName, Endpoints: benchkit.EnvInt("SVC_ENDPOINTS", 4), Parallel: benchkit.EnvInt("SVC_CREATE_PARALLEL", 16),
+		Etcd: benchkit.LoadVia(cp), NodePortEvery: benchkit.EnvInt("SVC_NODEPORT_EVERY", 2)}
+	return nil
+}
+
+// stopNode stops the current control plane and node, if any.
+func (b *bench) stopNode() {
+	if b.stop != nil {
+		b.stop()
+		b.stop = nil
+	}
 }
 
 // proxiesAt names the proxies measured at the step of n Services: BENCH_PROXIES_<n> where

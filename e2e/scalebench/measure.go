@@ -37,6 +37,7 @@ type result struct {
 
 type bench struct {
 	node   *harness.Node
+	stop   func() // stops node and its control plane
 	w      *benchkit.Workload
 	budget time.Duration
 	// profiles, when set, is a directory for CPU and heap profiles of ipvs-proxier
