@@ -77,7 +77,7 @@ charts: ## Redraw bench/results' two charts from the CSVs that gather both proxi
 	cd e2e && $(GO) run ./scalebench chart ../bench/results/chart.png "1,000-30,000 Services × 4 endpoints, ipvs-proxier against kube-proxy v1.37 IPVS mode; qemu TCG VM, 2 vCPU, 2-core host" ../bench/results/scale-both.csv
 	cd e2e && $(GO) run ./dataplane chart ../bench/results/dataplane.png "Requests through one Service beside 1,000 or 30,000 others, rows from several runs; qemu TCG VM, 2 vCPU, 2-core host" ../bench/results/dataplane-all.csv
 
-bench-kernel: deps ## Real-kernel Go benchmarks in the VM: the IPVS dump, ours vs moby/ipvs, at IPVS_BENCH_VS virtual servers (default 60000); a cold start's set members through ipset and through nftables (the longest transaction)
+bench-kernel: deps ## Real-kernel Go benchmarks in the VM: the IPVS dump, ours vs moby/ipvs, at IPVS_BENCH_VS virtual servers (default 60000); a cold start's set members through ipset and through nftables (the longest transaction); 30,000 address binds to one interface (a bind's cost grows with the addresses there)
 	./e2e/vm/kernel-tests.sh bench
 
 bench-scale: deps ## ipvs-proxier vs kube-proxy IPVS mode in the VM at SVC_SCALE_STEPS Services (default 1000,5000,10000,30000); results in bench/results/

@@ -16,6 +16,7 @@ export IPVS_PROXIER_TEST_IPVS=1 IPVS_BENCH_VS=${IPVS_BENCH_VS:-60000}
 /linux.test -test.run '^\$' -test.bench 'IPVSDump/(ipvs-proxier|moby-ipvs|lookup-all|lookup-tenth)\$' -test.benchtime 5x 2>&1
 IPVS_BENCH_VS=1000 /linux.test -test.run '^\$' -test.bench 'IPVSDump/real-servers' -test.benchtime 3000x 2>&1
 IPVS_PROXIER_TEST_NETNS=1 /linux.test -test.run '^\$' -test.bench 'SetWrites' -test.benchtime 3x 2>&1
+IPVS_PROXIER_TEST_NETNS=1 /linux.test -test.run '^\$' -test.bench 'AddressBinds' -test.benchtime 1x 2>&1
 SCEN
   "$here/vm.sh" run "$payload"
   exit
