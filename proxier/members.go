@@ -47,14 +47,26 @@ func (l MemberList) Slice() []kernel.Member { return slices.Collect(l.All()) }
 
 // PackMembers packs ms, in their order.
 func PackMembers(ms []kernel.Member) MemberList {
-	if len(ms) == 0 {
+	return pack(len(ms), func(i int) kernel.Member { return ms[i] })
+}
+
+// PackEntries packs the entries of set, in their order: the heavy round holds a listing
+// of every set at once, and as []kernel.SetEntry an entry is 88 bytes (20 MB of the
+// heap at 30,000 Services x 4) against 9 to 13 packed.
+func PackEntries(set string, es []kernel.SetEntry) MemberList {
+	return pack(len(es), func(i int) kernel.Member { return kernel.Member{Set: set, Entry: es[i]} })
+}
+
+// pack packs the n members member returns.
+func pack(n int, member func(i int) kernel.Member) MemberList {
+	if n == 0 {
 		return MemberList{}
 	}
-	b := make([]byte, 0, len(ms)*16)
-	for _, m := range ms {
-		b = encodeMember(b, m)
+	b := make([]byte, 0, n*16)
+	for i := range n {
+		b = encodeMember(b, member(i))
 	}
-	return MemberList{b: slices.Clip(b), n: int32(len(ms))}
+	return MemberList{b: slices.Clip(b), n: int32(n)}
 }
 
 // A packed member: the set's index in setNames, a byte of flags, the protocol, the port

@@ -56,3 +56,25 @@ func TestMemberListRoundTrip(t *testing.T) {
 		t.Errorf("%d bytes per member packed", perMember)
 	}
 }
+
+// TestPackEntriesIsPackMembers: a set's listing packed with PackEntries is the list of
+// its members PackMembers makes, and gives back the same entries in order.
+func TestPackEntriesIsPackMembers(t *testing.T) {
+	es := []kernel.SetEntry{
+		{IP: netip.MustParseAddr("10.1.2.3"), Protocol: kernel.TCP, Port: 80},
+		{IP: netip.MustParseAddr("10.1.2.4"), Protocol: kernel.UDP, Port: 53, IP2: netip.MustParseAddr("10.1.2.4")},
+		{IP: netip.MustParseAddr("fd00::1"), Protocol: kernel.TCP, Port: 443, Net: netip.MustParsePrefix("fd00::/64")},
+		{Port: 30080},
+	}
+	var ms []kernel.Member
+	for _, e := range es {
+		ms = append(ms, kernel.Member{Set: "KUBE-LOOP-BACK", Entry: e})
+	}
+	l := PackEntries("KUBE-LOOP-BACK", es)
+	if !l.Equal(PackMembers(ms)) || !slices.Equal(l.Slice(), ms) {
+		t.Errorf("PackEntries gave %v, want %v", l.Slice(), ms)
+	}
+	if PackEntries("KUBE-LOOP-BACK", nil).Len() != 0 {
+		t.Error("an empty listing packs to a non-empty list")
+	}
+}

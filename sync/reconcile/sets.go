@@ -83,11 +83,16 @@ func (s *Syncer) reconcileSets(unlock bool, ph *phases) error {
 	if len(sets) == 0 {
 		return errors.Join(errs...)
 	}
-	listed := make([][]kernel.SetEntry, len(sets))
+	// Each listing is packed before the next set is listed: all of them as
+	// []kernel.SetEntry were the largest part of the heap when a collection met a heavy
+	// round (proxier.PackEntries).
+	listed := make([]proxier.MemberList, len(sets))
 	failed := make([]error, len(sets))
 	list := func() {
 		for i, set := range sets {
-			listed[i], failed[i] = s.k.IPSets.ListEntries(set.Name)
+			var entries []kernel.SetEntry
+			entries, failed[i] = s.k.IPSets.ListEntries(set.Name)
+			listed[i] = proxier.PackEntries(set.Name, entries)
 		}
 	}
 	if unlock {
@@ -116,22 +121,22 @@ func (s *Syncer) reconcileSets(unlock bool, ph *phases) error {
 // members are desired as the set has desired members, none is missing: only then is
 // the listing indexed to find which are. The index of the listing was a map of every
 // member of every set (228,004 at 30,000 Services) on each heavy round.
-func (s *Syncer) repairSet(set string, entries []kernel.SetEntry) error {
+func (s *Syncer) repairSet(set string, entries proxier.MemberList) error {
 	var ops []kernel.SetOp
 	desired := 0
-	for _, e := range entries {
-		if s.desired.HasMember(kernel.Member{Set: set, Entry: e}) {
+	for m := range entries.All() {
+		if s.desired.HasMember(m) {
 			desired++
 		} else {
-			ops = append(ops, kernel.SetOp{Set: set, Entry: e, Delete: true})
+			ops = append(ops, kernel.SetOp{Set: set, Entry: m.Entry, Delete: true})
 		}
 	}
 	if desired == s.desired.SetLen(set) {
 		return s.writeMembers(ops)
 	}
-	listed := make(map[kernel.SetEntry]struct{}, len(entries))
-	for _, e := range entries {
-		listed[e] = struct{}{}
+	listed := make(map[kernel.SetEntry]struct{}, entries.Len())
+	for m := range entries.All() {
+		listed[m.Entry] = struct{}{}
 	}
 	for e := range s.desired.SetEntries(set) {
 		if _, ok := listed[e]; !ok {
