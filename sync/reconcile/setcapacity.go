@@ -7,7 +7,7 @@ import (
 	"github.com/ipvs-proxier/ipvs-proxier/proxier"
 )
 
-// sized is set with the capacity its desired members need (proxier.SetCapacity), which
+// sized is set with the capacity its desired members need (capacityFor), which
 // EnsureSet makes the kernel's set hold. A change of capacity is logged: past
 // kube-proxy's 65,536 its IPVS mode can no longer adopt the set on a rollback
 // (docs/migration.md).
@@ -16,10 +16,10 @@ func (s *Syncer) sized(set kernel.Set) kernel.Set {
 		return set
 	}
 	n := s.desired.SetLen(set.Name)
-	set = proxier.Sized(set, n)
 	if s.setCaps == nil {
 		s.setCaps = map[string]uint32{}
 	}
+	set.MaxElem = capacityFor(s.setCaps[set.Name], n)
 	last := s.setCaps[set.Name]
 	if last == 0 { // not sized yet: compared with kube-proxy's, which a new set gets
 		last = proxier.SetCapacity(0)
@@ -31,6 +31,20 @@ func (s *Syncer) sized(set kernel.Set) kernel.Set {
 	}
 	s.setCaps[set.Name] = set.MaxElem
 	return set
+}
+
+// capacityFor is the capacity of a set of n desired members that was last made with
+// last (0: not made by us yet): proxier.SetCapacity, except that a set shrinks only once
+// a sixteenth more members would still fit the smaller capacity. Without that margin a
+// set whose members sat at a doubling boundary was remade, with every member copied, on
+// each add and delete across it: 131,072 hairpin entries at 100,000 Services x 2
+// endpoints, 7-11 s a remake in the VM (`make bench-scale`), each holding up the change.
+func capacityFor(last uint32, n int) uint32 {
+	c := proxier.SetCapacity(n)
+	if c < last && proxier.SetCapacity(n+n/16) >= last {
+		return last
+	}
+	return c
 }
 
 // growSets remakes, before ops are written, each set they add to whose desired members
