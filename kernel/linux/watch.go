@@ -40,9 +40,8 @@ var nodeAddresses = LocalAddresses
 // vishvananda/netlink's subscription; it is opened again after resubscribeDelay, until
 // done, and changed is called then if the node's addresses (the skipped interface's
 // aside) are not those read when the lost subscription opened. A cold start's binds to
-// the dummy overflow the socket (a notification each, 100,000 at 100,000 Services), and
-// a call for each overflow was a change to every Service: the whole translation again
-// just after the first sync (12.4 s at 100,000 in the VM, `make bench-scale`).
+// the dummy can overflow the socket (a notification each, 100,000 at 100,000 Services),
+// and a call for each overflow is a change to every Service, a whole translation.
 //
 // skipped, if not nil, hears about the skipped interface instead: skipped(true) once
 // subscribed, for each of its notifications and when subscribed again; skipped(false)
