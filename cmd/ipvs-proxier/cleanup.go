@@ -81,6 +81,9 @@ func runCleanup(args []string, out io.Writer) error {
 	deleted, err := linux.DeleteDummy(*dummy)
 	errs = append(errs, err)
 	fmt.Fprintf(out, "dummy interface %s deleted: %v\n", *dummy, deleted)
+	routes, err := linux.DeleteLocalRoutes()
+	errs = append(errs, err)
+	fmt.Fprintf(out, "local routes deleted (proto %d): %d\n", linux.RouteProtocol, routes)
 	return errors.Join(errs...)
 }
 
@@ -171,10 +174,13 @@ func cleanupVirtualServers(dummy string, exclude []netip.Prefix) (int, error) {
 		return 0, nil // no ip_vs module: nothing of ours can exist
 	}
 	onDummy := map[netip.Addr]bool{}
-	if addrs, err := new(linux.Addresses).ListAddresses(dummy); err == nil {
-		for _, a := range addrs {
-			onDummy[a] = true
+	for _, x := range []*linux.Addresses{{}, {LocalRoutes: true}} { // either mode's Service IPs
+		if addrs, err := x.ListAddresses(dummy); err == nil {
+			for _, a := range addrs {
+				onDummy[a] = true
+			}
 		}
+		x.Close()
 	}
 	nodeIPs, err := linux.LocalAddresses(dummy)
 	if err != nil {

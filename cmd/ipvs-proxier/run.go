@@ -148,6 +148,9 @@ func prepareNode(o *options, r *resolved, log *zap.Logger) (k kernel.Kernel, h *
 		nftTable = proxier.NftTable
 	}
 	k, ipvsHandle, err := linux.New(10*time.Second, allChains(), nftTable)
+	if a, ok := k.Addresses.(*linux.Addresses); ok {
+		a.LocalRoutes = o.vipLocalRoutes
+	}
 	if err == nil {
 		_, err = k.IPVS.ListVirtualServers()
 	}

@@ -15,6 +15,10 @@ var IPVSProxier = Proxy{"ipvs-proxier", "sh /start-daemon.sh", "/tmp/daemon.pid"
 // (--rules-backend=nftables).
 var IPVSProxierNftables = Proxy{"ipvs-proxier nftables", "sh /start-daemon.sh --rules-backend=nftables", "/tmp/daemon.pid"}
 
+// IPVSProxierRoutes is the daemon with the Service IPs as local routes rather than
+// addresses on the dummy (--vip-local-routes).
+var IPVSProxierRoutes = Proxy{"ipvs-proxier routes", "sh /start-daemon.sh --vip-local-routes", "/tmp/daemon.pid"}
+
 // Ours reports whether p is ipvs-proxier (in either rules backend).
 func (p Proxy) Ours() bool { return p.PIDFile == IPVSProxier.PIDFile }
 
@@ -49,7 +53,8 @@ func KubeProxy(mode string) Proxy {
 		"(/usr/local/bin/kube-proxy --config=/tmp/kp.conf >> /tmp/kube-proxy.log 2>&1 & echo $! > /tmp/kube-proxy.pid)", "/tmp/kube-proxy.pid"}
 }
 
-// Wipe stops every proxy and removes what any of them made: IPVS, the dummy interface,
+// Wipe stops every proxy and removes what any of them made: IPVS, the dummy interface
+// and our local routes (--vip-local-routes),
 // iptables (both families; the legacy backend's tables too when their module is loaded),
 // ipsets and nftables (kube-proxy's nftables mode, ours' nftables backend), and the
 // connection-tracking table the previous one's traffic left: a fresh node for the next.
@@ -63,7 +68,7 @@ func KubeProxy(mode string) Proxy {
 // came right after ours.
 func Wipe(node *harness.Node) error {
 	_, err := node.MustExec(`for p in /tmp/daemon.pid /tmp/kube-proxy.pid; do [ -f $p ] && kill $(cat $p) 2>/dev/null; rm -f $p; done; sleep 2
-ipvsadm -C; ip link del kube-ipvs0 2>/dev/null
+ipvsadm -C; ip link del kube-ipvs0 2>/dev/null; ip route flush table local proto 210 2>/dev/null
 for t in nat filter mangle; do for c in iptables ip6tables; do $c -t $t -F; $c -t $t -X; done; done
 for c in iptables ip6tables; do [ -e /proc/net/${c%tables}_tables_names ] || continue; for t in nat filter mangle; do $c-legacy -t $t -F; $c-legacy -t $t -X; done; done 2>/dev/null
 ipset destroy

@@ -11,7 +11,7 @@
 // step; what does not finish in it is reported as unfinished), BENCH_CHANGES [52],
 // BENCH_OUT [<repo>/bench/results], BENCH_FRESH_VM [1: a new apiserver and node VM for
 // each step; 0: one for all], BENCH_LOAD [etcd: Services written to etcd
-// directly (benchkit/etcdload.go); api: through the apiserver], BENCH_PROXIES [ipvs-proxier,kube-proxy; also "ipvs-proxier nftables": ours with --rules-backend=nftables],
+// directly (benchkit/etcdload.go); api: through the apiserver], BENCH_PROXIES [ipvs-proxier,kube-proxy; also "ipvs-proxier nftables": ours with --rules-backend=nftables, and "ipvs-proxier routes": ours with --vip-local-routes],
 // BENCH_PROXIES_<n> [BENCH_PROXIES: the proxies at the step of n Services],
 // BENCH_PROFILE [unset: a directory for ipvs-proxier's CPU, heap and allocs profiles at
 // each step; `go tool pprof -top <file>`], BENCH_DAEMON_LOG [unset: a directory for

@@ -16,7 +16,7 @@ import (
 )
 
 // proxies are the proxies under test, started and stopped in the node VM.
-var proxies = []benchkit.Proxy{benchkit.IPVSProxier, benchkit.IPVSProxierNftables, benchkit.KubeProxy("ipvs")}
+var proxies = []benchkit.Proxy{benchkit.IPVSProxier, benchkit.IPVSProxierNftables, benchkit.IPVSProxierRoutes, benchkit.KubeProxy("ipvs")}
 
 // result is one row: one proxy at one scale.
 type result struct {

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"net/netip"
+	gosync "sync"
 
 	"github.com/vishvananda/netlink"
 	"github.com/vishvananda/netlink/nl"
@@ -14,8 +15,17 @@ import (
 
 // Addresses manages the dummy interface with netlink: writes over one rtnetlink socket,
 // the address dump over another, so a full sync's dump of 30,000 addresses never holds
-// up a sync's writes.
-type Addresses struct{ route, dump routeConn }
+// up a sync's writes. With LocalRoutes, the Service IPs are local routes instead
+// (viproutes.go).
+type Addresses struct {
+	route, dump routeConn
+	// LocalRoutes holds each Service IP as a local route through lo (route mode) rather
+	// than as an address on the dummy. Set before first use.
+	LocalRoutes bool
+
+	convertMu gosync.Mutex
+	converted bool // what the other mode left was converted (convert)
+}
 
 // Close drops the sockets; a later call opens new ones.
 func (x *Addresses) Close() {
@@ -24,8 +34,16 @@ func (x *Addresses) Close() {
 }
 
 // EnsureDummy implements kernel.Addresses. The link stays down, as kube-proxy leaves it:
-// addresses on a down dummy are still local, and it answers nothing by itself.
+// addresses on a down dummy are still local, and it answers nothing by itself. The
+// first success also converts what the other mode left (convert).
 func (x *Addresses) EnsureDummy(dev string) error {
+	if err := ensureDummy(dev); err != nil {
+		return err
+	}
+	return x.convert(dev)
+}
+
+func ensureDummy(dev string) error {
 	l, err := netlink.LinkByName(dev)
 	if err == nil {
 		if _, ok := l.(*netlink.Dummy); !ok {
@@ -59,8 +77,17 @@ func link(dev string) (netlink.Link, error) {
 // ListAddresses implements kernel.Addresses; link-local addresses are left out. The
 // dump (RTM_GETADDR) is read as it streams in, skipping other interfaces' addresses:
 // the dummy holds one address per Service IP, and netlink.AddrList built several
-// objects for each of them at every full sync.
+// objects for each of them at every full sync. In route mode it lists our local
+// routes instead.
 func (x *Addresses) ListAddresses(dev string) ([]netip.Addr, error) {
+	if x.LocalRoutes {
+		return x.listRoutes()
+	}
+	return x.dummyAddresses(dev)
+}
+
+// dummyAddresses lists dev's addresses (ListAddresses without route mode).
+func (x *Addresses) dummyAddresses(dev string) ([]netip.Addr, error) {
 	l, err := link(dev)
 	if err != nil {
 		return nil, err

@@ -66,8 +66,16 @@ func (c *routeConn) drop() {
 // address used to cost a link lookup and an RTM_NEWADDR, each on a fresh socket; a cold
 // start binds one address per Service IP. (The kernel still walks the interface's
 // address list on every insert, so binding stays quadratic in the address count; both
-// proxies pay that.)
+// proxies pay that.) In route mode it writes our local routes instead (viproutes.go).
 func (x *Addresses) WriteAddresses(dev string, ops []kernel.AddressOp) []error {
+	if x.LocalRoutes {
+		return x.writeRoutes(ops)
+	}
+	return x.bindAddresses(dev, ops)
+}
+
+// bindAddresses binds and unbinds dev's addresses (WriteAddresses without route mode).
+func (x *Addresses) bindAddresses(dev string, ops []kernel.AddressOp) []error {
 	errs := make([]error, len(ops))
 	fail := func(err error) []error {
 		for i := range errs {
