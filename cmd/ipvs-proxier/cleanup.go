@@ -37,8 +37,8 @@ func runCleanup(args []string, out io.Writer) error {
 	fs.SetOutput(out)
 	fs.Usage = func() {
 		commandUsage(out, fs, "ipvs-proxier cleanup [flags]",
-			"Removes what ipvs-proxier programmed on this node (its virtual servers, sets, chains and dummy interface) and\n"+
-				"nothing else; with --iptables-mode-leftovers also kube-proxy iptables mode's chains.",
+			"Removes what ipvs-proxier programmed on this node (its virtual servers, sets, chains, dummy interface and\n"+
+				"the local routes of --vip-local-routes) and nothing else; with --iptables-mode-leftovers also kube-proxy iptables mode's chains.",
 			"  kubectl -n kube-system exec POD -- ipvs-proxier cleanup --leftovers-only")
 	}
 	if err := fs.Parse(args); err != nil {

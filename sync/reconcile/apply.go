@@ -345,4 +345,8 @@ type writeQueue struct {
 	// addrWrite is held while address writes are sent, so that those of a partial sync
 	// wait for a full sync's batch in the background (addrbatch.go).
 	addrWrite sync.Mutex
+	// memberWrite is held while set-member writes are sent, for the same reason;
+	// memberBatch is the running full sync's batch (memberbatch.go).
+	memberWrite sync.Mutex
+	memberBatch *memberBatch
 }

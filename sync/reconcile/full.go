@@ -171,6 +171,8 @@ func (s *Syncer) repairKernel(f *fullPass, ph *phases) {
 	} else {
 		s.applyLooked(f.looked, f.changed, rsDue, &f.errs, ph)
 	}
+	s.finishMembers(s.memberBatch, &f.errs)
+	s.memberBatch = nil
 	s.finishAddresses(batch, &f.errs)
 	s.flushAddresses(&f.errs)
 	ph.mark("addresses")

@@ -63,8 +63,10 @@ func (s *Syncer) syncSets(sets []kernel.Set, changed *proxier.Delta, listAll boo
 // compares it with the desired state as it then is and rewrites them, which the kernel
 // takes as done (IPSET_ERR_EXIST is success), so they are neither lost nor reverted.
 func (s *Syncer) reconcileSets(unlock bool, ph *phases) error {
-	if len(s.pendingSets) == 0 {
-		return nil // every partial sync calls this: no set list built for nothing
+	if len(s.pendingSets) == 0 || s.memberBatch != nil {
+		// Every partial sync calls this: no set list built for nothing. And none is
+		// made or remade while a full sync's member batch is written into the sets.
+		return nil
 	}
 	var errs []error
 	var sets []kernel.Set
@@ -105,24 +107,30 @@ func (s *Syncer) reconcileSets(unlock bool, ph *phases) error {
 	} else {
 		list()
 	}
+	var ops []kernel.SetOp
 	for i, set := range sets {
 		if failed[i] != nil {
 			s.pendingSets[set.Name] = struct{}{}
 			errs = append(errs, failed[i])
 			continue
 		}
-		errs = append(errs, s.repairSet(set.Name, listed[i]))
+		ops = s.repairSet(ops, set.Name, listed[i])
+		listed[i] = proxier.MemberList{} // garbage now, before the next set's repair grows ops
 	}
-	return errors.Join(errs...)
+	if unlock { // a full sync: many writes go on in the background (memberbatch.go)
+		var err error
+		s.memberBatch, err = s.startMembers(ops)
+		return errors.Join(append(errs, err)...)
+	}
+	return errors.Join(append(errs, s.writeMembers(ops))...)
 }
 
-// repairSet makes the set hold exactly its desired members, given what it was listed to
-// hold, writing the differences. A set lists each member once, so when as many listed
-// members are desired as the set has desired members, none is missing: only then is
-// the listing indexed to find which are. The index of the listing was a map of every
-// member of every set (228,004 at 30,000 Services) on each heavy round.
-func (s *Syncer) repairSet(set string, entries proxier.MemberList) error {
-	var ops []kernel.SetOp
+// repairSet appends to ops the writes that make the set hold exactly its desired
+// members, given what it was listed to hold. A set lists each member once, so when as
+// many listed members are desired as the set has desired members, none is missing: only
+// then is the listing indexed to find which are. The index of the listing was a map of
+// every member of every set (228,004 at 30,000 Services) on each heavy round.
+func (s *Syncer) repairSet(ops []kernel.SetOp, set string, entries proxier.MemberList) []kernel.SetOp {
 	desired := 0
 	for m := range entries.All() {
 		if s.desired.HasMember(m) {
@@ -132,7 +140,7 @@ func (s *Syncer) repairSet(set string, entries proxier.MemberList) error {
 		}
 	}
 	if desired == s.desired.SetLen(set) {
-		return s.writeMembers(ops)
+		return ops
 	}
 	listed := make(map[kernel.SetEntry]struct{}, entries.Len())
 	for m := range entries.All() {
@@ -143,7 +151,7 @@ func (s *Syncer) repairSet(set string, entries proxier.MemberList) error {
 			ops = append(ops, kernel.SetOp{Set: set, Entry: e})
 		}
 	}
-	return s.writeMembers(ops)
+	return ops
 }
 
 // memberOp is the write that makes the kernel agree with the desire for m. There is no
@@ -154,14 +162,29 @@ func (s *Syncer) memberOp(m kernel.Member) kernel.SetOp {
 	return kernel.SetOp{Set: m.Set, Entry: m.Entry, Delete: !s.desired.HasMember(m)}
 }
 
-// writeMembers sends ops as one batch; each failed one is queued for retry.
+// writeMembers sends ops as one batch, after any a full sync sends in the background
+// (startMembers); each failed one is queued for retry.
 func (s *Syncer) writeMembers(ops []kernel.SetOp) error {
 	if len(ops) == 0 {
 		return nil
 	}
-	s.growSets(ops)
+	if !s.memberWrite.TryLock() {
+		// A full sync's batch is being sent: wait for it with s.mu released, so that
+		// the full sync goes on meanwhile, as flushAddresses does.
+		s.mu.Unlock()
+		s.memberWrite.Lock()
+		s.mu.Lock()
+	}
+	s.growSets(ops) // not during a batch: a set remade for its capacity would lose its writes
+	results := s.k.IPSets.WriteEntries(ops)
+	s.memberWrite.Unlock()
+	return s.membersFailed(ops, results)
+}
+
+// membersFailed queues each failed write of ops (results: one per op) for retry.
+func (s *Syncer) membersFailed(ops []kernel.SetOp, results []error) error {
 	var errs []error
-	for i, err := range s.k.IPSets.WriteEntries(ops) {
+	for i, err := range results {
 		if err != nil {
 			errs = append(errs, err)
 			s.retry.Members[kernel.Member{Set: ops[i].Set, Entry: ops[i].Entry}] = struct{}{}
