@@ -45,6 +45,14 @@ func (l MemberList) All() iter.Seq[kernel.Member] {
 // Slice returns the members as a slice (for tests and printing).
 func (l MemberList) Slice() []kernel.Member { return slices.Collect(l.All()) }
 
+// Append returns l with m packed at its end, as append does: l's bytes may be reused,
+// so only the list returned is used after it (a list being built, never one shared).
+func (l MemberList) Append(m kernel.Member) MemberList {
+	l.b = encodeMember(l.b, m)
+	l.n++
+	return l
+}
+
 // PackMembers packs ms, in their order.
 func PackMembers(ms []kernel.Member) MemberList {
 	return pack(len(ms), func(i int) kernel.Member { return ms[i] })

@@ -77,4 +77,11 @@ func TestPackEntriesIsPackMembers(t *testing.T) {
 	if PackEntries("KUBE-LOOP-BACK", nil).Len() != 0 {
 		t.Error("an empty listing packs to a non-empty list")
 	}
+	var built MemberList
+	for _, m := range ms {
+		built = built.Append(m)
+	}
+	if !built.Equal(l) || built.Len() != len(ms) {
+		t.Errorf("Append built %v (%d), want %v", built.Slice(), built.Len(), ms)
+	}
 }

@@ -198,9 +198,7 @@ func (s *Syncer) refreshDesired(keys map[proxier.ServiceKey]struct{}, changed *p
 	}
 	s.cfg = cfg
 	s.desired = proxier.NewDesired()
-	for _, k := range s.src.ServiceKeys() {
-		s.updateService(k, nil)
-	}
+	s.rebuildDesired(s.src.ServiceKeys())
 	s.built = true
 	return true
 }

@@ -1,48 +1,108 @@
 package reconcile
 
 import (
+	"errors"
+	"iter"
 	"time"
 
 	"go.uber.org/zap"
 
 	"github.com/ipvs-proxier/ipvs-proxier/kernel"
+	"github.com/ipvs-proxier/ipvs-proxier/proxier"
 )
 
 // backgroundMembers is the number of set-member writes of a full sync's set repair from
 // which they are sent in the background (startMembers). A variable for tests.
 var backgroundMembers = 10000
 
+// memberChunk is how many of a background batch's writes are made into kernel.SetOps
+// and sent at a time.
+const memberChunk = 8192
+
+// memberWrites are a set repair's member writes, packed: as kernel.SetOps a cold start's
+// 228,004 (30,000 Services × 4) were ~25 MB more at the peak, and the heap they grew
+// stayed in the RSS; packed, a member is 8 to 16 bytes (proxier.MemberList). The deletes
+// are written first, so a full set has room for the adds.
+type memberWrites struct{ dels, adds proxier.MemberList }
+
+// add queues the write of e to set (a delete when del).
+func (w *memberWrites) add(set string, e kernel.SetEntry, del bool) {
+	m := kernel.Member{Set: set, Entry: e}
+	if del {
+		w.dels = w.dels.Append(m)
+	} else {
+		w.adds = w.adds.Append(m)
+	}
+}
+
+func (w *memberWrites) len() int { return w.dels.Len() + w.adds.Len() }
+
+// ops yields the writes, the deletes first.
+func (w *memberWrites) ops() iter.Seq[kernel.SetOp] {
+	return func(yield func(kernel.SetOp) bool) {
+		for _, l := range []struct {
+			list proxier.MemberList
+			del  bool
+		}{{w.dels, true}, {w.adds, false}} {
+			for m := range l.list.All() {
+				if !yield(kernel.SetOp{Set: m.Set, Entry: m.Entry, Delete: l.del}) {
+					return
+				}
+			}
+		}
+	}
+}
+
 // memberBatch is a batch of set-member writes a full sync sends while it writes the
 // virtual servers.
 type memberBatch struct {
-	ops  []kernel.SetOp
-	errs []error
-	took time.Duration
-	done chan struct{}
+	w      memberWrites
+	failed []kernel.SetOp
+	errs   []error
+	took   time.Duration
+	done   chan struct{}
 }
 
-// startMembers sends ops in the background when they are many, so that they overlap the
+// startMembers sends w in the background when they are many, so that they overlap the
 // virtual-server writes that follow (ipset and IPVS take their own kernel mutexes, and
 // the emulated VM has two CPUs), and returns the batch to finish; with few, it writes
 // them at once and returns nil. A cold start writes every member of every set: 228,004
 // at 30,000 Services, the "sets" step of the first sync, which the IPVS step then waited
-// for (the first sync's phases in bench/results/results.md).
+// for (the first sync's phases in bench/results/results.md). The sets were sized for
+// their desired members just before they were listed (reconcileSets).
 //
 // s.memberWrite is held until the batch is sent, so a partial sync's member writes
 // (writeMembers) land after it, in the order their decisions were made. Called with
 // s.mu held; the batch itself never takes s.mu.
-func (s *Syncer) startMembers(ops []kernel.SetOp) (*memberBatch, error) {
-	if len(ops) < backgroundMembers {
+func (s *Syncer) startMembers(w memberWrites) (*memberBatch, error) {
+	if w.len() < backgroundMembers {
+		var ops []kernel.SetOp
+		for op := range w.ops() {
+			ops = append(ops, op)
+		}
 		return nil, s.writeMembers(ops)
 	}
 	s.memberWrite.Lock() // s.mu is held: no partial sync holds it
-	s.growSets(ops)
-	b := &memberBatch{ops: ops, done: make(chan struct{})}
+	b := &memberBatch{w: w, done: make(chan struct{})}
 	begun := s.opts.Now()
 	go func() {
 		defer close(b.done)
 		defer s.memberWrite.Unlock()
-		b.errs = s.k.IPSets.WriteEntries(b.ops)
+		chunk := make([]kernel.SetOp, 0, memberChunk)
+		send := func() {
+			for i, err := range s.k.IPSets.WriteEntries(chunk) {
+				if err != nil {
+					b.failed, b.errs = append(b.failed, chunk[i]), append(b.errs, err)
+				}
+			}
+			chunk = chunk[:0]
+		}
+		for op := range b.w.ops() {
+			if chunk = append(chunk, op); len(chunk) == memberChunk {
+				send()
+			}
+		}
+		send()
 		b.took = s.opts.Now().Sub(begun)
 	}()
 	return b, nil
@@ -61,6 +121,9 @@ func (s *Syncer) finishMembers(b *memberBatch, errs *[]error) {
 		<-b.done
 		s.mu.Lock()
 	}
-	*errs = append(*errs, s.membersFailed(b.ops, b.errs))
-	s.log.Info("Set members written alongside the virtual servers", zap.Int("writes", len(b.ops)), zap.Duration("took", b.took))
+	for _, op := range b.failed {
+		s.retry.Members[kernel.Member{Set: op.Set, Entry: op.Entry}] = struct{}{}
+	}
+	*errs = append(*errs, errors.Join(b.errs...))
+	s.log.Info("Set members written alongside the virtual servers", zap.Int("writes", b.w.len()), zap.Duration("took", b.took))
 }

@@ -107,40 +107,44 @@ func (s *Syncer) reconcileSets(unlock bool, ph *phases) error {
 	} else {
 		list()
 	}
-	var ops []kernel.SetOp
+	var w memberWrites
 	for i, set := range sets {
 		if failed[i] != nil {
 			s.pendingSets[set.Name] = struct{}{}
 			errs = append(errs, failed[i])
 			continue
 		}
-		ops = s.repairSet(ops, set.Name, listed[i])
-		listed[i] = proxier.MemberList{} // garbage now, before the next set's repair grows ops
+		s.repairSet(&w, set.Name, listed[i])
+		listed[i] = proxier.MemberList{} // garbage now
 	}
 	if unlock { // a full sync: many writes go on in the background (memberbatch.go)
 		var err error
-		s.memberBatch, err = s.startMembers(ops)
+		s.memberBatch, err = s.startMembers(w)
 		return errors.Join(append(errs, err)...)
+	}
+	var ops []kernel.SetOp
+	for op := range w.ops() {
+		ops = append(ops, op)
 	}
 	return errors.Join(append(errs, s.writeMembers(ops))...)
 }
 
-// repairSet appends to ops the writes that make the set hold exactly its desired
+// repairSet queues in w the writes that make the set hold exactly its desired
 // members, given what it was listed to hold. A set lists each member once, so when as
 // many listed members are desired as the set has desired members, none is missing: only
 // then is the listing indexed to find which are. The index of the listing was a map of
 // every member of every set (228,004 at 30,000 Services) on each heavy round.
-func (s *Syncer) repairSet(ops []kernel.SetOp, set string, entries proxier.MemberList) []kernel.SetOp {
+func (s *Syncer) repairSet(w *memberWrites, set string, entries proxier.MemberList) {
 	desired := 0
 	for m := range entries.All() {
 		if s.desired.HasMember(m) {
 			desired++
 		} else {
-			ops = append(ops, kernel.SetOp{Set: set, Entry: m.Entry, Delete: true})
+			w.add(set, m.Entry, true)
 		}
 	}
 	if desired == s.desired.SetLen(set) {
-		return ops
+		return
 	}
 	listed := make(map[kernel.SetEntry]struct{}, entries.Len())
 	for m := range entries.All() {
@@ -148,10 +152,9 @@ func (s *Syncer) repairSet(ops []kernel.SetOp, set string, entries proxier.Membe
 	}
 	for e := range s.desired.SetEntries(set) {
 		if _, ok := listed[e]; !ok {
-			ops = append(ops, kernel.SetOp{Set: set, Entry: e})
+			w.add(set, e, false)
 		}
 	}
-	return ops
 }
 
 // memberOp is the write that makes the kernel agree with the desire for m. There is no

@@ -294,16 +294,18 @@ func (s *Syncer) syncPartial(keys map[proxier.ServiceKey]struct{}, ph *phases) e
 
 // updateService recomputes one Service into the desired state.
 func (s *Syncer) updateService(k proxier.ServiceKey, delta *proxier.Delta) {
-	// The informer source builds the slices anew from its compact cache at each call:
-	// read them once.
-	epSlices := s.src.Slices(k)
-	st := proxier.Translate(&s.cfg, k, s.src.Service(k), epSlices)
+	s.updateServiceWith(k, s.translate(k), delta)
+}
+
+// updateServiceWith records one Service's translation t in the desired state.
+func (s *Syncer) updateServiceWith(k proxier.ServiceKey, t translated, delta *proxier.Delta) {
+	st := t.st
 	s.problems.report(k, st.Problems)
 	s.desired.Set(st, delta)
 	for _, c := range s.desired.TakeConflictChanges() {
 		s.conflicts.report(c, s.desired.Conflicts(c))
 	}
-	s.noteTriggers(k, len(epSlices))
+	s.noteTriggers(k, t.slices)
 	if hc := s.opts.HealthChecks; hc != nil && delta != nil {
 		hc.SetHealthCheck(k, st.HealthCheck)
 	}
