@@ -412,6 +412,18 @@ func (f *Fake) ListEntries(name string) ([]SetEntry, error) {
 	return es, err
 }
 
+// EachEntry implements IPSets.
+func (f *Fake) EachEntry(name string, restart func(), each func(SetEntry)) error {
+	return f.onSet("ListEntries", name, func(s *fakeSet) error {
+		restart()
+		for e := range s.entries {
+			each(e)
+		}
+		f.dumped += len(s.entries)
+		return nil
+	})
+}
+
 func checkEntry(s Set, e SetEntry) error {
 	switch s.Type {
 	case BitmapPort:

@@ -88,6 +88,9 @@ func (x wrappedSets) EnsureSet(s Set) error {
 func (x wrappedSets) ListEntries(set string) ([]SetEntry, error) {
 	return call1(x.w, "ListEntries", func() ([]SetEntry, error) { return x.w.inner.IPSets.ListEntries(set) })
 }
+func (x wrappedSets) EachEntry(set string, restart func(), each func(SetEntry)) error {
+	return x.w.call("ListEntries", func() error { return x.w.inner.IPSets.EachEntry(set, restart, each) })
+}
 func (x wrappedSets) CountEntries(set string) (int, error) {
 	return call1(x.w, "CountEntries", func() (int, error) { return x.w.inner.IPSets.CountEntries(set) })
 }

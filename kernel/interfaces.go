@@ -72,6 +72,10 @@ type IPSets interface {
 	// or when it holds more and its members fill at most half of set.MaxElem (RemakeSet).
 	EnsureSet(set Set) error
 	ListEntries(set string) ([]SetEntry, error)
+	// EachEntry lists the set as ListEntries does, calling each with every member as the
+	// listing streams in (restart before, and again before a listing read anew), so the
+	// caller need not hold them all as []SetEntry (88 bytes each).
+	EachEntry(set string, restart func(), each func(SetEntry)) error
 	// CountEntries returns how many members the set has without listing them, or -1
 	// when the kernel cannot tell.
 	CountEntries(set string) (int, error)

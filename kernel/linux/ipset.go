@@ -76,14 +76,19 @@ func (x *IPSets) EnsureSet(s kernel.Set) error {
 // ListEntries implements kernel.IPSets, over the listing connection (listEntries).
 func (x *IPSets) ListEntries(name string) ([]kernel.SetEntry, error) {
 	var out []kernel.SetEntry
+	if err := x.EachEntry(name, func() { out = out[:0] }, func(e kernel.SetEntry) { out = append(out, e) }); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// EachEntry implements kernel.IPSets, over the listing connection (listEntries).
+func (x *IPSets) EachEntry(name string, restart func(), each func(kernel.SetEntry)) error {
 	var err error
 	for try := 0; try < 5; try++ { // a dump interrupted by a concurrent change is retried
-		if out, err = x.listEntries(name); err == nil || !interrupted(err) {
+		if err = x.listEntries(name, restart, each); err == nil || !interrupted(err) {
 			break
 		}
 	}
-	if err != nil {
-		return nil, wrapErr("list set "+name, err)
-	}
-	return out, nil
+	return wrapErr("list set "+name, err)
 }

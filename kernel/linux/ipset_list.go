@@ -15,24 +15,24 @@ import (
 )
 
 // listEntries lists a set's members as the dump streams in (dumpOn), each parsed
-// straight into a kernel.SetEntry. vishvananda/netlink's IpsetList keeps every answer,
+// straight into a kernel.SetEntry and handed to each (restart first). vishvananda/netlink's IpsetList keeps every answer,
 // then builds a ~200-byte IPSetEntry with a heap value per port and protocol for each
 // member: at 30,000 Services the every-tenth listing of 228,004 members was most of an
 // 18 s full sync in the emulated VM, and its garbage the collector's work after it
 // (`make bench-scale`). The message layout is the kernel's
 // (ip_set_core.c ip_set_dump_do): the set's name, type and header in its first answer,
 // then IPSET_ATTR_ADT, a nest of IPSET_ATTR_DATA nests, one per member.
-func (x *IPSets) listEntries(name string) ([]kernel.SetEntry, error) {
+func (x *IPSets) listEntries(name string, restart func(), each func(kernel.SetEntry)) error {
 	req := nl.NewNetlinkRequest(nl.IPSET_CMD_LIST|(unix.NFNL_SUBSYS_IPSET<<8), 0)
 	req.AddData(&nl.Nfgenmsg{NfgenFamily: uint8(unix.AF_NETLINK), Version: nl.NFNETLINK_V0, ResId: 0})
 	req.AddData(nl.NewRtAttr(nl.IPSET_ATTR_PROTOCOL, nl.Uint8Attr(nl.IPSET_PROTOCOL)))
 	req.AddData(nl.NewRtAttr(nl.IPSET_ATTR_SETNAME, nl.ZeroTerminated(name)))
-	var out []kernel.SetEntry
 	var typ string
 	var bad error
 	err := x.list.with(func(_ *netlink.Handle, raw map[int]*nl.SocketHandle) error {
 		duringList()
-		out, typ, bad = out[:0], "", nil
+		typ, bad = "", nil
+		restart()
 		answer, sockErr := dumpOn(raw[unix.NETLINK_NETFILTER], req, func(body []byte) {
 			if len(body) < 4 || bad != nil {
 				return
@@ -48,7 +48,7 @@ func (x *IPSets) listEntries(name string) ([]kernel.SetEntry, error) {
 					}
 					eachAttr(v, func(t uint16, v []byte) {
 						if t == nl.IPSET_ATTR_DATA {
-							out = append(out, parseMember(typ, v))
+							each(parseMember(typ, v))
 						}
 					})
 				}
@@ -66,7 +66,7 @@ func (x *IPSets) listEntries(name string) ([]kernel.SetEntry, error) {
 	if err == nil {
 		err = bad
 	}
-	return out, err
+	return err
 }
 
 // parseMember reads one IPSET_ATTR_DATA nest of a set of type typ.

@@ -209,6 +209,20 @@ func (x *Nftables) ListEntries(name string) ([]kernel.SetEntry, error) {
 	return out, nil
 }
 
+// EachEntry implements kernel.IPSets, from ListEntries: the nftables library returns a
+// set's elements whole.
+func (x *Nftables) EachEntry(name string, restart func(), each func(kernel.SetEntry)) error {
+	es, err := x.ListEntries(name)
+	if err != nil {
+		return err
+	}
+	restart()
+	for _, e := range es {
+		each(e)
+	}
+	return nil
+}
+
 // CountEntries implements kernel.IPSets: nftables tells a set's size only by listing it,
 // so -1 (the caller lists).
 func (x *Nftables) CountEntries(string) (int, error) { return -1, nil }

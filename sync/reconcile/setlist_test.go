@@ -19,6 +19,12 @@ func (a afterList) ListEntries(name string) ([]kernel.SetEntry, error) {
 	return es, err
 }
 
+func (a afterList) EachEntry(name string, restart func(), each func(kernel.SetEntry)) error {
+	err := a.Fake.EachEntry(name, restart, each)
+	a.after(name)
+	return err
+}
+
 // TestFullSyncListsSetsUnlocked: a full sync lists its sets with the syncer's lock
 // released, and a partial sync that programs a new Service, removes one and adds an
 // endpoint meanwhile keeps its set members: the full sync's older listing neither

@@ -85,16 +85,17 @@ func (s *Syncer) reconcileSets(unlock bool, ph *phases) error {
 	if len(sets) == 0 {
 		return errors.Join(errs...)
 	}
-	// Each listing is packed before the next set is listed: all of them as
-	// []kernel.SetEntry were the largest part of the heap when a collection met a heavy
-	// round (proxier.PackEntries).
+	// Each listing is packed as it streams in: all of them as []kernel.SetEntry were
+	// the largest part of the heap when a collection met a heavy round, and the largest
+	// alone (KUBE-LOOP-BACK, 120,000 members at 30,000 Services × 4) was still the
+	// largest part of a heap profile once each was packed after its listing.
 	listed := make([]proxier.MemberList, len(sets))
 	failed := make([]error, len(sets))
 	list := func() {
 		for i, set := range sets {
-			var entries []kernel.SetEntry
-			entries, failed[i] = s.k.IPSets.ListEntries(set.Name)
-			listed[i] = proxier.PackEntries(set.Name, entries)
+			failed[i] = s.k.IPSets.EachEntry(set.Name, func() { listed[i] = proxier.MemberList{} }, func(e kernel.SetEntry) {
+				listed[i] = listed[i].Append(kernel.Member{Set: set.Name, Entry: e})
+			})
 		}
 	}
 	if unlock {
