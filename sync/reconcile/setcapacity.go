@@ -34,13 +34,17 @@ func (s *Syncer) sized(set kernel.Set) kernel.Set {
 }
 
 // capacityFor is the capacity of a set of n desired members that was last made with
-// last (0: not made by us yet): proxier.SetCapacity, except that a set shrinks only once
-// a sixteenth more members would still fit the smaller capacity. Without that margin a
-// set whose members sat at a doubling boundary was remade, with every member copied, on
-// each add and delete across it: 131,072 hairpin entries at 100,000 Services x 2
-// endpoints, 7-11 s a remake in the VM (`make bench-scale`), each holding up the change.
+// last (0: not made by us yet): proxier.SetCapacity, except that a set grows only once
+// its members no longer fit, and shrinks only once a sixteenth more members would still
+// fit the smaller capacity. Without those margins a set whose members sat at a doubling
+// boundary was remade, with every member copied, on each add and delete across it, or
+// once at the first add: 131,072 hairpin entries at 100,000 Services x 2 endpoints,
+// 7-13 s a remake in the VM (`make bench-scale`), each holding up the change.
 func capacityFor(last uint32, n int) uint32 {
 	c := proxier.SetCapacity(n)
+	if c > last && last != 0 && uint64(n) <= uint64(last) {
+		return last // still fits
+	}
 	if c < last && proxier.SetCapacity(n+n/16) >= last {
 		return last
 	}
@@ -53,7 +57,7 @@ func capacityFor(last uint32, n int) uint32 {
 func (s *Syncer) growSets(ops []kernel.SetOp) {
 	for _, op := range ops {
 		last, ok := s.setCaps[op.Set]
-		if op.Delete || !ok || proxier.SetCapacity(s.desired.SetLen(op.Set)) <= last {
+		if op.Delete || !ok || capacityFor(last, s.desired.SetLen(op.Set)) <= last {
 			continue
 		}
 		for _, set := range proxier.Sets(s.cfg.Families) {
