@@ -73,12 +73,12 @@ func TestCapacityForWaitsToShrink(t *testing.T) {
 		n    int
 		want uint32
 	}{
-		{0, 131072, 262144},      // not made yet
-		{0, 100, 65536},          // kube-proxy's, while the members fit
+		{0, 131072, 262144},       // not made yet
+		{0, 100, 65536},           // kube-proxy's, while the members fit
 		{262144, 262145, 1048576}, // grows once they do not fit
-		{524288, 131072, 524288}, // one member back across the boundary: kept
-		{524288, 124000, 524288}, // within a sixteenth of it: kept
-		{524288, 100000, 262144}, // well below: shrinks
+		{524288, 131072, 524288},  // one member back across the boundary: kept
+		{524288, 124000, 524288},  // within a sixteenth of it: kept
+		{524288, 100000, 262144},  // well below: shrinks
 		{65536, 65537, 262144},
 		{262144, 65536, 262144}, // back to kube-proxy's 65,536 members: kept
 		{262144, 60000, 65536},  // well below: kube-proxy's again
