@@ -110,6 +110,24 @@ func (x *Addresses) dummyAddresses(dev string) ([]netip.Addr, error) {
 // calls each with the interface index and address of every one but link-local ones, as
 // they stream in. An interrupted dump is read again, after restart.
 func (c *routeConn) dumpAddresses(index uint32, restart func(), each func(index uint32, a netip.Addr)) error {
+	return c.dump(func(*routeConn) *nl.NetlinkRequest {
+		req := &nl.NetlinkRequest{NlMsghdr: unix.NlMsghdr{Len: unix.SizeofNlMsghdr, Type: unix.RTM_GETADDR}}
+		msg := nl.NewIfAddrmsg(unix.AF_UNSPEC)
+		msg.Index = index
+		req.AddData(msg)
+		return req
+	}, restart, func(body []byte) {
+		c.read++
+		if i, a, ok := parseAddr(body); ok {
+			each(i, a)
+		}
+	})
+}
+
+// dump sends the request req builds (for the socket, once open) over c and calls each
+// with the body of every answer as it streams in; an interrupted dump is read again,
+// after restart.
+func (c *routeConn) dump(req func(*routeConn) *nl.NetlinkRequest, restart func(), each func(body []byte)) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	var answer error = netlink.ErrDumpInterrupted
@@ -117,19 +135,10 @@ func (c *routeConn) dumpAddresses(index uint32, restart func(), each func(index 
 		if err := c.open(); err != nil {
 			return err
 		}
-		req := &nl.NetlinkRequest{NlMsghdr: unix.NlMsghdr{Len: unix.SizeofNlMsghdr, Type: unix.RTM_GETADDR}}
-		msg := nl.NewIfAddrmsg(unix.AF_UNSPEC)
-		msg.Index = index
-		req.AddData(msg)
+		r := req(c)
 		restart()
 		var sockErr error
-		answer, sockErr = dumpOn(c.sh, req, func(body []byte) {
-			c.read++
-			if i, a, ok := parseAddr(body); ok {
-				each(i, a)
-			}
-		})
-		if sockErr != nil {
+		if answer, sockErr = dumpOn(c.sh, r, each); sockErr != nil {
 			c.drop() // the rest of this dump would arrive as the next request's answers
 			return sockErr
 		}

@@ -6,7 +6,6 @@ import (
 	"strconv"
 	"syscall"
 
-	"github.com/vishvananda/netlink"
 	"github.com/vishvananda/netlink/nl"
 	"golang.org/x/sys/unix"
 
@@ -63,32 +62,19 @@ func (x *Addresses) listRoutes() ([]netip.Addr, error) {
 // strict checking (c.strict) the kernel filters by table, protocol, type and oif
 // (ip_valid_fib_dump_req); the same filter is applied here, for kernels without it.
 func (c *routeConn) dumpRoutes(oif uint32, restart func(), each func(a netip.Addr)) error {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	var answer error = netlink.ErrDumpInterrupted
-	for try := 0; try < 5 && errors.Is(answer, netlink.ErrDumpInterrupted); try++ {
-		if err := c.open(); err != nil {
-			return err
-		}
+	return c.dump(func(c *routeConn) *nl.NetlinkRequest {
 		req := &nl.NetlinkRequest{NlMsghdr: unix.NlMsghdr{Len: unix.SizeofNlMsghdr, Type: unix.RTM_GETROUTE}}
 		req.AddData(&nl.RtMsg{RtMsg: unix.RtMsg{Family: unix.AF_UNSPEC, Table: unix.RT_TABLE_LOCAL,
 			Protocol: RouteProtocol, Type: unix.RTN_LOCAL}})
 		if c.strict {
 			req.AddData(nl.NewRtAttr(unix.RTA_OIF, nl.Uint32Attr(oif)))
 		}
-		restart()
-		var sockErr error
-		answer, sockErr = dumpOn(c.sh, req, func(body []byte) {
-			if a, ok := parseLocalRoute(body, oif); ok {
-				each(a)
-			}
-		})
-		if sockErr != nil {
-			c.drop()
-			return sockErr
+		return req
+	}, restart, func(body []byte) {
+		if a, ok := parseLocalRoute(body, oif); ok {
+			each(a)
 		}
-	}
-	return answer
+	})
 }
 
 // parseLocalRoute reads one route of an RTM_GETROUTE dump (struct rtmsg, then its

@@ -50,19 +50,25 @@ func (s *Syncer) startAddresses() *addressBatch {
 	return b
 }
 
+// waitReleased waits for done, with s.mu released if it is not closed yet. Called with
+// s.mu held; returns with it held.
+func (s *Syncer) waitReleased(done <-chan struct{}) {
+	select {
+	case <-done:
+	default:
+		s.mu.Unlock()
+		<-done
+		s.mu.Lock()
+	}
+}
+
 // finishAddresses waits for b (nil: nothing) with s.mu released, so partial syncs run
 // meanwhile, and handles its failures as flushAddresses does.
 func (s *Syncer) finishAddresses(b *addressBatch, errs *[]error) {
 	if b == nil {
 		return
 	}
-	select {
-	case <-b.done:
-	default:
-		s.mu.Unlock()
-		<-b.done
-		s.mu.Lock()
-	}
+	s.waitReleased(b.done)
 	s.addressesFailed(b.ops, b.errs, errs)
 	s.log.Info("Addresses written alongside the sets and virtual servers", zap.Int("writes", len(b.ops)), zap.Duration("took", b.took))
 }

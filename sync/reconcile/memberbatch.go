@@ -114,13 +114,7 @@ func (s *Syncer) finishMembers(b *memberBatch, errs *[]error) {
 	if b == nil {
 		return
 	}
-	select {
-	case <-b.done:
-	default:
-		s.mu.Unlock()
-		<-b.done
-		s.mu.Lock()
-	}
+	s.waitReleased(b.done)
 	for _, op := range b.failed {
 		s.retry.Members[kernel.Member{Set: op.Set, Entry: op.Entry}] = struct{}{}
 	}
