@@ -1,6 +1,7 @@
 package reconcile
 
 import (
+	"sync"
 	"time"
 
 	"go.uber.org/zap"
@@ -60,6 +61,22 @@ func (s *Syncer) waitReleased(done <-chan struct{}) {
 		<-done
 		s.mu.Lock()
 	}
+}
+
+// lockReleased locks m, a write lock a full sync's background batch holds while it is
+// sent (addrWrite, memberWrite): if the batch holds it, it waits with s.mu released, so
+// that the full sync goes on meanwhile, after calling onWait (tests; nil: none). Called
+// with s.mu held; returns with it held.
+func (s *Syncer) lockReleased(m *sync.Mutex, onWait func()) {
+	if m.TryLock() {
+		return
+	}
+	s.mu.Unlock()
+	if onWait != nil {
+		onWait()
+	}
+	m.Lock()
+	s.mu.Lock()
 }
 
 // finishAddresses waits for b (nil: nothing) with s.mu released, so partial syncs run

@@ -17,11 +17,14 @@ import (
 // TestAddressBatchRealKernel: on the VM's kernel, a full sync with more than
 // backgroundAddresses address writes queued sends them from the background batch
 // (addrbatch.go) while it writes the sets and virtual servers, and has every one of
-// them bound when it returns; deleting every Service unbinds them the same way.
-// The unit tests order the batch against the other writes with a fake kernel; this
-// one has the real kernel take binds from one goroutine and ipset and IPVS writes
-// from another.
+// them bound when it returns; deleting every Service unbinds them the same way. The
+// first full sync's set members go in a background batch too (memberbatch.go, its
+// threshold lowered), and every one of them is in its set when the sync returns.
+// The unit tests order the batches against the other writes with a fake kernel; this
+// one has the real kernel take binds and set members from other goroutines than the
+// IPVS writes.
 func TestAddressBatchRealKernel(t *testing.T) {
+	lowerBackgroundMembers(t, 1000)
 	s, src, full := vmLookupSyncer(t)
 	core, logs := observer.New(zapcore.InfoLevel)
 	s.log = zap.New(core)
@@ -40,21 +43,29 @@ func TestAddressBatchRealKernel(t *testing.T) {
 		}
 		return c
 	}
-	batches := func(writes int) {
+	// batches checks this sync's log (TakeAll empties it): one address batch of writes,
+	// and memberBatches member batches.
+	batches := func(writes, memberBatches int) {
 		t.Helper()
-		var got []observer.LoggedEntry // this sync's: TakeAll empties logs, not a filtered copy
+		var got, members []observer.LoggedEntry
 		for _, e := range logs.TakeAll() {
-			if e.Message == "Addresses written alongside the sets and virtual servers" {
+			switch e.Message {
+			case "Addresses written alongside the sets and virtual servers":
 				got = append(got, e)
+			case "Set members written alongside the virtual servers":
+				members = append(members, e)
 			}
 		}
 		if len(got) != 1 || got[0].ContextMap()["writes"] != int64(writes) {
 			t.Errorf("batch log lines %v, want one with %d writes", got, writes)
 		}
+		if len(members) != memberBatches {
+			t.Errorf("member batch log lines %v, want %d", members, memberBatches)
+		}
 	}
 
 	full()
-	batches(n)
+	batches(n, 1)
 	if got := bound(); got != n {
 		t.Errorf("%d ClusterIPs bound after the full sync, want %d", got, n)
 	}
@@ -71,7 +82,7 @@ func TestAddressBatchRealKernel(t *testing.T) {
 		s.tracker.ServiceChanged(key)
 	}
 	full()
-	batches(n)
+	batches(n, 0)
 	if got := bound(); got != 0 {
 		t.Errorf("%d ClusterIPs still bound after every Service was deleted", got)
 	}

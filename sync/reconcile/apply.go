@@ -174,16 +174,8 @@ func (s *Syncer) flushAddresses(errs *[]error) {
 	}
 	ops := s.addrQueue
 	s.addrQueue = nil
-	if !s.addrWrite.TryLock() {
-		// A full sync's batch is being sent: wait for it with s.mu released, so that the
-		// full sync goes on meanwhile (it queues no address writes after its batch).
-		s.mu.Unlock()
-		if s.onAddrWait != nil {
-			s.onAddrWait()
-		}
-		s.addrWrite.Lock()
-		s.mu.Lock()
-	}
+	// A full sync queues no address writes after its batch.
+	s.lockReleased(&s.addrWrite, s.onAddrWait)
 	results := s.k.Addresses.WriteAddresses(s.cfg.DummyDevice, ops)
 	s.addrWrite.Unlock()
 	s.addressesFailed(ops, results, errs)

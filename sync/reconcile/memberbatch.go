@@ -1,8 +1,8 @@
 package reconcile
 
 import (
-	"errors"
 	"iter"
+	"slices"
 	"time"
 
 	"go.uber.org/zap"
@@ -76,11 +76,7 @@ type memberBatch struct {
 // s.mu held; the batch itself never takes s.mu.
 func (s *Syncer) startMembers(w memberWrites) (*memberBatch, error) {
 	if w.len() < backgroundMembers {
-		var ops []kernel.SetOp
-		for op := range w.ops() {
-			ops = append(ops, op)
-		}
-		return nil, s.writeMembers(ops)
+		return nil, s.writeMembers(slices.Collect(w.ops()))
 	}
 	s.memberWrite.Lock() // s.mu is held: no partial sync holds it
 	b := &memberBatch{w: w, done: make(chan struct{})}
@@ -115,9 +111,6 @@ func (s *Syncer) finishMembers(b *memberBatch, errs *[]error) {
 		return
 	}
 	s.waitReleased(b.done)
-	for _, op := range b.failed {
-		s.retry.Members[kernel.Member{Set: op.Set, Entry: op.Entry}] = struct{}{}
-	}
-	*errs = append(*errs, errors.Join(b.errs...))
+	*errs = append(*errs, s.membersFailed(b.failed, b.errs))
 	s.log.Info("Set members written alongside the virtual servers", zap.Int("writes", b.w.len()), zap.Duration("took", b.took))
 }

@@ -2,6 +2,7 @@ package reconcile
 
 import (
 	"errors"
+	"slices"
 
 	"github.com/ipvs-proxier/ipvs-proxier/kernel"
 	"github.com/ipvs-proxier/ipvs-proxier/proxier"
@@ -123,11 +124,7 @@ func (s *Syncer) reconcileSets(unlock bool, ph *phases) error {
 		s.memberBatch, err = s.startMembers(w)
 		return errors.Join(append(errs, err)...)
 	}
-	var ops []kernel.SetOp
-	for op := range w.ops() {
-		ops = append(ops, op)
-	}
-	return errors.Join(append(errs, s.writeMembers(ops))...)
+	return errors.Join(append(errs, s.writeMembers(slices.Collect(w.ops())))...)
 }
 
 // repairSet queues in w the writes that make the set hold exactly its desired
@@ -172,13 +169,7 @@ func (s *Syncer) writeMembers(ops []kernel.SetOp) error {
 	if len(ops) == 0 {
 		return nil
 	}
-	if !s.memberWrite.TryLock() {
-		// A full sync's batch is being sent: wait for it with s.mu released, so that
-		// the full sync goes on meanwhile, as flushAddresses does.
-		s.mu.Unlock()
-		s.memberWrite.Lock()
-		s.mu.Lock()
-	}
+	s.lockReleased(&s.memberWrite, nil)
 	s.growSets(ops) // not during a batch: a set remade for its capacity would lose its writes
 	results := s.k.IPSets.WriteEntries(ops)
 	s.memberWrite.Unlock()
