@@ -17,7 +17,8 @@ import (
 // TestLocalRoutesReal: in route mode a Service IP becomes local (a host socket on the
 // wildcard address answers a connection to it) when written and stops being local when
 // deleted; the listing returns exactly our routes, never a local route of another
-// protocol; writing what is there, or deleting what is not, succeeds.
+// protocol; writing what is there, or deleting what is not, succeeds; cleanup's
+// DeleteLocalRoutes removes ours only.
 func TestLocalRoutesReal(t *testing.T) {
 	kerneltest.RequireNetns(t)
 	x := &Addresses{LocalRoutes: true}
@@ -79,6 +80,21 @@ func TestLocalRoutesReal(t *testing.T) {
 	}
 	if !answers(t, foreign) {
 		t.Errorf("%s: the foreign local route was touched", foreign)
+	}
+	// cleanup's removal: ours gone, counted; the foreign one kept.
+	for i, err := range x.WriteAddresses("unused", ops(false)) {
+		if err != nil {
+			t.Fatalf("add %s: %v", vips[i], err)
+		}
+	}
+	if n, err := DeleteLocalRoutes(); err != nil || n != len(vips) {
+		t.Errorf("DeleteLocalRoutes: %d, %v; want %d", n, err, len(vips))
+	}
+	if got, err := x.ListAddresses("unused"); err != nil || len(got) != 0 {
+		t.Errorf("after DeleteLocalRoutes listed %v, %v", got, err)
+	}
+	if !answers(t, foreign) {
+		t.Errorf("%s: DeleteLocalRoutes touched the foreign local route", foreign)
 	}
 }
 
