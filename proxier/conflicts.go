@@ -163,7 +163,6 @@ func (d *Desired) settleRivals(st *ServiceState, rivals []*ServiceState, before 
 	}
 	d.reconcileRivals(rivals, before, delta)
 	d.touched[st.Key] = struct{}{}
-	d.ownersGen++
 }
 
 // reconcileRivals applies the change of the rivals' tied objects between before (their

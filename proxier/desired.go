@@ -34,9 +34,6 @@ type Desired struct {
 	noLocal [2][2]int
 	// touched: Services whose virtual-server conflicts may have changed (conflicts.go).
 	touched map[ServiceKey]struct{}
-	// ownersGen changes whenever the owner of some virtual server may have changed, so
-	// that a reader's copy of Owners is rebuilt only then (not on endpoint changes).
-	ownersGen uint64
 }
 
 // NewDesired returns an empty desired state.
@@ -97,9 +94,6 @@ func (d *Desired) Set(st *ServiceState, delta *Delta) bool {
 	}
 	if delta == nil {
 		delta = NewDelta()
-	}
-	if !sameVirtualServerKeys(old, st) {
-		d.ownersGen++
 	}
 	if old != nil {
 		d.remove(old, delta)
@@ -221,32 +215,6 @@ func (d *Desired) VirtualServer(key kernel.VSKey) (*VirtualServerState, ServiceK
 	}
 	st, owner := c.winner()
 	return st, owner, true
-}
-
-// OwnersGeneration changes whenever Owners may have changed.
-func (d *Desired) OwnersGeneration() uint64 { return d.ownersGen }
-
-// sameVirtualServerKeys reports whether a and b (either may be nil) claim the same
-// virtual servers in the same order.
-func sameVirtualServerKeys(a, b *ServiceState) bool {
-	var ak, bk []VirtualServerState
-	if a != nil {
-		ak = a.VirtualServers
-	}
-	if b != nil {
-		bk = b.VirtualServers
-	}
-	return slices.EqualFunc(ak, bk, func(x, y VirtualServerState) bool { return x.VSKey == y.VSKey })
-}
-
-// Owners returns the Service that owns each desired virtual server.
-func (d *Desired) Owners() map[kernel.VSKey]ServiceKey {
-	out := make(map[kernel.VSKey]ServiceKey, len(d.vs))
-	for key := range d.vs {
-		_, owner, _ := d.VirtualServer(key)
-		out[key] = owner
-	}
-	return out
 }
 
 // NoLocal returns how many Services of family f use the fallback of an internal or

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"cmp"
 	"context"
 	"errors"
 	"net"
@@ -16,7 +15,6 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/record"
 
-	"github.com/ipvs-proxier/ipvs-proxier/kernel"
 	"github.com/ipvs-proxier/ipvs-proxier/sync/health"
 	"github.com/ipvs-proxier/ipvs-proxier/sync/metrics"
 	"github.com/ipvs-proxier/ipvs-proxier/sync/pressure"
@@ -179,31 +177,23 @@ func (s statusSources) report() any {
 	}
 	r.Conntrack = s.monitor.State()
 	r.HealthCheckNodePorts = len(s.hc.Ports())
-	dump, _ := s.syncer.VSDump()
-	r.TopVirtualServers = topVirtualServers(dump, s.syncer.Owners(), 10)
+	stats, _ := s.syncer.VSStats()
+	r.TopVirtualServers = topVirtualServers(stats, reconcile.StatusBusiest)
 	return r
 }
 
 // topVirtualServers returns our n busiest virtual servers by connections scheduled, as
-// the last full sync's dump counted them. Only those n are formatted: /status is read
-// while 60,000 virtual servers are programmed.
-func topVirtualServers(dump []kernel.DumpedVS, owners map[kernel.VSKey]metrics.Owner, n int) []topVS {
-	var owned []kernel.DumpedVS
-	for _, d := range dump {
-		if _, ok := owners[d.VSKey]; ok {
-			owned = append(owned, d)
-		}
+// the last full sync read them (the syncer keeps them sorted, reconcile.StatusBusiest
+// at least). Only those n are formatted: /status is read while 60,000 virtual servers
+// are programmed.
+func topVirtualServers(v *metrics.VSStats, n int) []topVS {
+	if v == nil {
+		return nil
 	}
-	slices.SortFunc(owned, func(a, b kernel.DumpedVS) int {
-		if c := cmp.Compare(b.Stats.Connections, a.Stats.Connections); c != 0 {
-			return c
-		}
-		return kernel.CompareVSKeys(a.VSKey, b.VSKey)
-	})
-	out := make([]topVS, 0, min(n, len(owned)))
-	for _, d := range owned[:min(n, len(owned))] {
-		o := owners[d.VSKey]
-		out = append(out, topVS{Service: o.Namespace + "/" + o.Name, VirtualServer: d.VSKey.String(), Connections: d.Stats.Connections, BytesIn: d.Stats.BytesIn, BytesOut: d.Stats.BytesOut})
+	out := make([]topVS, 0, min(n, len(v.Busiest)))
+	for _, o := range v.Busiest[:min(n, len(v.Busiest))] {
+		out = append(out, topVS{Service: o.Owner.Namespace + "/" + o.Owner.Name, VirtualServer: o.Key.String(),
+			Connections: o.Stats.Connections, BytesIn: o.Stats.BytesIn, BytesOut: o.Stats.BytesOut})
 	}
 	return out
 }

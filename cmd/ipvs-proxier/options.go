@@ -283,6 +283,6 @@ func (o *options) resolve(hostname func() (string, error)) (*resolved, error) {
 	// all every syncPeriod was most of the idle CPU. The periodic full sync runs beside
 	// the partial syncs, so a change never waits for its seconds of kernel dumps.
 	r.sync = reconcile.Options{Config: r.cfg, SyncPeriod: o.syncPeriod, GracefulTimeout: o.gracefulTimeout, ExcludeCIDRs: exclude,
-		CheckEvery: 10, BackgroundFull: true, NodeOptions: source.NodeOptions{NodePortPrimary: r.primaryNodePorts, BindAddress: bind.Unmap()}}
+		CheckEvery: 10, BackgroundFull: true, VSSeriesLimit: o.vsSeriesLimit, NodeOptions: source.NodeOptions{NodePortPrimary: r.primaryNodePorts, BindAddress: bind.Unmap()}}
 	return r, nil
 }

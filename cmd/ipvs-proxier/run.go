@@ -241,7 +241,7 @@ func runProxy(o *options, r *resolved, log *zap.Logger, client kubernetes.Interf
 
 	monitor := pressure.New(k.Conntrack.Stats, o.conntrackPressure, log, nodeEvents{recorder: recorder, node: r.nodeName}, nil)
 	m.Register(monitor)
-	m.Register(&metrics.VSCollector{Dump: syncer.VSDump, Owners: syncer.Owners, Limit: o.vsSeriesLimit})
+	m.Register(&metrics.VSCollector{Stats: syncer.VSStats, Limit: o.vsSeriesLimit})
 
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()

@@ -41,11 +41,8 @@ func TestDashboardUsesRealMetrics(t *testing.T) {
 	})
 	key := kernel.VSKey{Protocol: kernel.TCP, Address: netip.MustParseAddr("10.96.0.1"), Port: 443}
 	m.Register(&metrics.VSCollector{
-		Dump: func() ([]kernel.DumpedVS, bool) {
-			return []kernel.DumpedVS{{VirtualServer: kernel.VirtualServer{VSKey: key}}}, false
-		},
-		Owners: func() map[kernel.VSKey]metrics.Owner {
-			return map[kernel.VSKey]metrics.Owner{key: {Namespace: "default", Name: "kubernetes"}}
+		Stats: func() (*metrics.VSStats, bool) {
+			return &metrics.VSStats{Busiest: []metrics.OwnedStats{{Key: key, Owner: metrics.Owner{Namespace: "default", Name: "kubernetes"}}}, Owned: 1}, false
 		},
 	})
 	mon := pressure.New(func() (kernel.ConntrackStats, error) { return kernel.ConntrackStats{Max: 10}, nil }, 0.8, nil, nil, nil)

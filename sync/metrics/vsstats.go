@@ -4,7 +4,6 @@ import (
 	"cmp"
 	"slices"
 	"strconv"
-	"sync"
 
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -42,31 +41,39 @@ var vsTotals = [5]*prometheus.Desc{
 // (45,000 virtual servers) were 225,000.
 const DefaultVSSeriesLimit = 500
 
+// OwnedStats is one of our virtual servers, its Service and its counters.
+type OwnedStats struct {
+	Key   kernel.VSKey
+	Owner Owner
+	Stats kernel.VSStats
+}
+
+// VSStats is what the last full sync read of our virtual servers' counters, built by
+// the syncer as it refreshes its cache of what it programmed and shared read-only
+// with every scrape: the scrape reads no dump, no owner map and no counters of its own,
+// which at 100,000 Services were 58 MB of the heap (`make bench-scale` heap profile).
+type VSStats struct {
+	// Totals are the running sums over every virtual server we own (see Totals).
+	Totals Totals
+	// Busiest are the virtual servers a Service wants, busiest first (see Busiest):
+	// every one of them, or at least the series limit's.
+	Busiest []OwnedStats
+	// Owned counts the virtual servers a Service wants, Busiest or not.
+	Owned int
+}
+
 // VSCollector exports the IPVS counters of the virtual servers we own, labelled with
-// their Service, from the last full sync's dump (at most a syncPeriod and that sync's
+// their Service, as the last full sync read them (at most a syncPeriod and that sync's
 // reads old): a dump per scrape was seconds of kernel time at 30,000 Services, and
 // scrapes timed out behind the full sync's own reads. Virtual servers of other owners
 // are left out. With Limit > 0 only the Limit virtual servers with the most
-// connections get their own series; the sums over all of them are exported always,
-// kept monotonic across scrapes (a deleted virtual server's traffic stays counted), so
-// rate() over them never sees a reset.
+// connections get their own series; the sums over all of them are exported always.
 type VSCollector struct {
-	// Dump returns the last full sync's dump and whether the last full sync's dump failed.
-	Dump   func() ([]kernel.DumpedVS, bool)
-	Owners func() map[kernel.VSKey]Owner
+	// Stats returns the last full sync's counters (nil before the first) and whether
+	// the last full sync's read failed.
+	Stats func() (*VSStats, bool)
 	// Limit caps the virtual servers with their own series; 0 exports every one.
 	Limit int
-
-	mu     sync.Mutex
-	last   map[kernel.VSKey]lastStats // the counters at the previous scrape
-	scrape uint64                     // counts the scrapes, to drop what one did not see
-	totals [5]uint64
-}
-
-// lastStats is a virtual server's counters and the scrape that read them.
-type lastStats struct {
-	stats  kernel.VSStats
-	scrape uint64
 }
 
 // Describe implements prometheus.Collector.
@@ -79,39 +86,28 @@ func (c *VSCollector) Describe(ch chan<- *prometheus.Desc) {
 	}
 }
 
-type ownedStats struct {
-	key   kernel.VSKey
-	owner Owner
-	stats kernel.VSStats
-}
-
 // Collect implements prometheus.Collector.
 func (c *VSCollector) Collect(ch chan<- prometheus.Metric) {
-	dump, failed := c.Dump()
+	v, failed := c.Stats()
 	scrapeError := 0.0
 	if failed {
 		scrapeError = 1
 	}
 	ch <- prometheus.MustNewConstMetric(vsScrapeError, prometheus.GaugeValue, scrapeError)
-	owners := c.Owners()
-	owned := make([]ownedStats, 0, len(owners))
-	for _, d := range dump {
-		if o, ok := owners[d.VSKey]; ok {
-			owned = append(owned, ownedStats{d.VSKey, o, d.Stats})
-		}
+	if v == nil {
+		v = &VSStats{}
 	}
-	for i, t := range c.addToTotals(owned) {
+	for i, t := range v.Totals {
 		ch <- prometheus.MustNewConstMetric(vsTotals[i], prometheus.CounterValue, float64(t))
 	}
-	omitted := 0
-	if c.Limit > 0 && len(owned) > c.Limit {
-		omitted = len(owned) - c.Limit
-		owned = busiest(owned, c.Limit)
+	exported := v.Busiest
+	if c.Limit > 0 && len(exported) > c.Limit {
+		exported = exported[:c.Limit]
 	}
-	ch <- prometheus.MustNewConstMetric(vsOmitted, prometheus.GaugeValue, float64(omitted))
-	for _, o := range owned {
-		k, s := o.key, o.stats
-		lv := []string{o.owner.Namespace, o.owner.Name, k.Address.String(), strconv.Itoa(int(k.Port)), k.Protocol.String()}
+	ch <- prometheus.MustNewConstMetric(vsOmitted, prometheus.GaugeValue, float64(v.Owned-len(exported)))
+	for _, o := range exported {
+		k, s := o.Key, o.Stats
+		lv := []string{o.Owner.Namespace, o.Owner.Name, k.Address.String(), strconv.Itoa(int(k.Port)), k.Protocol.String()}
 		ch <- prometheus.MustNewConstMetric(vsConnections, prometheus.CounterValue, float64(s.Connections), lv...)
 		ch <- prometheus.MustNewConstMetric(vsPacketsIn, prometheus.CounterValue, float64(s.PacketsIn), lv...)
 		ch <- prometheus.MustNewConstMetric(vsPacketsOut, prometheus.CounterValue, float64(s.PacketsOut), lv...)
@@ -120,78 +116,90 @@ func (c *VSCollector) Collect(ch chan<- prometheus.Metric) {
 	}
 }
 
-// addToTotals adds what each owned virtual server counted since the previous scrape (a
-// new one: all it counted; a counter that went back, as after a re-create: its value) to
-// the running sums, and returns them. The previous counters are updated in place, not
-// rebuilt: a new map per scrape was 45,000 entries of garbage at 30,000 Services.
-func (c *VSCollector) addToTotals(owned []ownedStats) [5]uint64 {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.last == nil {
-		c.last = make(map[kernel.VSKey]lastStats, len(owned))
-	}
-	c.scrape++
-	for _, o := range owned {
-		prev := c.last[o.key].stats
-		cur := [5]uint64{o.stats.Connections, o.stats.PacketsIn, o.stats.PacketsOut, o.stats.BytesIn, o.stats.BytesOut}
-		was := [5]uint64{prev.Connections, prev.PacketsIn, prev.PacketsOut, prev.BytesIn, prev.BytesOut}
-		for i := range cur {
-			if cur[i] >= was[i] {
-				c.totals[i] += cur[i] - was[i]
-			} else {
-				c.totals[i] += cur[i]
-			}
-		}
-		c.last[o.key] = lastStats{o.stats, c.scrape}
-	}
-	for k, l := range c.last {
-		if l.scrape != c.scrape {
-			delete(c.last, k) // gone, or no longer ours: a return counts anew
+// Totals are the sums of the five counters (connections, packets in and out, bytes in
+// and out) over every virtual server we own, kept monotonic: a deleted virtual server's
+// traffic stays counted, so rate() over them never sees a reset.
+type Totals [5]uint64
+
+// Add adds what a virtual server counted between two reads: prev is what the previous
+// read found (zero for one not seen before: all it counted is new), cur what this one
+// did. A counter that went back (the virtual server was re-created) adds its value.
+func (t *Totals) Add(prev, cur kernel.VSStats) {
+	c := [5]uint64{cur.Connections, cur.PacketsIn, cur.PacketsOut, cur.BytesIn, cur.BytesOut}
+	p := [5]uint64{prev.Connections, prev.PacketsIn, prev.PacketsOut, prev.BytesIn, prev.BytesOut}
+	for i := range c {
+		if c[i] >= p[i] {
+			t[i] += c[i] - p[i]
+		} else {
+			t[i] += c[i]
 		}
 	}
-	return c.totals
 }
 
 // busier orders the busiest first; ties by key, so the set is stable between scrapes.
-func busier(a, b ownedStats) int {
-	if c := cmp.Compare(b.stats.Connections, a.stats.Connections); c != 0 {
+func busier(a, b OwnedStats) int {
+	if c := cmp.Compare(b.Stats.Connections, a.Stats.Connections); c != 0 {
 		return c
 	}
-	return kernel.CompareVSKeys(a.key, b.key)
+	return kernel.CompareVSKeys(a.Key, b.Key)
 }
 
-// busiest returns the n busiest of owned (n < len(owned)), busiest first, reordering
-// owned. It keeps the n best seen in a heap whose root is the least busy of them, so
-// most virtual servers cost one comparison with the root: a sort of all 45,000 at 30,000
-// Services was a third of a scrape (BenchmarkVSCollect45k).
-func busiest(owned []ownedStats, n int) []ownedStats {
-	h := owned[:n]
-	// A max-heap under busier: the root is the one busier ranks last.
-	down := func(i int) {
-		for {
-			l := 2*i + 1
-			if l >= n {
-				return
-			}
-			if r := l + 1; r < n && busier(h[r], h[l]) > 0 {
-				l = r
-			}
-			if busier(h[l], h[i]) <= 0 {
-				return
-			}
-			h[i], h[l] = h[l], h[i]
-			i = l
+// Busiest keeps the n busiest of the virtual servers offered to it: a heap whose root
+// is the least busy of those kept, so most offers cost one comparison with the root,
+// and only n are ever held (a sort of all 45,000 at 30,000 Services was a third of a
+// scrape, BenchmarkVSCollect45k). The zero n keeps every one.
+type Busiest struct {
+	n int
+	h []OwnedStats
+}
+
+// NewBusiest returns an empty Busiest keeping n (0: all).
+func NewBusiest(n int) *Busiest { return &Busiest{n: n} }
+
+// Wants reports whether a virtual server with these counters would be kept now: the
+// caller can skip naming its owner otherwise.
+func (b *Busiest) Wants(key kernel.VSKey, s kernel.VSStats) bool {
+	return b.n <= 0 || len(b.h) < b.n || busier(OwnedStats{Key: key, Stats: s}, b.h[0]) < 0
+}
+
+// Offer keeps o if it is among the n busiest so far.
+func (b *Busiest) Offer(o OwnedStats) {
+	switch {
+	case b.n <= 0 || len(b.h) < b.n-1:
+		b.h = append(b.h, o)
+	case len(b.h) == b.n-1:
+		b.h = append(b.h, o)
+		for i := b.n/2 - 1; i >= 0; i-- {
+			b.down(i)
 		}
+	case busier(o, b.h[0]) < 0:
+		b.h[0] = o
+		b.down(0)
 	}
-	for i := n/2 - 1; i >= 0; i-- {
-		down(i)
-	}
-	for _, o := range owned[n:] {
-		if busier(o, h[0]) < 0 {
-			h[0] = o
-			down(0)
+}
+
+// down restores the heap below i: a max-heap under busier, whose root is the one
+// busier ranks last.
+func (b *Busiest) down(i int) {
+	h := b.h
+	for {
+		l := 2*i + 1
+		if l >= len(h) {
+			return
 		}
+		if r := l + 1; r < len(h) && busier(h[r], h[l]) > 0 {
+			l = r
+		}
+		if busier(h[l], h[i]) <= 0 {
+			return
+		}
+		h[i], h[l] = h[l], h[i]
+		i = l
 	}
-	slices.SortFunc(h, busier)
-	return h
+}
+
+// Sorted returns those kept, busiest first; b is not used after it.
+func (b *Busiest) Sorted() []OwnedStats {
+	slices.SortFunc(b.h, busier)
+	return slices.Clip(b.h)
 }

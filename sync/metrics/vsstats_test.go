@@ -9,30 +9,40 @@ import (
 	"github.com/ipvs-proxier/ipvs-proxier/sync/metrics/metricstest"
 )
 
-// vsTraffic is a kernel's stats dump and our ownership of it, changed between scrapes.
-// One collector serves every scrape, as the daemon keeps one.
+// vsTraffic is the counters of some virtual servers and our ownership of them, read
+// as the syncer reads them at each full sync (the totals over what it owns, the busiest
+// of those a Service wants), and scraped. One collector serves every scrape, as the
+// daemon keeps one.
 type vsTraffic struct {
 	stats  map[kernel.VSKey]kernel.VSStats
 	owners map[kernel.VSKey]metrics.Owner
+	prev   map[kernel.VSKey]kernel.VSStats
+	totals metrics.Totals
 	c      *metrics.VSCollector
 }
 
 func newTraffic() *vsTraffic {
-	v := &vsTraffic{stats: map[kernel.VSKey]kernel.VSStats{}, owners: map[kernel.VSKey]metrics.Owner{}}
-	v.c = &metrics.VSCollector{
-		Dump:   v.dump,
-		Owners: func() map[kernel.VSKey]metrics.Owner { return v.owners },
-	}
-	return v
+	return &vsTraffic{stats: map[kernel.VSKey]kernel.VSStats{}, owners: map[kernel.VSKey]metrics.Owner{}, c: &metrics.VSCollector{}}
 }
 
-// dump is the stats as a dump of every virtual server.
-func (v *vsTraffic) dump() ([]kernel.DumpedVS, bool) {
-	var out []kernel.DumpedVS
+// read is a full sync's read: every owned virtual server's counters added to the
+// totals, the busiest kept.
+func (v *vsTraffic) read(keep int) *metrics.VSStats {
+	b := metrics.NewBusiest(keep)
+	read := map[kernel.VSKey]kernel.VSStats{}
 	for k, s := range v.stats {
-		out = append(out, kernel.DumpedVS{VirtualServer: kernel.VirtualServer{VSKey: k}, Stats: s})
+		o, ok := v.owners[k]
+		if !ok {
+			continue
+		}
+		v.totals.Add(v.prev[k], s)
+		read[k] = s
+		if b.Wants(k, s) {
+			b.Offer(metrics.OwnedStats{Key: k, Owner: o, Stats: s})
+		}
 	}
-	return out, false
+	v.prev = read
+	return &metrics.VSStats{Totals: v.totals, Busiest: b.Sorted(), Owned: len(read)}
 }
 
 func vip(s string) kernel.VSKey {
@@ -46,9 +56,11 @@ func (v *vsTraffic) set(addr, name string, conns uint64) {
 	}
 }
 
+// scrape reads (keeping the limit's busiest, as the syncer does) and scrapes.
 func (v *vsTraffic) scrape(t *testing.T, limit int) metricstest.Families {
 	t.Helper()
-	v.c.Limit = limit
+	stats := v.read(limit)
+	v.c.Limit, v.c.Stats = limit, func() (*metrics.VSStats, bool) { return stats, false }
 	m := metrics.New(metrics.Sources{})
 	m.Register(v.c)
 	f, err := metricstest.Scrape(m.Registry)
@@ -95,6 +107,37 @@ func TestVSSeriesLimitKeepsTheBusiest(t *testing.T) {
 	// 0 exports every owned virtual server.
 	if n := len(v.scrape(t, 0)["ipvs_connections_total"].GetMetric()); n != 4 {
 		t.Errorf("%d per-VS series with no limit, want 4", n)
+	}
+	// The syncer keeps more than the limit (for /status): the collector exports the limit's.
+	v.c.Stats = func() (*metrics.VSStats, bool) { return v.read(10), false }
+	v.c.Limit = 3
+	m := metrics.New(metrics.Sources{})
+	m.Register(v.c)
+	f, err := metricstest.Scrape(m.Registry)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := len(f["ipvs_connections_total"].GetMetric()); n != 3 {
+		t.Errorf("%d per-VS series with a limit of 3 and 4 kept, want 3", n)
+	}
+	if got := value(t, f, "ipvs_proxier_ipvs_stats_series_omitted", nil); got != 1 {
+		t.Errorf("omitted = %v, want 1", got)
+	}
+}
+
+// Before the first full sync's read there is nothing but zero sums.
+func TestVSStatsBeforeTheFirstRead(t *testing.T) {
+	m := metrics.New(metrics.Sources{})
+	m.Register(&metrics.VSCollector{Stats: func() (*metrics.VSStats, bool) { return nil, false }})
+	f, err := metricstest.Scrape(m.Registry)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := value(t, f, "ipvs_proxier_ipvs_connections_total", nil); got != 0 {
+		t.Errorf("connections sum = %v before any read", got)
+	}
+	if _, ok := f["ipvs_connections_total"]; ok {
+		t.Error("per-VS series before any read")
 	}
 }
 

@@ -44,7 +44,8 @@ func (s *Syncer) refreshCache(vss []kernel.DumpedVS, read, round int, reads []rs
 			// Known and unchanged at the virtual-server level: keep the cached real
 			// servers; this virtual server's turn to be re-read comes within
 			// CheckEvery full syncs.
-			p.vs, p.stats, p.seen = vs, d.Stats, round
+			p.vs, p.seen = vs, round
+			s.readStats(p, d.Stats)
 			continue
 		}
 		if r.i < 0 { // its state moved between the list of reads and now
@@ -62,7 +63,8 @@ func (s *Syncer) refreshCache(vss []kernel.DumpedVS, read, round int, reads []rs
 			s.setVS(key, p)
 		}
 		s.rsTotal += len(r.rss) - len(p.rss)
-		p.vs, p.stats, p.rss, p.seen, p.read = vs, d.Stats, newRealServers(r.rss), round, round
+		p.vs, p.rss, p.seen, p.read = vs, newRealServers(r.rss), round, round
+		s.readStats(p, d.Stats)
 	}
 	for key := range written.vs {
 		if p := s.vs[key]; p != nil {
@@ -89,8 +91,6 @@ type kernelCache struct {
 	// rsTotal is the number of real servers in vs (see setVS).
 	rsTotal int
 	addrs   map[netip.Addr]struct{}
-	// lastDump is the last full sync's dump of every virtual server, counters included,
-	// published for /metrics and /status; dumpFailed is set when the last dump failed.
-	lastDump   []kernel.DumpedVS
+	// dumpFailed is set when the last full sync's read of the virtual servers failed.
 	dumpFailed bool
 }

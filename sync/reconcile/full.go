@@ -137,7 +137,6 @@ func (s *Syncer) readKernel(f *fullPass, ph *phases) error {
 		s.endRead()
 		return err
 	}
-	s.lastDump = f.vss
 	ph.mark("dump")
 	if f.dumpAddrs {
 		s.mergeAddresses(f.addrs)
@@ -148,6 +147,7 @@ func (s *Syncer) readKernel(f *fullPass, ph *phases) error {
 	s.unlocked(func() { s.readRealServers(f.vss, reads) })
 	f.round = s.fullRound + 1
 	f.errs = append(f.errs, s.refreshCache(f.vss, read, f.round, reads, s.endRead())...)
+	s.refreshStats()
 	ph.mark("readRealServers")
 	return nil
 }

@@ -125,12 +125,13 @@ func TestLookupMissingOnlyCountsDrift(t *testing.T) {
 	assertSettled(t, h)
 }
 
-// statsOf is key's counters in the syncer's last published dump.
+// statsOf is key's counters as the syncer last published them (the harness keeps
+// every virtual server's: no VSSeriesLimit).
 func statsOf(h *harness, key kernel.VSKey) kernel.VSStats {
-	dump, _ := h.syncer.VSDump()
-	for _, d := range dump {
-		if d.VSKey == key {
-			return d.Stats
+	stats, _ := h.syncer.VSStats()
+	for _, o := range stats.Busiest {
+		if o.Key == key {
+			return o.Stats
 		}
 	}
 	return kernel.VSStats{}

@@ -64,7 +64,7 @@ func newObservedHarness(t *testing.T, k kernel.Kernel, fake *kernel.Fake, now fu
 	h = newHarness(t, kernel.Wrap(k, m.KernelHooks()), fake, func(o *Options) {
 		o.Metrics, o.HealthChecks, o.Now = m, hc, now
 	})
-	m.Register(&metrics.VSCollector{Dump: h.syncer.VSDump, Owners: h.syncer.Owners})
+	m.Register(&metrics.VSCollector{Stats: h.syncer.VSStats})
 	return h, m, hc
 }
 

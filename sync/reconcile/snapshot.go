@@ -21,21 +21,13 @@ type Snapshot struct {
 	// NoLocal counts the Services on the fallback of an internal ([f][0]) or external
 	// ([f][1]) Local traffic policy, per family index f (proxier.FamilyIndex).
 	NoLocal [2][2]int
-	// Owners maps each desired virtual server to its Service. It is shared between
-	// snapshots while no owner changes (endpoint changes do not copy it).
-	Owners map[kernel.VSKey]metrics.Owner
-
-	// Dump is the last full sync's dump of every virtual server, with its counters (ours
-	// and others'; shared, read-only); DumpFailed is set when the last full sync could
-	// not dump (Dump is then the one before).
-	Dump       []kernel.DumpedVS
+	// VSStats are our virtual servers' counters as the last full sync read them
+	// (vsstats.go; shared, read-only; nil before the first); DumpFailed is set when the
+	// last full sync could not read them (VSStats are then the read's before).
+	VSStats    *metrics.VSStats
 	DumpFailed bool
 	// FullDue is when the next periodic full sync is due (zero: at once).
 	FullDue time.Time
-
-	// ownersOf and ownersGen name the desired state Owners was built from.
-	ownersOf  *proxier.Desired
-	ownersGen uint64
 }
 
 // Snapshot returns the state as of the end of the last sync.
@@ -60,8 +52,7 @@ func (s *Syncer) FullDueIn() time.Duration { return s.snap.Load().FullDue.Sub(s.
 
 // publish builds and publishes the snapshot; s.mu is held.
 func (s *Syncer) publish() {
-	n := &Snapshot{Status: s.status, Draining: len(s.drain), Dump: s.lastDump, DumpFailed: s.dumpFailed,
-		FullDue: s.fullDue(), ownersOf: s.desired, ownersGen: s.desired.OwnersGeneration()}
+	n := &Snapshot{Status: s.status, Draining: len(s.drain), VSStats: s.stats, DumpFailed: s.dumpFailed, FullDue: s.fullDue()}
 	for _, f := range []kernel.Family{kernel.IPv4, kernel.IPv6} {
 		in, ex := s.desired.NoLocal(f)
 		n.NoLocal[proxier.FamilyIndex(f)] = [2]int{in, ex}
@@ -74,15 +65,6 @@ func (s *Syncer) publish() {
 	for _, set := range s.sets {
 		n.Counts.SetEntries += s.desired.SetLen(set.Name) // written, or queued for retry
 	}
-	if old := s.snap.Load(); old != nil && old.ownersOf == n.ownersOf && old.ownersGen == n.ownersGen {
-		n.Owners = old.Owners
-	} else {
-		owners := s.desired.Owners()
-		n.Owners = make(map[kernel.VSKey]metrics.Owner, len(owners))
-		for k, o := range owners {
-			n.Owners[k] = metrics.Owner{Namespace: o.Namespace, Name: o.Name}
-		}
-	}
 	s.snap.Store(n)
 }
 
@@ -92,15 +74,12 @@ func (s *Syncer) Status() Status { return s.Snapshot().Status }
 // Counts returns the number of kernel objects programmed, for metrics and /status.
 func (s *Syncer) Counts() metrics.Counts { return s.Snapshot().Counts }
 
-// Owners returns the Service that owns each desired virtual server. The map is shared:
-// the caller must not modify it.
-func (s *Syncer) Owners() map[kernel.VSKey]metrics.Owner { return s.Snapshot().Owners }
-
-// VSDump returns the last full sync's dump of every virtual server, with its counters,
-// and whether the last full sync's dump failed (metrics.VSCollector.Dump).
-func (s *Syncer) VSDump() ([]kernel.DumpedVS, bool) {
+// VSStats returns our virtual servers' counters as the last full sync read them (nil
+// before the first; shared: the caller must not modify them) and whether the last full
+// sync's read failed (metrics.VSCollector.Stats).
+func (s *Syncer) VSStats() (*metrics.VSStats, bool) {
 	n := s.Snapshot()
-	return n.Dump, n.DumpFailed
+	return n.VSStats, n.DumpFailed
 }
 
 // NoLocal returns the no-local-endpoint fallback counts (internal, external) of family f.

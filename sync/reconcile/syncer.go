@@ -40,6 +40,9 @@ type Options struct {
 	// the rotation's tenth, within CheckEvery: lookup.go). 0 or 1 checks everything
 	// every time.
 	CheckEvery int
+	// VSSeriesLimit is the metrics' --metrics-per-vs-limit: how many of the busiest
+	// virtual servers the snapshot keeps with their counters (vsstats.go); 0 keeps all.
+	VSSeriesLimit int
 	// NodePortMin and NodePortMax bound the ports of NodePort virtual servers we own on
 	// node IPs; others on node IPs belong to someone else.
 	NodePortMin, NodePortMax uint16
@@ -94,6 +97,7 @@ type Syncer struct {
 	fullState                // full.go: when full syncs run, and which round
 	lookupState              // lookup.go: dumps or lookups
 	kernelCache              // cache.go: what we programmed
+	statsState               // vsstats.go: the counters published
 	writeQueue               // apply.go: this apply's batched writes and the retries
 	setState                 // sets.go, setcapacity.go: the sets and their repair
 	ownershipState           // ownership.go

@@ -1,0 +1,50 @@
+package reconcile
+
+import (
+	"github.com/ipvs-proxier/ipvs-proxier/kernel"
+	"github.com/ipvs-proxier/ipvs-proxier/sync/metrics"
+)
+
+// StatusBusiest is how many of our busiest virtual servers `ipvs-proxier status`
+// shows; the snapshot keeps at least that many, whatever the metrics' series limit.
+const StatusBusiest = 10
+
+// statsState is our virtual servers' counters as the full syncs read them, for
+// /metrics and /status. The cache's programmedVS.stats are the last read of each; the
+// totals add up what each read found new; stats is published with every snapshot.
+type statsState struct {
+	totals metrics.Totals
+	stats  *metrics.VSStats
+}
+
+// readStats records cur as what p's virtual server counted at this read, adding what it
+// counted since the last one to the totals.
+func (s *Syncer) readStats(p *programmedVS, cur kernel.VSStats) {
+	s.totals.Add(p.stats, cur)
+	p.stats = cur
+}
+
+// refreshStats builds the counters published after a full sync's read: the totals and,
+// of the virtual servers a Service wants, the busiest Options.VSSeriesLimit (at least
+// StatusBusiest; 0 keeps every one) with their Service. Only those are held: the whole
+// dump, an owner map and the previous counters of every virtual server were 58 MB of
+// the heap at 100,000 Services (`make bench-scale` heap profile).
+func (s *Syncer) refreshStats() {
+	keep := 0
+	if s.opts.VSSeriesLimit > 0 {
+		keep = max(s.opts.VSSeriesLimit, StatusBusiest)
+	}
+	b := metrics.NewBusiest(keep)
+	owned := 0
+	for key, p := range s.vs {
+		_, owner, wanted := s.desired.VirtualServer(key)
+		if !wanted {
+			continue
+		}
+		owned++
+		if b.Wants(key, p.stats) {
+			b.Offer(metrics.OwnedStats{Key: key, Owner: metrics.Owner{Namespace: owner.Namespace, Name: owner.Name}, Stats: p.stats})
+		}
+	}
+	s.stats = &metrics.VSStats{Totals: s.totals, Busiest: b.Sorted(), Owned: owned}
+}

@@ -1,0 +1,91 @@
+package reconcile
+
+import (
+	"net/netip"
+	"testing"
+
+	v1 "k8s.io/api/core/v1"
+
+	"github.com/ipvs-proxier/ipvs-proxier/kernel"
+	"github.com/ipvs-proxier/ipvs-proxier/sync/metrics"
+)
+
+// TestVSTotalsAreMonotonic: the published sums never go back. A deleted virtual server's
+// traffic stays counted; one re-created behind our back, whose counters started over,
+// adds what it counts anew; a Service's return counts all its new virtual server does.
+// The busiest list names each virtual server's Service.
+func TestVSTotalsAreMonotonic(t *testing.T) {
+	h := newHarness(t, kernel.Kernel{}, nil)
+	h.src.SetService(svc("ns", "a", "10.96.0.1", 80, v1.ProtocolTCP))
+	h.src.SetSlice(slice("ns", "a", "a-1", 80, v1.ProtocolTCP, "10.1.0.1"))
+	bSvc := svc("ns", "b", "10.96.0.2", 80, v1.ProtocolTCP)
+	b := h.src.SetService(bSvc)
+	h.src.SetSlice(slice("ns", "b", "b-1", 80, v1.ProtocolTCP, "10.1.0.2"))
+	h.mustSync(t)
+	ka := kernel.VSKey{Protocol: kernel.TCP, Address: netip.MustParseAddr("10.96.0.1"), Port: 80}
+	kb := kernel.VSKey{Protocol: kernel.TCP, Address: netip.MustParseAddr("10.96.0.2"), Port: 80}
+	conns := func(n uint64) kernel.VSStats { return kernel.VSStats{Connections: n, BytesIn: 100 * n} }
+	sum := func() (uint64, *metrics.VSStats) {
+		t.Helper()
+		fullSyncOps(t, h)
+		stats, failed := h.syncer.VSStats()
+		if stats == nil || failed {
+			t.Fatalf("no counters published after a full sync (failed %v)", failed)
+		}
+		if stats.Totals[3] != 100*stats.Totals[0] {
+			t.Errorf("bytes in %d, want 100 x the %d connections", stats.Totals[3], stats.Totals[0])
+		}
+		return stats.Totals[0], stats
+	}
+
+	h.fake.AddTraffic(ka, conns(10))
+	h.fake.AddTraffic(kb, conns(20))
+	if got, stats := sum(); got != 30 || stats.Owned != 2 || len(stats.Busiest) != 2 ||
+		stats.Busiest[0].Key != kb || stats.Busiest[0].Owner != (metrics.Owner{Namespace: "ns", Name: "b"}) {
+		t.Fatalf("sum %d, stats %+v: want 30, b the busiest of 2", got, stats)
+	}
+
+	h.src.DeleteService(b)
+	h.tracker.ServiceChanged(b)
+	h.mustSync(t)
+	h.fake.AddTraffic(ka, conns(5))
+	if got, stats := sum(); got != 35 || stats.Owned != 1 {
+		t.Errorf("after b's deletion and 5 more on a: sum %d owned %d, want 35 and 1", got, stats.Owned)
+	}
+
+	// Re-created behind our back between two reads: its counters started over.
+	vs, _, _ := h.syncer.desired.VirtualServer(ka)
+	must(t, h.fake.DeleteVirtualServer(ka))
+	must(t, h.fake.AddVirtualServer(vs.VirtualServer))
+	h.fake.AddTraffic(ka, conns(3))
+	if got, _ := sum(); got != 38 {
+		t.Errorf("after a's re-creation with 3: sum %d, want 38", got)
+	}
+
+	h.src.SetService(bSvc)
+	h.tracker.ServiceChanged(b)
+	h.mustSync(t)
+	h.fake.AddTraffic(kb, conns(25)) // more than b had when it went: all 25 are new
+	if got, stats := sum(); got != 63 || stats.Owned != 2 {
+		t.Errorf("after b's return with 25: sum %d owned %d, want 63 and 2", got, stats.Owned)
+	}
+}
+
+// TestVSStatsKeepTheBusiest: with a series limit the snapshot keeps the busiest
+// (StatusBusiest at least), not every virtual server, and counts them all as owned.
+func TestVSStatsKeepTheBusiest(t *testing.T) {
+	h := newHarness(t, kernel.Kernel{}, nil, func(o *Options) { o.VSSeriesLimit = 3 })
+	addServices(h, 40)
+	h.mustSync(t)
+	dumped, err := h.fake.ListVirtualServers()
+	must(t, err)
+	for i, d := range dumped {
+		h.fake.AddTraffic(d.VSKey, kernel.VSStats{Connections: uint64(i)})
+	}
+	fullSyncOps(t, h)
+	stats, _ := h.syncer.VSStats()
+	if stats.Owned != 40 || len(stats.Busiest) != StatusBusiest || stats.Busiest[0].Stats.Connections != 39 ||
+		stats.Busiest[StatusBusiest-1].Stats.Connections != 30 {
+		t.Errorf("owned %d, kept %d (%+v): want 40 owned, the %d busiest kept, busiest first", stats.Owned, len(stats.Busiest), stats.Busiest, StatusBusiest)
+	}
+}
