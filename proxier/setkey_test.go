@@ -3,6 +3,7 @@ package proxier
 import (
 	"net/netip"
 	"testing"
+	"unsafe"
 
 	"github.com/ipvs-proxier/ipvs-proxier/kernel"
 )
@@ -68,8 +69,11 @@ func TestEntryCounts(t *testing.T) {
 			t.Errorf("%v: not yielded (%v) or not had", e, got[e])
 		}
 	}
-	if want := 10; len(c.v4) != want {
-		t.Errorf("%d entries with compact keys, want %d", len(c.v4), want)
+	if want := 10; len(c.v4)+len(c.n4) != want || len(c.n4) != 3 {
+		t.Errorf("%d entries with compact keys (%d of them with a net), want %d (3)", len(c.v4)+len(c.n4), len(c.n4), want)
+	}
+	if s4, sn := unsafe.Sizeof(entryKey4{}), unsafe.Sizeof(netKey4{}); s4 != 12 || sn != 18 {
+		t.Errorf("compact keys of %d and %d bytes, want 12 and 18", s4, sn)
 	}
 	for _, e := range setEntryShapes {
 		if c.remove(e) || !c.remove(e) || c.has(e) {
