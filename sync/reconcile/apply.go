@@ -59,7 +59,7 @@ func (s *Syncer) applyVirtualServers(keys iter.Seq[kernel.VSKey], rsDue func(ker
 			ops = append(ops, kernel.VirtualServerOp{VS: kernel.VirtualServer{VSKey: key}, Kind: kernel.OpDelete})
 		case have == nil:
 			ops = append(ops, kernel.VirtualServerOp{VS: want.VirtualServer})
-		case !have.vs.Equal(want.VirtualServer):
+		case have.settings != settingsOf(want.VirtualServer):
 			ops = append(ops, kernel.VirtualServerOp{VS: want.VirtualServer, Kind: kernel.OpUpdate})
 		}
 	}
@@ -111,9 +111,9 @@ func (s *Syncer) writeVirtualServers(ops []kernel.VirtualServerOp, errs *[]error
 			s.failVS(key, err, errs)
 		case op.Kind == kernel.OpAdd:
 			want, _, _ := s.desired.VirtualServer(key)
-			s.setVS(key, &programmedVS{vs: op.VS, rss: make(realServers, 0, len(want.RealServers))})
+			s.setVS(key, &programmedVS{settings: settingsOf(op.VS), rss: make(realServers, 0, len(want.RealServers))})
 		case op.Kind == kernel.OpUpdate:
-			s.vs[key].vs = op.VS
+			s.vs[key].settings = settingsOf(op.VS)
 			s.touchVS(key)
 		case op.Kind == kernel.OpDelete:
 			s.deletedVS(key)

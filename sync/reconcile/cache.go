@@ -20,7 +20,7 @@ func (s *Syncer) refreshCache(vss []kernel.DumpedVS, read, round int, reads []rs
 	for i, d := range vss {
 		if i >= read {
 			if p := s.vs[d.VSKey]; p != nil {
-				p.seen = round
+				p.seen = int32(round)
 			}
 			continue
 		}
@@ -44,7 +44,7 @@ func (s *Syncer) refreshCache(vss []kernel.DumpedVS, read, round int, reads []rs
 			// Known and unchanged at the virtual-server level: keep the cached real
 			// servers; this virtual server's turn to be re-read comes within
 			// CheckEvery full syncs.
-			p.vs, p.seen = vs, round
+			p.settings, p.seen = settingsOf(vs), int32(round)
 			s.readStats(p, d.Stats)
 			continue
 		}
@@ -63,16 +63,16 @@ func (s *Syncer) refreshCache(vss []kernel.DumpedVS, read, round int, reads []rs
 			s.setVS(key, p)
 		}
 		s.rsTotal += len(r.rss) - len(p.rss)
-		p.vs, p.rss, p.seen, p.read = vs, newRealServers(r.rss), round, round
+		p.settings, p.rss, p.seen, p.read = settingsOf(vs), newRealServers(r.rss), int32(round), int32(round)
 		s.readStats(p, d.Stats)
 	}
 	for key := range written.vs {
 		if p := s.vs[key]; p != nil {
-			p.seen = round
+			p.seen = int32(round)
 		}
 	}
 	for key, p := range s.vs {
-		if p.seen != round {
+		if p.seen != int32(round) {
 			s.dropVS(key) // gone from the kernel (or unreadable)
 		}
 	}

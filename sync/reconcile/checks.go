@@ -50,6 +50,6 @@ func (s *Syncer) realServersDue(changed *proxier.Delta, listAll bool, round int)
 			return true
 		}
 		p := s.vs[key]
-		return p == nil || p.read == round
+		return p == nil || p.read == int32(round)
 	}
 }

@@ -85,7 +85,7 @@ func (s *Syncer) lookedUp(keys []kernel.VSKey, found []kernel.DumpedVS) (vss []k
 	read = len(vss)
 	for key, p := range s.vs {
 		if _, ok := checked[key]; !ok {
-			vss = append(vss, kernel.DumpedVS{VirtualServer: p.vs, Stats: p.stats})
+			vss = append(vss, kernel.DumpedVS{VirtualServer: p.settings.virtualServer(key), Stats: p.stats})
 		}
 	}
 	return vss, read, missing
