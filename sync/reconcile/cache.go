@@ -11,19 +11,14 @@ import (
 // a full sync's garbage. The real servers of a virtual server are re-read when it is new,
 // unwanted, or its turn in the CheckEvery rotation has come (checkRealServers): reads
 // holds those read before, with s.mu released, in dump order. What a sync wrote during
-// the reads (written) keeps its cached state. Only vss[:read] came from the kernel; the
-// rest are the cache's own entries (lookedUp), which are only marked as seen: checking
-// each of them (checkRealServers) was a third of the time of a full sync that looks up
+// the reads (written) keeps its cached state. vss is every virtual server when dumpedAll,
+// else those the lookups found (lookedUp, which has the whole dumped if one it looked up
+// was missing): the other cached entries are then left as they are: checking each of them
+// (checkRealServers) was a third of the time of a full sync that looks up
 // (BenchmarkPeriodicFullSync30k).
-func (s *Syncer) refreshCache(vss []kernel.DumpedVS, read, round int, reads []rsRead, written *touched) []error {
+func (s *Syncer) refreshCache(vss []kernel.DumpedVS, dumpedAll bool, round int, reads []rsRead, written *touched) []error {
 	var errs []error
 	for i, d := range vss {
-		if i >= read {
-			if p := s.vs[d.VSKey]; p != nil {
-				p.seen = int32(round)
-			}
-			continue
-		}
 		var r rsRead
 		if len(reads) > 0 && reads[0].i == i {
 			r, reads = reads[0], reads[1:]
@@ -72,6 +67,9 @@ func (s *Syncer) refreshCache(vss []kernel.DumpedVS, read, round int, reads []rs
 		}
 	}
 	for key, p := range s.vs {
+		if !dumpedAll {
+			break // only those looked up were read, and a missing one made it dump all
+		}
 		if p.seen != int32(round) {
 			s.dropVS(key) // gone from the kernel (or unreadable)
 		}

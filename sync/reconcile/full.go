@@ -121,15 +121,12 @@ func (s *Syncer) readKernel(f *fullPass, ph *phases) error {
 			}
 		}
 	})
-	// read is how many of vss come from the kernel: all of a dump; after lookups, those
-	// found, which lookedUp puts first, before the cached rest.
-	read := len(f.vss)
 	if err == nil && !f.dumpAll {
 		var missing int
-		if f.vss, read, missing = s.lookedUp(f.looked, f.vss); missing > 0 {
+		if f.vss, missing = s.lookedUp(f.looked, f.vss); missing > 0 {
 			s.log.Info("Virtual servers gone from the kernel behind our back; reading them all", zap.Int("missing", missing), zap.Int("lookedUp", len(f.looked)))
 			s.unlocked(func() { f.vss, err = s.k.IPVS.ListVirtualServers() })
-			read, f.dumpAll = len(f.vss), true
+			f.dumpAll = true
 		}
 	}
 	s.dumpFailed, s.dumpedAll, s.dumpedAddrs = err != nil, f.dumpAll, f.dumpAddrs
@@ -143,10 +140,10 @@ func (s *Syncer) readKernel(f *fullPass, ph *phases) error {
 	} else if f.dumpAll { // the lookups found drift: everything is compared, the cached addresses too
 		f.addrs = s.cachedAddresses() // addrwatch.go
 	}
-	reads := s.realServersToRead(f.vss[:read])
+	reads := s.realServersToRead(f.vss)
 	s.unlocked(func() { s.readRealServers(f.vss, reads) })
 	f.round = s.fullRound + 1
-	f.errs = append(f.errs, s.refreshCache(f.vss, read, f.round, reads, s.endRead())...)
+	f.errs = append(f.errs, s.refreshCache(f.vss, f.dumpAll, f.round, reads, s.endRead())...)
 	s.refreshStats()
 	ph.mark("readRealServers")
 	return nil

@@ -65,16 +65,15 @@ func (s *Syncer) lookupKeys() []kernel.VSKey {
 	return keys
 }
 
-// lookedUp makes a dump of our virtual servers from the lookups of keys (found), first,
-// and the cache: what a full sync that does not dump reads and publishes. read is how
-// many come from the lookups. It reports how many of keys the kernel no longer has and
-// no sync wrote during the lookups: drift that the caller repairs with a dump of
-// everything. Called with s.mu held.
-func (s *Syncer) lookedUp(keys []kernel.VSKey, found []kernel.DumpedVS) (vss []kernel.DumpedVS, read, missing int) {
-	checked := make(map[kernel.VSKey]struct{}, len(keys))
-	vss = make([]kernel.DumpedVS, 0, len(s.vs))
+// lookedUp returns the virtual servers the lookups of keys found (found holds a zero
+// entry for each one not found), in keys' order, and how many of keys the kernel no
+// longer has and no sync wrote during the lookups: drift that the caller repairs with a
+// dump of everything. The cache keeps the rest as they were (refreshCache): a copy of
+// every cached virtual server per full sync was 12 MB of garbage at 100,000 Services.
+// Called with s.mu held.
+func (s *Syncer) lookedUp(keys []kernel.VSKey, found []kernel.DumpedVS) (vss []kernel.DumpedVS, missing int) {
+	vss = found[:0]
 	for i, key := range keys {
-		checked[key] = struct{}{}
 		switch {
 		case found[i].Address.IsValid():
 			vss = append(vss, found[i])
@@ -82,13 +81,7 @@ func (s *Syncer) lookedUp(keys []kernel.VSKey, found []kernel.DumpedVS) (vss []k
 			missing++
 		}
 	}
-	read = len(vss)
-	for key, p := range s.vs {
-		if _, ok := checked[key]; !ok {
-			vss = append(vss, kernel.DumpedVS{VirtualServer: p.settings.virtualServer(key), Stats: p.stats})
-		}
-	}
-	return vss, read, missing
+	return vss, missing
 }
 
 // applyLooked is applyEverything for a full sync that looked up instead of dumping: it
