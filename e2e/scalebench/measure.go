@@ -264,8 +264,16 @@ func (m *measurement) coldStart() bool {
 	coldProfile := make(chan error, 1)
 	if m.b.profiles != "" && m.p.Ours() {
 		go func() { // the first 60 s of the cold start
-			time.Sleep(2 * time.Second) // the metrics port opens after the preflight
-			coldProfile <- m.b.profile(m.b.profiles, fmt.Sprintf("cpu-cold-%d.pprof", m.n), "profile?seconds=60")
+			// The metrics port opens after the preflight, later on a larger node: retry
+			// a refused fetch for 30 s.
+			var err error
+			for try := 0; try < 30; try++ {
+				time.Sleep(time.Second)
+				if err = m.b.profile(m.b.profiles, fmt.Sprintf("cpu-cold-%d.pprof", m.n), "profile?seconds=60"); err == nil {
+					break
+				}
+			}
+			coldProfile <- err
 		}()
 	} else {
 		coldProfile <- nil

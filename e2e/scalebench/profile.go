@@ -9,9 +9,11 @@ import (
 )
 
 // profile fetches a pprof profile from the daemon in the VM (started with --profiling)
-// and writes it to dir/name. The agent returns text, so the profile travels base64.
+// and writes it to dir/name. The agent returns text, so the profile travels base64; it
+// is fetched to a file first, so that a failed fetch is an exit status, not wget's
+// message decoded as the profile.
 func (b *bench) profile(dir, name, path string) error {
-	out, err := b.node.MustExec("wget -qO- 'http://127.0.0.1:10249/debug/pprof/" + path + "' | base64 -w0")
+	out, err := b.node.MustExec("wget -qO /tmp/profile.pprof 'http://127.0.0.1:10249/debug/pprof/" + path + "' && base64 -w0 /tmp/profile.pprof")
 	if err != nil {
 		return err
 	}
