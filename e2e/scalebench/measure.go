@@ -269,7 +269,9 @@ func (m *measurement) coldStart() bool {
 			var err error
 			for try := 0; try < 30; try++ {
 				time.Sleep(time.Second)
-				if err = m.b.profile(m.b.profiles, fmt.Sprintf("cpu-cold-%d.pprof", m.n), "profile?seconds=60"); err == nil {
+				began := time.Now()
+				err = m.b.profile(m.b.profiles, fmt.Sprintf("cpu-cold-%d.pprof", m.n), "profile?seconds=60")
+				if err == nil || time.Since(began) > 5*time.Second { // done, or failed past the connect
 					break
 				}
 			}
