@@ -257,7 +257,7 @@ func (f *Fake) SetConnections(key VSKey, dest netip.AddrPort, active, inactive i
 	defer f.mu.Unlock()
 	if v, ok := f.vs[key]; ok {
 		if rs, ok := v.rss[dest]; ok {
-			rs.ActiveConns, rs.InactiveConns = active, inactive
+			rs.ActiveConns, rs.InactiveConns = int32(active), int32(inactive)
 			v.rss[dest] = rs
 		}
 	}

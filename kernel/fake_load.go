@@ -118,11 +118,13 @@ func loadRealServer(v *fakeVS, line string) error {
 	if err != nil {
 		return err
 	}
-	var n [3]int
+	var n [3]int32
 	for i, s := range w[2:] {
-		if n[i], err = strconv.Atoi(s); err != nil {
+		v, err := strconv.ParseInt(s, 10, 32)
+		if err != nil {
 			return err
 		}
+		n[i] = int32(v)
 	}
 	v.rss[ap] = RealServer{Address: ap.Addr(), Port: ap.Port(), Weight: n[0], ActiveConns: n[1], InactiveConns: n[2]}
 	return nil

@@ -112,17 +112,17 @@ func (v VirtualServer) Equal(o VirtualServer) bool {
 type RealServer struct {
 	Address netip.Addr
 	Port    uint16
-	Weight  int
+	Weight  int32
 	// ActiveConns and InactiveConns are read from the kernel; ignored on writes.
-	ActiveConns   int
-	InactiveConns int
+	ActiveConns   int32
+	InactiveConns int32
 }
 
 // AddrPort returns the destination's address and port.
 func (r RealServer) AddrPort() netip.AddrPort { return netip.AddrPortFrom(r.Address, r.Port) }
 
 // Connections is the number of IPVS connection entries still using the destination.
-func (r RealServer) Connections() int { return r.ActiveConns + r.InactiveConns }
+func (r RealServer) Connections() int { return int(r.ActiveConns) + int(r.InactiveConns) }
 
 // DumpedVS is a virtual server as a dump found it, with its traffic counters: the syncer
 // keeps the virtual server, and /metrics and /status read the counters of the full sync's

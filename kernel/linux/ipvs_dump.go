@@ -140,11 +140,11 @@ func parseDest(attrs []byte, svcAF uint16) (kernel.RealServer, bool) {
 		case ipvsDestAttrPort:
 			rs.Port = be16(v)
 		case ipvsDestAttrWeight:
-			rs.Weight = int(int32(u32(v)))
+			rs.Weight = int32(u32(v))
 		case ipvsDestAttrActiveConns:
-			rs.ActiveConns = int(u32(v))
+			rs.ActiveConns = int32(u32(v)) // the kernel's atomic_t
 		case ipvsDestAttrInactConns:
-			rs.InactiveConns = int(u32(v))
+			rs.InactiveConns = int32(u32(v))
 		case ipvsDestAttrAF:
 			af = u16(v)
 		}

@@ -38,7 +38,7 @@ func (c cachedRS) addrPort() netip.AddrPort {
 // realServer returns c as written (no connection counts).
 func (c cachedRS) realServer() kernel.RealServer {
 	ap := c.addrPort()
-	return kernel.RealServer{Address: ap.Addr(), Port: ap.Port(), Weight: int(c.weight)}
+	return kernel.RealServer{Address: ap.Addr(), Port: ap.Port(), Weight: c.weight}
 }
 
 func compareRS(a cachedRS, ap netip.AddrPort) int { return a.addrPort().Compare(ap) }

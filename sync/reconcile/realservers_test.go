@@ -29,7 +29,7 @@ func TestRealServersAgreeWithAMap(t *testing.T) {
 			rs.del(ap)
 			delete(ref, ap)
 		} else {
-			s := kernel.RealServer{Address: ap.Addr(), Port: ap.Port(), Weight: i}
+			s := kernel.RealServer{Address: ap.Addr(), Port: ap.Port(), Weight: int32(i)}
 			rs.put(s)
 			ref[ap] = s
 		}

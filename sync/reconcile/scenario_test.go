@@ -434,7 +434,7 @@ func (sc *scenario) kernelCmd(f []string) error {
 			if err != nil {
 				return err
 			}
-			return fk.UpdateRealServer(key, kernel.RealServer{Address: rs.Addr(), Port: rs.Port(), Weight: w})
+			return fk.UpdateRealServer(key, kernel.RealServer{Address: rs.Addr(), Port: rs.Port(), Weight: int32(w)})
 		default:
 			rs, err := netip.ParseAddrPort(f[3])
 			if err != nil {
@@ -507,7 +507,7 @@ func (sc *scenario) weights(f []string) error {
 	}
 	got := map[string]string{}
 	for _, r := range rss {
-		got[r.AddrPort().String()] = strconv.Itoa(r.Weight)
+		got[r.AddrPort().String()] = strconv.Itoa(int(r.Weight))
 	}
 	want := map[string]string{}
 	for _, kv := range f[2:] {
