@@ -17,11 +17,14 @@ import (
 // within its deadline; its socket or handle is replaced.
 var ErrTimeout = errors.New("netlink call timed out; socket replaced")
 
-// IPVS programs IPVS. Writes (ipvs_batch.go) and dumps (ipvs_dump.go) travel over two
-// generic netlink sockets of our own, whose receive timeout ends a call that stalls: a
-// dump of every virtual server takes seconds at 30,000 Services (the kernel restarts its
-// walk of the service table for every answer it fills), and on a socket of its own it
-// never holds up a sync's writes. Only the global timeouts (SetTimeouts) go through a
+// IPVS programs IPVS. Writes (ipvs_batch.go), the dump of every virtual server and the
+// other reads (ipvs_dump.go, ipvs_lookup.go) travel over three generic netlink sockets
+// of our own, whose receive timeout ends a call that stalls. The dump of every virtual
+// server takes seconds at 30,000 Services and 26 s at 100,000 in the emulated VM (the
+// kernel restarts its walk of the service table for every answer it fills): on a socket
+// of its own it holds up neither a sync's writes nor a partial sync's read of a leaving
+// real server's connections, which waited 13 s behind one (`make bench-scale` at
+// 100,000, an endpoint removal). Only the global timeouts (SetTimeouts) go through a
 // moby/ipvs handle, serialized by mu (moby/ipvs is not goroutine-safe); since moby/ipvs
 // loops forever on EAGAIN when a reply is lost (netlink_linux.go: execute retries the
 // 3 s receive timeout's EAGAIN), its calls have a deadline after which the handle is
@@ -32,7 +35,8 @@ type IPVS struct {
 	timeout time.Duration
 	writes  ipvsSocket
 	reads   ipvsSocket
-	lastVS  int // virtual servers in the last dump; guarded by reads.mu
+	listing ipvsSocket // the dump of every virtual server
+	lastVS  int        // virtual servers in the last dump; guarded by listing.mu
 }
 
 // NewIPVS opens a handle in the current network namespace.
@@ -41,7 +45,8 @@ func NewIPVS(timeout time.Duration) (*IPVS, error) {
 	if err != nil {
 		return nil, fmt.Errorf("ipvs: %w", err)
 	}
-	return &IPVS{h: h, timeout: timeout, writes: ipvsSocket{timeout: timeout}, reads: ipvsSocket{timeout: timeout}}, nil
+	return &IPVS{h: h, timeout: timeout, writes: ipvsSocket{timeout: timeout}, reads: ipvsSocket{timeout: timeout},
+		listing: ipvsSocket{timeout: timeout}}, nil
 }
 
 // Close releases the handle and the sockets.
@@ -52,7 +57,7 @@ func (x *IPVS) Close() {
 		x.h = nil
 	}
 	x.mu.Unlock()
-	for _, s := range []*ipvsSocket{&x.writes, &x.reads} {
+	for _, s := range []*ipvsSocket{&x.writes, &x.reads, &x.listing} {
 		s.mu.Lock()
 		s.drop()
 		s.mu.Unlock()
@@ -85,10 +90,10 @@ func (x *IPVS) do(op string, fn func(h *ipvs.Handle) error) error {
 // ListVirtualServers implements kernel.IPVS with one dump, read as it streams in
 // (ipvs_dump.go), counters included; fwmark services are skipped.
 func (x *IPVS) ListVirtualServers() ([]kernel.DumpedVS, error) {
-	x.reads.mu.Lock()
-	defer x.reads.mu.Unlock()
+	x.listing.mu.Lock()
+	defer x.listing.mu.Unlock()
 	out := make([]kernel.DumpedVS, 0, x.lastVS) // as many as last time, without regrowing
-	err := x.dump("list virtual servers", ipvsCmdGetSvc, nil, func(attrs []byte) {
+	err := x.dump(&x.listing, "list virtual servers", ipvsCmdGetSvc, nil, func(attrs []byte) {
 		if vs, st, ok := parseService(attrs); ok {
 			out = append(out, kernel.DumpedVS{VirtualServer: vs, Stats: st})
 		}
@@ -108,7 +113,7 @@ func (x *IPVS) ListRealServers(k kernel.VSKey) ([]kernel.RealServer, error) {
 		af = unix.AF_INET6
 	}
 	var out []kernel.RealServer
-	err := x.dump("list real servers of "+k.String(), ipvsCmdGetDest, []*nl.RtAttr{serviceKeyAttr(k)}, func(attrs []byte) {
+	err := x.dump(&x.reads, "list real servers of "+k.String(), ipvsCmdGetDest, []*nl.RtAttr{serviceKeyAttr(k)}, func(attrs []byte) {
 		if rs, ok := parseDest(attrs, af); ok {
 			out = append(out, rs)
 		}

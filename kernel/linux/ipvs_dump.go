@@ -30,13 +30,13 @@ const (
 	ipvsStatsAttrOutBytes = 5
 )
 
-// dump sends the IPVS dump request cmd (with attrs, if any) over the read socket and
+// dump sends the IPVS dump request cmd (with attrs, if any) over sock and
 // calls each with the attributes of every answer (past the generic netlink header), as
 // they arrive: the dump is never held whole, and nothing is allocated per entry here. A
 // dump that makes progress never times out; the socket's receive timeout ends one that
-// stalls. Called with x.reads.mu held.
-func (x *IPVS) dump(op string, cmd uint8, attrs []*nl.RtAttr, each func(attrs []byte)) error {
-	b, err := x.reads.open()
+// stalls. Called with sock.mu held.
+func (x *IPVS) dump(sock *ipvsSocket, op string, cmd uint8, attrs []*nl.RtAttr, each func(attrs []byte)) error {
+	b, err := sock.open()
 	if err != nil {
 		return fmt.Errorf("%s: %w", op, err)
 	}
@@ -51,7 +51,7 @@ func (x *IPVS) dump(op string, cmd uint8, attrs []*nl.RtAttr, each func(attrs []
 		}
 	})
 	if sockErr != nil {
-		x.reads.drop() // the rest of this dump would arrive as the next one's answers
+		sock.drop() // the rest of this dump would arrive as the next one's answers
 		return wrapErr(op, sockErr)
 	}
 	return wrapErr(op, answer)

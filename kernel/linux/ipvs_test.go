@@ -187,7 +187,9 @@ func ipvsForTest(t *testing.T) *IPVS {
 
 // TestIPVSWriteBesideDump: a write goes through while a dump holds the read socket (a
 // full sync's dump of 60,000 virtual servers takes seconds), and a dump while a write
-// holds the write socket.
+// holds the write socket; the dump of every virtual server has a socket of its own, so
+// a partial sync's read of one virtual server's real servers (a leaving endpoint's
+// connections) and a lookup go through while it runs.
 func TestIPVSWriteBesideDump(t *testing.T) {
 	x := ipvsForTest(t)
 	vs := kernel.VirtualServer{VSKey: kernel.VSKey{Protocol: kernel.TCP, Address: netip.MustParseAddr("10.96.0.9"), Port: 80}, Scheduler: "rr"}
@@ -204,7 +206,18 @@ func TestIPVSWriteBesideDump(t *testing.T) {
 			t.Fatal("the call waited for the other socket")
 		}
 	}
+	t.Cleanup(func() { _ = writeVS(x, kernel.OpDelete, vs) }) // also after a failure
 	beside(&x.reads, func() error { return writeVS(x, kernel.OpAdd, vs) })
+	beside(&x.listing, func() error { return writeVS(x, kernel.OpUpdate, vs) })
+	beside(&x.reads, func() error { _, err := x.ListVirtualServers(); return err })
+	beside(&x.listing, func() error { _, err := x.ListRealServers(vs.VSKey); return err })
+	beside(&x.listing, func() error {
+		found, err := x.LookupVirtualServers([]kernel.VSKey{vs.VSKey})
+		if err == nil && (len(found) != 1 || !found[0].Equal(vs)) {
+			err = fmt.Errorf("looked up %v, want %v", found, vs)
+		}
+		return err
+	})
 	beside(&x.writes, func() error {
 		vss, err := x.ListVirtualServers()
 		if err == nil && !slices.ContainsFunc(vss, func(d kernel.DumpedVS) bool { return d.Equal(vs) }) {
@@ -212,5 +225,4 @@ func TestIPVSWriteBesideDump(t *testing.T) {
 		}
 		return err
 	})
-	must(t, writeVS(x, kernel.OpDelete, vs))
 }
