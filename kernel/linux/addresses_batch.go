@@ -99,7 +99,7 @@ func (x *Addresses) bindAddresses(dev string, ops []kernel.AddressOp) []error {
 	if err := c.open(); err != nil {
 		return fail(err)
 	}
-	out, sockErr := sendBatch(c.sh, len(ops), func(i int, seq uint32) []byte { return addrMessage(index, ops[i], seq) },
+	out, sockErr := sendBatch(c.sh, len(ops), func(b []byte, i int, seq uint32) []byte { return append(b, addrMessage(index, ops[i], seq)...) },
 		func(i int, en syscall.Errno) error {
 			switch {
 			case en == syscall.EEXIST && !ops[i].Unbind, en == syscall.EADDRNOTAVAIL && ops[i].Unbind:

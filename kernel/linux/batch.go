@@ -33,13 +33,13 @@ func openSocket(protocol int, timeout time.Duration) (*nl.NetlinkSocket, error) 
 }
 
 // sendBatch sends n requests over sh as streams of netlink messages, batchBytes per
-// sendmsg, where one call per request costs a send and a receive each. msg builds
-// request i with the given sequence number and no NLM_F_ACK; the last of each sendmsg
+// sendmsg, where one call per request costs a send and a receive each. msg appends
+// request i to b with the given sequence number and no NLM_F_ACK; the last of each sendmsg
 // gets NLM_F_ACK, and its answer ends the chunk (the kernel answers in order). answer
 // turns a non-zero error code of request i into its error (nil: a success after all).
 // It returns one error per request and, separately, a socket failure: then the
 // requests not answered are reported failed and the socket should be replaced.
-func sendBatch(sh *nl.SocketHandle, n int, msg func(i int, seq uint32) []byte, answer func(i int, en syscall.Errno) error) (errs []error, sockErr error) {
+func sendBatch(sh *nl.SocketHandle, n int, msg func(b []byte, i int, seq uint32) []byte, answer func(i int, en syscall.Errno) error) (errs []error, sockErr error) {
 	errs = make([]error, n)
 	for start := 0; start < n; {
 		end, err := sendChunk(sh, start, n, msg, answer, errs)
@@ -56,7 +56,7 @@ func sendBatch(sh *nl.SocketHandle, n int, msg func(i int, seq uint32) []byte, a
 	return errs, nil
 }
 
-func sendChunk(sh *nl.SocketHandle, start, n int, msg func(int, uint32) []byte, answer func(int, syscall.Errno) error, errs []error) (end int, err error) {
+func sendChunk(sh *nl.SocketHandle, start, n int, msg func([]byte, int, uint32) []byte, answer func(int, syscall.Errno) error, errs []error) (end int, err error) {
 	var buf []byte
 	var first, last uint32
 	lastOff := 0
@@ -66,7 +66,7 @@ func sendChunk(sh *nl.SocketHandle, start, n int, msg func(int, uint32) []byte, 
 			first = sh.Seq
 		}
 		last, lastOff = sh.Seq, len(buf)
-		buf = append(buf, msg(end, sh.Seq)...)
+		buf = msg(buf, end, sh.Seq)
 	}
 	flags := buf[lastOff+6 : lastOff+8] // nlmsghdr: len u32, type u16, flags u16
 	nl.NativeEndian().PutUint16(flags, nl.NativeEndian().Uint16(flags)|unix.NLM_F_ACK)

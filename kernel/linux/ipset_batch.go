@@ -1,7 +1,6 @@
 package linux
 
 import (
-	"encoding/binary"
 	"fmt"
 	"net/netip"
 	"syscall"
@@ -23,7 +22,7 @@ func (x *IPSets) WriteEntries(ops []kernel.SetOp) []error {
 	err := x.conn.with(func(_ *netlink.Handle, raw map[int]*nl.SocketHandle) error {
 		var sockErr error
 		errs, sockErr = sendBatch(raw[unix.NETLINK_NETFILTER], len(ops),
-			func(i int, seq uint32) []byte { return ipsetOpMessage(ops[i], seq) },
+			func(b []byte, i int, seq uint32) []byte { return ipsetOpMessage(b, ops[i], seq) },
 			func(i int, en syscall.Errno) error { return opError(ops[i], en) })
 		return sockErr // a broken socket is replaced
 	})
@@ -40,51 +39,47 @@ func (x *IPSets) WriteEntries(ops []kernel.SetOp) []error {
 // ipset tool sends them (ip_set.h): the address nested in IPSET_ATTR_IP, the port in
 // network byte order with its protocol, the second address (or net and its cidr) in
 // IPSET_ATTR_IP2/CIDR2; a bitmap:port entry is the port alone.
-func ipsetOpMessage(op kernel.SetOp, seq uint32) []byte {
+func ipsetOpMessage(b []byte, op kernel.SetOp, seq uint32) []byte {
 	cmd := nl.IPSET_CMD_ADD
 	if op.Delete {
 		cmd = nl.IPSET_CMD_DEL
 	}
-	req := &nl.NetlinkRequest{NlMsghdr: unix.NlMsghdr{Len: unix.SizeofNlMsghdr, Type: uint16(cmd | unix.NFNL_SUBSYS_IPSET<<8), Flags: unix.NLM_F_REQUEST, Seq: seq}}
-	req.AddData(&nl.Nfgenmsg{NfgenFamily: uint8(unix.AF_NETLINK), Version: nl.NFNETLINK_V0, ResId: 0})
-	req.AddData(nl.NewRtAttr(nl.IPSET_ATTR_PROTOCOL, nl.Uint8Attr(nl.IPSET_PROTOCOL)))
-	req.AddData(nl.NewRtAttr(nl.IPSET_ATTR_SETNAME, nl.ZeroTerminated(op.Set)))
-	data := nl.NewRtAttr(nl.IPSET_ATTR_DATA|int(nl.NLA_F_NESTED), nil)
+	m := beginMsg(b, uint16(cmd|unix.NFNL_SUBSYS_IPSET<<8), unix.NLM_F_REQUEST, seq)
+	m.header(uint8(unix.AF_NETLINK), nl.NFNETLINK_V0, 0)
+	m.u8(nl.IPSET_ATTR_PROTOCOL, nl.IPSET_PROTOCOL)
+	m.str(nl.IPSET_ATTR_SETNAME, op.Set)
+	data := m.nest(nl.IPSET_ATTR_DATA | nl.NLA_F_NESTED)
 	e := op.Entry
-	port := func() {
-		b := make([]byte, 2)
-		binary.BigEndian.PutUint16(b, e.Port)
-		data.AddChild(nl.NewRtAttr(int(nl.IPSET_ATTR_PORT|nl.NLA_F_NET_BYTEORDER), b))
-	}
 	if !e.IP.IsValid() {
-		port()
+		m.be16(nl.IPSET_ATTR_PORT|nl.NLA_F_NET_BYTEORDER, e.Port)
 	} else {
-		data.AddChild(nl.NewRtAttr(nl.IPSET_ATTR_IP|int(nl.NLA_F_NESTED), ipAttr(e.IP).Serialize()))
+		appendIPAttr(&m, nl.IPSET_ATTR_IP, e.IP)
 		if e.Protocol != 0 {
-			data.AddChild(nl.NewRtAttr(nl.IPSET_ATTR_PROTO, nl.Uint8Attr(uint8(e.Protocol))))
-			port()
+			m.u8(nl.IPSET_ATTR_PROTO, uint8(e.Protocol))
+			m.be16(nl.IPSET_ATTR_PORT|nl.NLA_F_NET_BYTEORDER, e.Port)
 		}
 		switch {
 		case e.IP2.IsValid():
-			data.AddChild(nl.NewRtAttr(nl.IPSET_ATTR_IP2|int(nl.NLA_F_NESTED), ipAttr(e.IP2).Serialize()))
+			appendIPAttr(&m, nl.IPSET_ATTR_IP2, e.IP2)
 		case e.Net.IsValid():
-			data.AddChild(nl.NewRtAttr(nl.IPSET_ATTR_IP2|int(nl.NLA_F_NESTED), ipAttr(e.Net.Addr()).Serialize()))
-			data.AddChild(nl.NewRtAttr(nl.IPSET_ATTR_CIDR2, nl.Uint8Attr(uint8(e.Net.Bits()))))
+			appendIPAttr(&m, nl.IPSET_ATTR_IP2, e.Net.Addr())
+			m.u8(nl.IPSET_ATTR_CIDR2, uint8(e.Net.Bits()))
 		}
 	}
-	req.AddData(data)
-	return req.Serialize()
+	m.end(data)
+	return m.done()
 }
 
-// ipAttr is an address attribute in network byte order.
-func ipAttr(a netip.Addr) *nl.RtAttr {
-	a = a.Unmap()
-	if a.Is4() {
-		b := a.As4()
-		return nl.NewRtAttr(nl.IPSET_ATTR_IPADDR_IPV4|int(nl.NLA_F_NET_BYTEORDER), b[:])
+// appendIPAttr appends a nested address attribute (IPSET_ATTR_IP or IP2) holding a in
+// network byte order.
+func appendIPAttr(m *nlMsg, typ uint16, a netip.Addr) {
+	at := m.nest(typ | nl.NLA_F_NESTED)
+	if a = a.Unmap(); a.Is4() {
+		m.addr(nl.IPSET_ATTR_IPADDR_IPV4|nl.NLA_F_NET_BYTEORDER, a)
+	} else {
+		m.addr(nl.IPSET_ATTR_IPADDR_IPV6|nl.NLA_F_NET_BYTEORDER, a)
 	}
-	b := a.As16()
-	return nl.NewRtAttr(nl.IPSET_ATTR_IPADDR_IPV6|int(nl.NLA_F_NET_BYTEORDER), b[:])
+	m.end(at)
 }
 
 func opString(op kernel.SetOp) string {

@@ -96,7 +96,7 @@ type ipvsBatch struct {
 	n      int
 	idx    func(int) int
 	name   func(int) string
-	msg    func(i int, family uint16, seq uint32) []byte
+	msg    func(b []byte, i int, family uint16, seq uint32) []byte
 	answer func(i int, en syscall.Errno) error
 }
 
@@ -110,7 +110,7 @@ func (x *IPVS) send(errs []error, q ipvsBatch) {
 		}
 		return
 	}
-	out, sockErr := sendBatch(b.sh, q.n, func(i int, seq uint32) []byte { return q.msg(i, b.family, seq) }, q.answer)
+	out, sockErr := sendBatch(b.sh, q.n, func(buf []byte, i int, seq uint32) []byte { return q.msg(buf, i, b.family, seq) }, q.answer)
 	for i, err := range out {
 		if err != nil && sockErr != nil && errors.Is(err, sockErr) {
 			err = fmt.Errorf("%s: %w", q.name(i), err)
@@ -135,7 +135,9 @@ func (x *IPVS) WriteVirtualServers(ops []kernel.VirtualServerOp) []error {
 	errs := make([]error, len(ops))
 	name := func(i int) string { return ops[i].Name() + " " + ops[i].VS.VSKey.String() }
 	x.send(errs, ipvsBatch{n: len(ops), idx: same, name: name,
-		msg: func(i int, family uint16, seq uint32) []byte { return ipvsServiceMessage(family, ops[i], seq) },
+		msg: func(b []byte, i int, family uint16, seq uint32) []byte {
+			return ipvsServiceMessage(b, family, ops[i], seq)
+		},
 		answer: func(i int, en syscall.Errno) error {
 			if (en == syscall.ESRCH || en == syscall.ENOENT) && ops[i].Kind == kernel.OpDelete {
 				return nil // already gone (the kernel answers ESRCH: no such service)
@@ -155,7 +157,9 @@ func (x *IPVS) WriteRealServers(ops []kernel.RealServerOp) []error {
 	var existing []int
 	send := func(ops []kernel.RealServerOp, idx func(int) int) {
 		x.send(errs, ipvsBatch{n: len(ops), idx: idx, name: func(i int) string { return rsOpString(ops[i]) },
-			msg: func(i int, family uint16, seq uint32) []byte { return ipvsDestMessage(family, ops[i], seq) },
+			msg: func(b []byte, i int, family uint16, seq uint32) []byte {
+				return ipvsDestMessage(b, family, ops[i], seq)
+			},
 			answer: func(i int, en syscall.Errno) error {
 				switch {
 				case en == syscall.EEXIST && ops[i].Kind == kernel.OpAdd:
@@ -190,30 +194,30 @@ func rsOpString(op kernel.RealServerOp) string {
 // protocol, address, port) and, for a new or changed one, the scheduler, the flags with
 // a full mask, the persistence timeout and the netmask. A delete carries the key only:
 // the kernel reads the rest only for NEW and SET (ip_vs_genl_parse_service, need_full_svc).
-func ipvsServiceMessage(family uint16, op kernel.VirtualServerOp, seq uint32) []byte {
-	req := ipvsRequest(family, seq, [3]uint8{ipvsCmdNewSvc, ipvsCmdSetSvc, ipvsCmdDelSvc}, op.Kind == kernel.OpUpdate, op.Kind == kernel.OpDelete)
+func ipvsServiceMessage(b []byte, family uint16, op kernel.VirtualServerOp, seq uint32) []byte {
+	m := ipvsRequest(b, family, seq, [3]uint8{ipvsCmdNewSvc, ipvsCmdSetSvc, ipvsCmdDelSvc}, op.Kind == kernel.OpUpdate, op.Kind == kernel.OpDelete)
 	vs := op.VS
-	svc := serviceKeyAttr(vs.VSKey)
+	svc := m.nest(ipvsCmdAttrService)
+	appendServiceKey(&m, vs.VSKey)
 	if op.Kind != kernel.OpDelete {
 		mask := uint32(0xffffffff)
 		if vs.Address.Unmap().Is6() {
 			mask = 128
 		}
-		flags := make([]byte, 8) // struct ip_vs_flags {flags, mask}, host order
-		nl.NativeEndian().PutUint32(flags[0:4], vs.Flags&kernel.OwnFlags)
-		nl.NativeEndian().PutUint32(flags[4:8], 0xffffffff)
-		svc.AddRtAttr(ipvsSvcAttrSched, nl.ZeroTerminated(vs.Scheduler))
-		svc.AddRtAttr(ipvsSvcAttrFlags, flags)
-		svc.AddRtAttr(ipvsSvcAttrTimeout, nl.Uint32Attr(vs.Timeout))
-		svc.AddRtAttr(ipvsSvcAttrNetmask, nl.Uint32Attr(mask))
+		m.str(ipvsSvcAttrSched, vs.Scheduler)
+		m.attrHeader(ipvsSvcAttrFlags, 8) // struct ip_vs_flags {flags, mask}, host order
+		m.b = binary.NativeEndian.AppendUint32(m.b, vs.Flags&kernel.OwnFlags)
+		m.b = binary.NativeEndian.AppendUint32(m.b, 0xffffffff)
+		m.u32(ipvsSvcAttrTimeout, vs.Timeout)
+		m.u32(ipvsSvcAttrNetmask, mask)
 	}
-	req.AddData(svc)
-	return req.Serialize()
+	m.end(svc)
+	return m.done()
 }
 
 // ipvsRequest starts an IPVS generic netlink request: cmds are the NEW, SET and DEL
 // commands of one object kind, and set or del picks the second or third.
-func ipvsRequest(family uint16, seq uint32, cmds [3]uint8, set, del bool) *nl.NetlinkRequest {
+func ipvsRequest(b []byte, family uint16, seq uint32, cmds [3]uint8, set, del bool) nlMsg {
 	cmd := cmds[0]
 	switch {
 	case set:
@@ -221,13 +225,26 @@ func ipvsRequest(family uint16, seq uint32, cmds [3]uint8, set, del bool) *nl.Ne
 	case del:
 		cmd = cmds[2]
 	}
-	req := &nl.NetlinkRequest{NlMsghdr: unix.NlMsghdr{Len: unix.SizeofNlMsghdr, Type: family, Flags: unix.NLM_F_REQUEST, Seq: seq}}
-	req.AddData(&nl.Genlmsg{Command: cmd, Version: ipvsGenlVersion})
-	return req
+	m := beginMsg(b, family, unix.NLM_F_REQUEST, seq)
+	m.header(cmd, ipvsGenlVersion, 0)
+	return m
 }
 
-// serviceKeyAttr is the IPVS_CMD_ATTR_SERVICE attribute naming a virtual server: its
-// family, protocol, address and port (network order).
+// appendServiceKey appends the attributes naming a virtual server inside an
+// IPVS_CMD_ATTR_SERVICE: its family, protocol, address and port (network order).
+func appendServiceKey(m *nlMsg, k kernel.VSKey) {
+	af := uint16(unix.AF_INET)
+	if k.Address.Unmap().Is6() {
+		af = unix.AF_INET6
+	}
+	m.u16(ipvsSvcAttrAF, af)
+	m.u16(ipvsSvcAttrProtocol, uint16(k.Protocol))
+	m.addr(ipvsSvcAttrAddr, k.Address)
+	m.be16(ipvsSvcAttrPort, k.Port)
+}
+
+// serviceKeyAttr is the IPVS_CMD_ATTR_SERVICE attribute naming a virtual server, for
+// the reads (appendServiceKey's attributes).
 func serviceKeyAttr(k kernel.VSKey) *nl.RtAttr {
 	af := uint16(unix.AF_INET)
 	if k.Address.Unmap().Is6() {
@@ -244,17 +261,18 @@ func serviceKeyAttr(k kernel.VSKey) *nl.RtAttr {
 // ipvsDestMessage encodes one real-server op as IPVS_CMD_NEW/SET/DEL_DEST: the virtual
 // server by family, protocol, address and port, the destination with NAT forwarding,
 // its weight and no thresholds (what moby/ipvs sends for our destinations).
-func ipvsDestMessage(family uint16, op kernel.RealServerOp, seq uint32) []byte {
-	req := ipvsRequest(family, seq, [3]uint8{ipvsCmdNewDest, ipvsCmdSetDest, ipvsCmdDelDest}, op.Kind == kernel.OpUpdate, op.Kind == kernel.OpDelete)
-	port := func(p uint16) []byte { return binary.BigEndian.AppendUint16(nil, p) }
-	req.AddData(serviceKeyAttr(op.VS))
-	dest := nl.NewRtAttr(ipvsCmdAttrDest, nil)
-	dest.AddRtAttr(ipvsDestAttrAddr, op.RS.Address.Unmap().AsSlice())
-	dest.AddRtAttr(ipvsDestAttrPort, port(op.RS.Port))
-	dest.AddRtAttr(ipvsDestAttrFwdMethod, nl.Uint32Attr(ipvsConnFMasq))
-	dest.AddRtAttr(ipvsDestAttrWeight, nl.Uint32Attr(uint32(op.RS.Weight)))
-	dest.AddRtAttr(ipvsDestAttrUThresh, nl.Uint32Attr(0))
-	dest.AddRtAttr(ipvsDestAttrLThresh, nl.Uint32Attr(0))
-	req.AddData(dest)
-	return req.Serialize()
+func ipvsDestMessage(b []byte, family uint16, op kernel.RealServerOp, seq uint32) []byte {
+	m := ipvsRequest(b, family, seq, [3]uint8{ipvsCmdNewDest, ipvsCmdSetDest, ipvsCmdDelDest}, op.Kind == kernel.OpUpdate, op.Kind == kernel.OpDelete)
+	svc := m.nest(ipvsCmdAttrService)
+	appendServiceKey(&m, op.VS)
+	m.end(svc)
+	dest := m.nest(ipvsCmdAttrDest)
+	m.addr(ipvsDestAttrAddr, op.RS.Address)
+	m.be16(ipvsDestAttrPort, op.RS.Port)
+	m.u32(ipvsDestAttrFwdMethod, ipvsConnFMasq)
+	m.u32(ipvsDestAttrWeight, uint32(op.RS.Weight))
+	m.u32(ipvsDestAttrUThresh, 0)
+	m.u32(ipvsDestAttrLThresh, 0)
+	m.end(dest)
+	return m.done()
 }

@@ -15,7 +15,7 @@ import (
 // the counters, a fwmark, or a 16-byte address as the kernel sends.
 func dumpAnswer(t *testing.T, vs kernel.VirtualServer, extra ...*nl.RtAttr) []byte {
 	t.Helper()
-	msg := ipvsServiceMessage(1, kernel.VirtualServerOp{VS: vs}, 1)
+	msg := ipvsServiceMessage(nil, 1, kernel.VirtualServerOp{VS: vs}, 1)
 	attrs := msg[unix.SizeofNlMsghdr+4:]
 	svc := nested(attrs, ipvsCmdAttrService)
 	out := nl.NewRtAttr(ipvsCmdAttrService, nil)
@@ -79,7 +79,7 @@ func TestParseService(t *testing.T) {
 func TestParseDest(t *testing.T) {
 	vs := kernel.VSKey{Protocol: kernel.TCP, Address: netip.MustParseAddr("fd00::1"), Port: 80}
 	rs := kernel.RealServer{Address: netip.MustParseAddr("fd00::2"), Port: 8080, Weight: 3}
-	msg := ipvsDestMessage(1, kernel.RealServerOp{VS: vs, RS: rs}, 1)
+	msg := ipvsDestMessage(nil, 1, kernel.RealServerOp{VS: vs, RS: rs}, 1)
 	attrs := msg[unix.SizeofNlMsghdr+4:]
 	dest := nl.NewRtAttr(ipvsCmdAttrDest, nil)
 	eachAttr(nested(attrs, ipvsCmdAttrDest), func(typ uint16, v []byte) { dest.AddRtAttr(int(typ), v) })

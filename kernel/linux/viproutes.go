@@ -131,7 +131,7 @@ func (x *Addresses) writeRoutes(ops []kernel.AddressOp) []error {
 	if err := c.open(); err != nil {
 		return fail(err)
 	}
-	out, sockErr := sendBatch(c.sh, len(ops), func(i int, seq uint32) []byte { return routeMessage(lo, ops[i], seq) },
+	out, sockErr := sendBatch(c.sh, len(ops), func(b []byte, i int, seq uint32) []byte { return append(b, routeMessage(lo, ops[i], seq)...) },
 		func(i int, en syscall.Errno) error {
 			switch {
 			case en == syscall.EEXIST && !ops[i].Unbind, en == syscall.ESRCH && ops[i].Unbind:
