@@ -218,16 +218,20 @@ func ipvsServiceMessage(b []byte, family uint16, op kernel.VirtualServerOp, seq 
 // ipvsRequest starts an IPVS generic netlink request: cmds are the NEW, SET and DEL
 // commands of one object kind, and set or del picks the second or third.
 func ipvsRequest(b []byte, family uint16, seq uint32, cmds [3]uint8, set, del bool) nlMsg {
-	cmd := cmds[0]
+	m := beginMsg(b, family, unix.NLM_F_REQUEST, seq)
+	m.header(ipvsCmd(cmds, set, del), ipvsGenlVersion, 0)
+	return m
+}
+
+// ipvsCmd picks the NEW (cmds[0]), SET (set) or DEL (del) command.
+func ipvsCmd(cmds [3]uint8, set, del bool) uint8 {
 	switch {
 	case set:
-		cmd = cmds[1]
+		return cmds[1]
 	case del:
-		cmd = cmds[2]
+		return cmds[2]
 	}
-	m := beginMsg(b, family, unix.NLM_F_REQUEST, seq)
-	m.header(cmd, ipvsGenlVersion, 0)
-	return m
+	return cmds[0]
 }
 
 // appendServiceKey appends the attributes naming a virtual server inside an

@@ -123,15 +123,8 @@ func refServiceMessage(family uint16, op kernel.VirtualServerOp, seq uint32) []b
 }
 
 func refRequest(family uint16, seq uint32, cmds [3]uint8, set, del bool) *nl.NetlinkRequest {
-	cmd := cmds[0]
-	switch {
-	case set:
-		cmd = cmds[1]
-	case del:
-		cmd = cmds[2]
-	}
 	req := &nl.NetlinkRequest{NlMsghdr: unix.NlMsghdr{Len: unix.SizeofNlMsghdr, Type: family, Flags: unix.NLM_F_REQUEST, Seq: seq}}
-	req.AddData(&nl.Genlmsg{Command: cmd, Version: ipvsGenlVersion})
+	req.AddData(&nl.Genlmsg{Command: ipvsCmd(cmds, set, del), Version: ipvsGenlVersion})
 	return req
 }
 
