@@ -58,7 +58,7 @@ type VSStats struct {
 	// Busiest are the virtual servers a Service wants, busiest first (see Busiest):
 	// every one of them, or at least the series limit's.
 	Busiest []OwnedStats
-	// Owned counts the virtual servers a Service wants, Busiest or not.
+	// Owned counts the virtual servers we own (programmed), Busiest or not.
 	Owned int
 }
 
