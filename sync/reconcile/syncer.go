@@ -82,11 +82,6 @@ func settingsOf(vs kernel.VirtualServer) vsSettings {
 	return vsSettings{scheduler: vs.Scheduler, flags: vs.Flags & kernel.OwnFlags, timeout: vs.Timeout}
 }
 
-// virtualServer returns the virtual server at key with these settings.
-func (v vsSettings) virtualServer(key kernel.VSKey) kernel.VirtualServer {
-	return kernel.VirtualServer{VSKey: key, Scheduler: v.scheduler, Flags: v.flags, Timeout: v.timeout}
-}
-
 type drainKey struct {
 	vs   kernel.VSKey
 	dest netip.AddrPort
