@@ -15,7 +15,7 @@ type Owner struct{ Namespace, Name string }
 
 var vsLabels = []string{"namespace", "name", "vip", "port", "protocol"}
 
-// The per-virtual-server counters, as the last full sync's dump read them.
+// The per-virtual-server counters, as the last full sync read them (its dump or lookups).
 var (
 	vsConnections = prometheus.NewDesc("ipvs_connections_total", "Connections scheduled by the virtual server.", vsLabels, nil)
 	vsPacketsIn   = prometheus.NewDesc("ipvs_incoming_packets_total", "Packets from clients to the virtual server.", vsLabels, nil)

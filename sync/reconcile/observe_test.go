@@ -182,7 +182,7 @@ func TestMetricsVirtualServerStats(t *testing.T) {
 	foreign := kernel.VirtualServer{VSKey: kernel.VSKey{Protocol: kernel.TCP, Address: mustAddr("192.0.2.99"), Port: 1}, Scheduler: "rr"}
 	must(t, h.fake.AddVirtualServer(foreign))
 	labels := map[string]string{"namespace": "shop", "name": "front", "vip": "10.96.1.1", "port": "443", "protocol": "TCP"}
-	// A scrape reads the last full sync's dump, not the kernel, and that one (the
+	// A scrape reads what the last full sync read, not the kernel, and that one (the
 	// first sync's) was taken before anything was programmed.
 	h.fake.ResetOps()
 	f := scrape(t, m)
