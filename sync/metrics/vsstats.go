@@ -153,8 +153,13 @@ type Busiest struct {
 	h []OwnedStats
 }
 
-// NewBusiest returns an empty Busiest keeping n (0: all).
-func NewBusiest(n int) *Busiest { return &Busiest{n: n} }
+// NewBusiest returns an empty Busiest keeping n (0: all, of about expect offers).
+func NewBusiest(n, expect int) *Busiest {
+	if n > 0 {
+		expect = min(n, expect)
+	}
+	return &Busiest{n: n, h: make([]OwnedStats, 0, expect)}
+}
 
 // Wants reports whether a virtual server with these counters would be kept now: the
 // caller can skip naming its owner otherwise.

@@ -27,7 +27,7 @@ func BenchmarkVSCollect45k(b *testing.B) {
 	var totals Totals
 	b.ReportAllocs()
 	for b.Loop() {
-		top := NewBusiest(DefaultVSSeriesLimit)
+		top := NewBusiest(DefaultVSSeriesLimit, n)
 		for _, o := range owned {
 			totals.Add(kernel.VSStats{}, o.Stats)
 			if top.Wants(o.Key, o.Stats) {
@@ -52,7 +52,7 @@ func TestBusiestIsTheSortsHead(t *testing.T) {
 	want := slices.Clone(owned)
 	slices.SortFunc(want, busier)
 	for _, n := range []int{1, 2, 37, 500, 1999, 2000, 2500, 0} {
-		b := NewBusiest(n)
+		b := NewBusiest(n, len(owned))
 		for _, o := range owned {
 			b.Offer(o)
 		}

@@ -28,7 +28,7 @@ func newTraffic() *vsTraffic {
 // read is a full sync's read: every owned virtual server's counters added to the
 // totals, the busiest kept.
 func (v *vsTraffic) read(keep int) *metrics.VSStats {
-	b := metrics.NewBusiest(keep)
+	b := metrics.NewBusiest(keep, len(v.stats))
 	read := map[kernel.VSKey]kernel.VSStats{}
 	for k, s := range v.stats {
 		o, ok := v.owners[k]

@@ -10,6 +10,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 
 	"github.com/ipvs-proxier/ipvs-proxier/kernel"
+	"github.com/ipvs-proxier/ipvs-proxier/sync/metrics"
 )
 
 // BenchmarkEndpointChange30k: one endpoint change with 30,000 Services x 4 endpoints
@@ -94,7 +95,9 @@ func BenchmarkRetainedHeap30k(b *testing.B) {
 // fake's dumps allocate one slice each, so what grows it is the syncer's own garbage
 // per dumped object, which a real kernel's larger dumps multiply.
 func BenchmarkPeriodicFullSync30k(b *testing.B) {
-	h := newHarness(b, kernel.Kernel{}, nil, func(o *Options) { o.CheckEvery = 10 })
+	// As the daemon runs: the deep checks over ten full syncs, the metrics' default
+	// series limit (0 would keep and sort every virtual server's counters each full sync).
+	h := newHarness(b, kernel.Kernel{}, nil, func(o *Options) { o.CheckEvery, o.VSSeriesLimit = 10, metrics.DefaultVSSeriesLimit })
 	addServices(h, 30000)
 	h.mustSync(b)
 	// As in the daemon, an address watch reports the dummy's addresses unchanged, so

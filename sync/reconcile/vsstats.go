@@ -34,7 +34,7 @@ func (s *Syncer) refreshStats() {
 	if s.opts.VSSeriesLimit > 0 {
 		keep = max(s.opts.VSSeriesLimit, StatusBusiest)
 	}
-	b := metrics.NewBusiest(keep)
+	b := metrics.NewBusiest(keep, len(s.vs))
 	for key, p := range s.vs {
 		if !b.Wants(key, p.stats) {
 			continue // most of them, past the first keep: no owner looked up
