@@ -41,13 +41,7 @@ func runDaemon(args []string) error {
 	if err != nil || done {
 		return err
 	}
-	if os.Getenv("GOGC") == "" {
-		// Half the default GC headroom: at 10,000 Services the live heap was ~80 MiB but
-		// the RSS 220 MiB. After the first sync the allocation rate is low (partial syncs,
-		// a full sync that lists little), so more frequent collections cost little CPU.
-		// GOGC (and GOMEMLIMIT) in the environment still win.
-		debug.SetGCPercent(50)
-	}
+	setGCPercent(gcPercentColdStart) // gc.go
 	warnings = append(warnings, o.kubeProxyWarnings()...)
 	log, err := newLogger(o.logLevel, o.logFormat, os.Stderr)
 	if err != nil {
@@ -236,7 +230,7 @@ func runProxy(o *options, r *resolved, log *zap.Logger, client kubernetes.Interf
 	r.sync.LocalAddresses = func() ([]netip.Addr, error) { return linux.LocalAddresses(dummy) }
 	r.sync.Wake = func() { runner.Run() } // a closure: runner is made below, from the syncer
 	syncer = reconcile.NewSyncer(r.sync, k, src, tracker)
-	runner = reconcile.NewRunner(syncOnce(syncer, proxyHealth, func() { removeOtherBackend(r.cfg.RulesBackend, log) }), o.minSyncPeriod, o.syncPeriod)
+	runner = reconcile.NewRunner(syncOnce(syncer.Sync, proxyHealth, func() { removeOtherBackend(r.cfg.RulesBackend, log) }), o.minSyncPeriod, o.syncPeriod)
 	runner.Due = syncer.FullDueIn
 
 	monitor := pressure.New(k.Conntrack.Stats, o.conntrackPressure, log, nodeEvents{recorder: recorder, node: r.nodeName}, nil)
@@ -272,11 +266,11 @@ func runProxy(o *options, r *resolved, log *zap.Logger, client kubernetes.Interf
 }
 
 // syncOnce is the runner's sync: it marks the proxy healthy after each success, and
-// runs afterFirst once, after the first.
-func syncOnce(syncer *reconcile.Syncer, proxyHealth *health.Proxy, afterFirst func()) func() error {
+// after the first runs afterFirst and narrows the GC headroom (gc.go).
+func syncOnce(sync func() error, proxyHealth *health.Proxy, afterFirst func()) func() error {
 	firstSync := true
 	return func() error {
-		err := syncer.Sync()
+		err := sync()
 		if err == nil {
 			proxyHealth.Updated()
 			if firstSync {
@@ -285,6 +279,7 @@ func syncOnce(syncer *reconcile.Syncer, proxyHealth *health.Proxy, afterFirst fu
 				// the scavenger's next minutes, so the steady RSS is the live state.
 				firstSync = false
 				afterFirst()
+				setGCPercent(gcPercentSteady)
 				debug.FreeOSMemory()
 			}
 		}

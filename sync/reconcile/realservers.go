@@ -98,6 +98,7 @@ func (p *programmedVS) hasRS(ap netip.AddrPort) bool {
 // setVS caches p as the virtual server at key.
 func (s *Syncer) setVS(key kernel.VSKey, p *programmedVS) {
 	s.touchVS(key)
+	s.statsFresh = false
 	if old := s.vs[key]; old != nil {
 		s.rsTotal -= len(old.rss)
 	}
@@ -108,6 +109,7 @@ func (s *Syncer) setVS(key kernel.VSKey, p *programmedVS) {
 // dropVS forgets the virtual server at key.
 func (s *Syncer) dropVS(key kernel.VSKey) {
 	s.touchVS(key)
+	s.statsFresh = false
 	if p := s.vs[key]; p != nil {
 		s.rsTotal -= len(p.rss)
 		delete(s.vs, key)

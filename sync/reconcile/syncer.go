@@ -318,7 +318,9 @@ func (s *Syncer) updateService(k proxier.ServiceKey, delta *proxier.Delta) {
 func (s *Syncer) updateServiceWith(k proxier.ServiceKey, t translated, delta *proxier.Delta) {
 	st := t.st
 	s.problems.report(k, st.Problems)
-	s.desired.Set(st, delta)
+	if s.desired.Set(st, delta) {
+		s.statsFresh = false // a virtual server's owner may have changed
+	}
 	for _, c := range s.desired.TakeConflictChanges() {
 		s.conflicts.report(c, s.desired.Conflicts(c))
 	}

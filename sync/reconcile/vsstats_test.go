@@ -7,6 +7,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 
 	"github.com/ipvs-proxier/ipvs-proxier/kernel"
+	"github.com/ipvs-proxier/ipvs-proxier/proxier"
 	"github.com/ipvs-proxier/ipvs-proxier/sync/metrics"
 )
 
@@ -87,5 +88,55 @@ func TestVSStatsKeepTheBusiest(t *testing.T) {
 	if stats.Owned != 40 || len(stats.Busiest) != StatusBusiest || stats.Busiest[0].Stats.Connections != 39 ||
 		stats.Busiest[StatusBusiest-1].Stats.Connections != 30 {
 		t.Errorf("owned %d, kept %d (%+v): want 40 owned, the %d busiest kept, busiest first", stats.Owned, len(stats.Busiest), stats.Busiest, StatusBusiest)
+	}
+}
+
+// TestVSStatsRebuiltOnlyWhenStale: a full sync that read no moved counter, changed no
+// cached virtual server and no Service keeps the published counters as they are (an
+// idle node's full syncs skip the walk over every virtual server); a counter that moved,
+// a virtual server gone, or a new owner (a conflict's loser taking over) rebuilds them.
+func TestVSStatsRebuiltOnlyWhenStale(t *testing.T) {
+	h := newHarness(t, kernel.Kernel{}, nil)
+	h.src.SetService(svc("ns", "a", "10.96.0.1", 80, v1.ProtocolTCP))
+	h.src.SetSlice(slice("ns", "a", "a-1", 80, v1.ProtocolTCP, "10.1.0.1"))
+	h.src.SetService(svc("ns", "c", "10.96.0.1", 80, v1.ProtocolTCP)) // a's rival: a wins
+	h.src.SetSlice(slice("ns", "c", "c-1", 80, v1.ProtocolTCP, "10.1.0.3"))
+	bSvc := h.src.SetService(svc("ns", "b", "10.96.0.2", 80, v1.ProtocolTCP))
+	h.src.SetSlice(slice("ns", "b", "b-1", 80, v1.ProtocolTCP, "10.1.0.2"))
+	h.mustSync(t)
+	ka := kernel.VSKey{Protocol: kernel.TCP, Address: netip.MustParseAddr("10.96.0.1"), Port: 80}
+	read := func() *metrics.VSStats {
+		t.Helper()
+		fullSyncOps(t, h)
+		stats, _ := h.syncer.VSStats()
+		return stats
+	}
+	h.fake.AddTraffic(ka, kernel.VSStats{Connections: 7})
+	first := read()
+	if first.Owned != 2 || first.Busiest[0].Owner.Name != "a" {
+		t.Fatalf("first read %+v: want 2 owned, a's the busiest", first)
+	}
+	if again := read(); again != first {
+		t.Errorf("nothing moved, yet the counters were rebuilt: %+v after %+v", again, first)
+	}
+
+	h.fake.AddTraffic(ka, kernel.VSStats{Connections: 1})
+	if moved := read(); moved == first || moved.Totals[0] != 8 {
+		t.Errorf("a counter moved: totals %v, rebuilt %v; want 8 connections, rebuilt", moved.Totals, moved != first)
+	}
+
+	h.src.DeleteService(bSvc)
+	h.tracker.ServiceChanged(bSvc)
+	h.mustSync(t)
+	if gone := read(); gone.Owned != 1 {
+		t.Errorf("b's virtual server is gone: owned %d, want 1", gone.Owned)
+	}
+
+	aKey := proxier.ServiceKey{Namespace: "ns", Name: "a"}
+	h.src.DeleteService(aKey)
+	h.tracker.ServiceChanged(aKey)
+	h.mustSync(t)
+	if owner := read().Busiest[0].Owner.Name; owner != "c" {
+		t.Errorf("a went and c took its virtual server over, yet the busiest names %q", owner)
 	}
 }
