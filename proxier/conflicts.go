@@ -93,7 +93,7 @@ func (d *Desired) countsMember(st *ServiceState, m kernel.Member) bool {
 
 // winsKey reports whether st is programmed on k.
 func (d *Desired) winsKey(st *ServiceState, k kernel.VSKey) bool {
-	c := d.vs[k]
+	c := d.vs.Get(k)
 	if c == nil {
 		return false
 	}
@@ -110,7 +110,7 @@ func (d *Desired) countsOutFilter(st *ServiceState, o OutFilter) bool {
 func (d *Desired) rivals(st *ServiceState) []*ServiceState {
 	var out []*ServiceState
 	for _, vs := range st.VirtualServers {
-		c := d.vs[vs.VSKey]
+		c := d.vs.Get(vs.VSKey)
 		if c == nil || c.len() == 0 || c.len() == 1 && c.key == st.Key {
 			continue // no one else claims it
 		}
@@ -218,7 +218,7 @@ func (d *Desired) Conflicts(k ServiceKey) []Problem {
 	}
 	var out []Problem
 	for _, vs := range st.VirtualServers {
-		c := d.vs[vs.VSKey]
+		c := d.vs.Get(vs.VSKey)
 		if c == nil {
 			continue
 		}

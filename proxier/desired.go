@@ -20,7 +20,7 @@ import (
 // virtual server (conflicts.go).
 type Desired struct {
 	services map[ServiceKey]*ServiceState
-	vs       map[kernel.VSKey]*claims
+	vs       kernel.VSMap[*claims]
 	addrs    map[netip.Addr]int
 	// members counts the Services that want each set entry, by set name.
 	members    map[string]*entryCounts
@@ -40,7 +40,6 @@ type Desired struct {
 func NewDesired() *Desired {
 	return &Desired{
 		services:   map[ServiceKey]*ServiceState{},
-		vs:         map[kernel.VSKey]*claims{},
 		addrs:      map[netip.Addr]int{},
 		members:    map[string]*entryCounts{},
 		gone:       map[kernel.Member]struct{}{},
@@ -115,10 +114,10 @@ func (d *Desired) add(st *ServiceState, delta *Delta) {
 	rivals, before := d.rivalsBefore(st)
 	for i := range st.VirtualServers {
 		vs := &st.VirtualServers[i]
-		c := d.vs[vs.VSKey]
+		c := d.vs.Get(vs.VSKey)
 		if c == nil {
 			c = &claims{}
-			d.vs[vs.VSKey] = c
+			d.vs.Set(vs.VSKey, c)
 		}
 		c.set(st.Key, vs)
 		delta.VirtualServers[vs.VSKey] = struct{}{}
@@ -155,9 +154,9 @@ func (d *Desired) remove(st *ServiceState, delta *Delta) {
 		}
 	}
 	for _, vs := range st.VirtualServers {
-		if c := d.vs[vs.VSKey]; c != nil {
+		if c := d.vs.Get(vs.VSKey); c != nil {
 			if c.remove(st.Key); c.len() == 0 {
-				delete(d.vs, vs.VSKey)
+				d.vs.Delete(vs.VSKey)
 			}
 		}
 		delta.VirtualServers[vs.VSKey] = struct{}{}
@@ -209,7 +208,7 @@ func (d *Desired) removeOutFilter(o OutFilter, delta *Delta) {
 
 // VirtualServer returns the desired virtual server for key and its owner, if any.
 func (d *Desired) VirtualServer(key kernel.VSKey) (*VirtualServerState, ServiceKey, bool) {
-	c := d.vs[key]
+	c := d.vs.Get(key)
 	if c == nil || c.len() == 0 {
 		return nil, ServiceKey{}, false
 	}
@@ -248,23 +247,23 @@ func (d *Desired) Len() int { return len(d.services) }
 
 // VirtualServerOwners returns how many Services claim key.
 func (d *Desired) VirtualServerOwners(key kernel.VSKey) int {
-	if c := d.vs[key]; c != nil {
+	if c := d.vs.Get(key); c != nil {
 		return c.len()
 	}
 	return 0
 }
 
 // VirtualServerKeySeq yields every desired virtual server key, without a copy.
-func (d *Desired) VirtualServerKeySeq() iter.Seq[kernel.VSKey] { return maps.Keys(d.vs) }
+func (d *Desired) VirtualServerKeySeq() iter.Seq[kernel.VSKey] { return d.vs.Keys() }
 
 // VirtualServerCount returns the number of virtual server keys claimed.
-func (d *Desired) VirtualServerCount() int { return len(d.vs) }
+func (d *Desired) VirtualServerCount() int { return d.vs.Len() }
 
 // AddressSeq yields every address to bind, without a copy.
 func (d *Desired) AddressSeq() iter.Seq[netip.Addr] { return maps.Keys(d.addrs) }
 
 // VirtualServerKeys returns every desired virtual server key.
-func (d *Desired) VirtualServerKeys() []kernel.VSKey { return slices.Collect(maps.Keys(d.vs)) }
+func (d *Desired) VirtualServerKeys() []kernel.VSKey { return slices.Collect(d.vs.Keys()) }
 
 // HasAddress reports whether addr should be bound.
 func (d *Desired) HasAddress(a netip.Addr) bool { return d.addrs[a] > 0 }
@@ -319,7 +318,7 @@ func (d *Desired) Plan(cfg *Config) string {
 	var b strings.Builder
 	var vss []kernel.VirtualServer
 	rss := map[kernel.VSKey][]kernel.RealServer{}
-	for key := range d.vs {
+	for key := range d.vs.Keys() {
 		st, _, _ := d.VirtualServer(key)
 		vss = append(vss, st.VirtualServer)
 		rss[key] = st.RealServers

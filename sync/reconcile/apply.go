@@ -52,7 +52,7 @@ func (s *Syncer) applyVirtualServers(keys iter.Seq[kernel.VSKey], rsDue func(ker
 	var ops []kernel.VirtualServerOp
 	for key := range keys {
 		want, _, ok := s.desired.VirtualServer(key)
-		have := s.vs[key]
+		have := s.vs.Get(key)
 		switch {
 		case !ok && have == nil:
 		case !ok:
@@ -78,7 +78,7 @@ func (s *Syncer) applyVirtualServers(keys iter.Seq[kernel.VSKey], rsDue func(ker
 			continue
 		}
 		want, _, ok := s.desired.VirtualServer(key)
-		if have := s.vs[key]; ok && have != nil {
+		if have := s.vs.Get(key); ok && have != nil {
 			s.touchVS(key) // its real servers may change
 			if err := s.syncRealServers(key, have, want.RealServers); err != nil {
 				s.failVS(key, err, errs)
@@ -113,7 +113,7 @@ func (s *Syncer) writeVirtualServers(ops []kernel.VirtualServerOp, errs *[]error
 			want, _, _ := s.desired.VirtualServer(key)
 			s.setVS(key, &programmedVS{settings: settingsOf(op.VS), rss: make(realServers, 0, len(want.RealServers))})
 		case op.Kind == kernel.OpUpdate:
-			s.vs[key].settings = settingsOf(op.VS)
+			s.vs.Get(key).settings = settingsOf(op.VS)
 			s.touchVS(key)
 		case op.Kind == kernel.OpDelete:
 			s.deletedVS(key)
@@ -288,12 +288,12 @@ func (s *Syncer) flushRealServers(errs *[]error) {
 func (s *Syncer) applyEverything(rsDue func(kernel.VSKey) bool, errs *[]error, ph *phases) {
 	// Each key once: the cached ones (ours in the kernel), then the desired ones not
 	// cached.
-	keys := make([]kernel.VSKey, 0, max(len(s.vs), s.desired.VirtualServerCount()))
-	for key := range s.vs {
+	keys := make([]kernel.VSKey, 0, max(s.vs.Len(), s.desired.VirtualServerCount()))
+	for key := range s.vs.Keys() {
 		keys = append(keys, key)
 	}
 	for key := range s.desired.VirtualServerKeySeq() {
-		if s.vs[key] == nil {
+		if s.vs.Get(key) == nil {
 			keys = append(keys, key)
 		}
 	}

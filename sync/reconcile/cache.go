@@ -31,7 +31,7 @@ func (s *Syncer) refreshCache(vss []kernel.DumpedVS, dumpedAll bool, round int, 
 		}
 		vs.Flags &= kernel.OwnFlags
 		ours, reread := s.checkRealServers(key)
-		p := s.vs[key]
+		p := s.vs.Get(key)
 		switch {
 		case !ours:
 			continue // someone else's: never touched
@@ -62,11 +62,11 @@ func (s *Syncer) refreshCache(vss []kernel.DumpedVS, dumpedAll bool, round int, 
 		s.readStats(p, d.Stats)
 	}
 	for key := range written.vs {
-		if p := s.vs[key]; p != nil {
+		if p := s.vs.Get(key); p != nil {
 			p.seen = int32(round)
 		}
 	}
-	for key, p := range s.vs {
+	for key, p := range s.vs.All() {
 		if !dumpedAll {
 			break // only those looked up were read, and a missing one made it dump all
 		}
@@ -76,7 +76,7 @@ func (s *Syncer) refreshCache(vss []kernel.DumpedVS, dumpedAll bool, round int, 
 	}
 	// A draining server that vanished from the kernel needs no more draining.
 	for dk := range s.drain {
-		if p := s.vs[dk.vs]; p == nil || !p.hasRS(dk.dest) {
+		if p := s.vs.Get(dk.vs); p == nil || !p.hasRS(dk.dest) {
 			delete(s.drain, dk)
 		}
 	}
@@ -85,7 +85,7 @@ func (s *Syncer) refreshCache(vss []kernel.DumpedVS, dumpedAll bool, round int, 
 
 // kernelCache is what we programmed, as the last syncs left it.
 type kernelCache struct {
-	vs map[kernel.VSKey]*programmedVS
+	vs kernel.VSMap[*programmedVS]
 	// rsTotal is the number of real servers in vs (see setVS).
 	rsTotal int
 	addrs   map[netip.Addr]struct{}

@@ -25,7 +25,7 @@ func (s *Syncer) checkRealServersNow(key kernel.VSKey) bool {
 	if s.opts.CheckEvery <= 1 {
 		return true
 	}
-	every := uint32(max(s.opts.CheckEvery, (len(s.vs)+realServerReads-1)/realServerReads))
+	every := uint32(max(s.opts.CheckEvery, (s.vs.Len()+realServerReads-1)/realServerReads))
 	h := uint32(key.Port)*2654435761 ^ uint32(key.Protocol)
 	for _, b := range key.Address.AsSlice() {
 		h = h*31 + uint32(b)
@@ -49,7 +49,7 @@ func (s *Syncer) realServersDue(changed *proxier.Delta, listAll bool, round int)
 		if _, ok := changed.VirtualServers[key]; ok {
 			return true
 		}
-		p := s.vs[key]
+		p := s.vs.Get(key)
 		return p == nil || p.read == int32(round)
 	}
 }

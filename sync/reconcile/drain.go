@@ -80,7 +80,7 @@ func (s *Syncer) reapDrained() error {
 	var errs []error
 	var ops []kernel.RealServerOp
 	for key, dests := range byVS {
-		have := s.vs[key]
+		have := s.vs.Get(key)
 		if have == nil {
 			for _, d := range dests {
 				delete(s.drain, drainKey{key, d})
@@ -116,7 +116,7 @@ func (s *Syncer) reapDrained() error {
 			continue
 		}
 		s.touchVS(op.VS)
-		s.delRS(s.vs[op.VS], op.RS.AddrPort())
+		s.delRS(s.vs.Get(op.VS), op.RS.AddrPort())
 		delete(s.drain, drainKey{op.VS, op.RS.AddrPort()})
 	}
 	return errors.Join(errs...)

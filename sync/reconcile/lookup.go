@@ -31,7 +31,7 @@ const dumpAllUpTo = 10000
 // the heavy round (s.heavy, set by syncFull: heavyDue, or the desired state rebuilt),
 // after a failed dump, or at most dumpAllUpTo of them.
 func (s *Syncer) dumpAllDue() bool {
-	return s.heavy || s.dumpFailed || len(s.vs) <= s.dumpAllUpTo
+	return s.heavy || s.dumpFailed || s.vs.Len() <= s.dumpAllUpTo
 }
 
 // heavyDue reports whether this full sync is the heavy round: CheckEvery full syncs
@@ -57,7 +57,7 @@ func (s *Syncer) heavyDue() bool {
 // (checkRealServers), to be looked up instead of dumped. Called with s.mu held.
 func (s *Syncer) lookupKeys() []kernel.VSKey {
 	var keys []kernel.VSKey
-	for key := range s.vs {
+	for key := range s.vs.Keys() {
 		if _, read := s.checkRealServers(key); read {
 			keys = append(keys, key)
 		}
@@ -77,7 +77,7 @@ func (s *Syncer) lookedUp(keys []kernel.VSKey, found []kernel.DumpedVS) (vss []k
 		switch {
 		case found[i].Address.IsValid():
 			vss = append(vss, found[i])
-		case s.vs[key] != nil && !s.touched.hasVS(key):
+		case s.vs.Get(key) != nil && !s.touched.hasVS(key):
 			missing++
 		}
 	}

@@ -138,7 +138,7 @@ func (s *Syncer) readRealServers(vss []kernel.DumpedVS, reads []rsRead) {
 // them: when it is new to the cache, unwanted, or its turn in the rotation has come.
 func (s *Syncer) checkRealServers(key kernel.VSKey) (ours, read bool) {
 	_, _, wanted := s.desired.VirtualServer(key)
-	p := s.vs[key]
+	p := s.vs.Get(key)
 	if !wanted && p == nil && !s.owns(key) {
 		return false, false
 	}

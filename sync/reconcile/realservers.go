@@ -99,10 +99,10 @@ func (p *programmedVS) hasRS(ap netip.AddrPort) bool {
 func (s *Syncer) setVS(key kernel.VSKey, p *programmedVS) {
 	s.touchVS(key)
 	s.statsFresh = false
-	if old := s.vs[key]; old != nil {
+	if old := s.vs.Get(key); old != nil {
 		s.rsTotal -= len(old.rss)
 	}
-	s.vs[key] = p
+	s.vs.Set(key, p)
 	s.rsTotal += len(p.rss)
 }
 
@@ -110,9 +110,9 @@ func (s *Syncer) setVS(key kernel.VSKey, p *programmedVS) {
 func (s *Syncer) dropVS(key kernel.VSKey) {
 	s.touchVS(key)
 	s.statsFresh = false
-	if p := s.vs[key]; p != nil {
+	if p := s.vs.Get(key); p != nil {
 		s.rsTotal -= len(p.rss)
-		delete(s.vs, key)
+		s.vs.Delete(key)
 	}
 }
 
@@ -137,7 +137,7 @@ func (s *Syncer) delRS(p *programmedVS, ap netip.AddrPort) {
 // rsTotal must equal.
 func (s *Syncer) countRealServers() int {
 	n := 0
-	for _, p := range s.vs {
+	for _, p := range s.vs.All() {
 		n += len(p.rss)
 	}
 	return n

@@ -158,7 +158,7 @@ func NewSyncer(opts Options, k kernel.Kernel, src source.Source, tracker *source
 		cfg:       opts.Config, desired: proxier.NewDesired(),
 		fullState:    fullState{needFull: true},
 		lookupState:  lookupState{dumpAllUpTo: dumpAllUpTo, listUncountedUpTo: listUncountedUpTo},
-		kernelCache:  kernelCache{vs: map[kernel.VSKey]*programmedVS{}, addrs: map[netip.Addr]struct{}{}},
+		kernelCache:  kernelCache{addrs: map[netip.Addr]struct{}{}},
 		writeQueue:   writeQueue{retry: proxier.NewDelta()},
 		setState:     setState{pendingSets: map[string]struct{}{}},
 		drainState:   drainState{drain: map[drainKey]time.Time{}},
@@ -275,7 +275,7 @@ func (s *Syncer) logFullSync(first bool, took time.Duration, ph *phases) {
 		return
 	}
 	fields := []zap.Field{zap.Duration("took", took), zap.Duration("sinceStart", s.opts.Now().Sub(s.started)),
-		zap.Int("services", s.desired.Len()), zap.Int("virtualServers", len(s.vs)), zap.Int("realServers", s.rsTotal),
+		zap.Int("services", s.desired.Len()), zap.Int("virtualServers", s.vs.Len()), zap.Int("realServers", s.rsTotal),
 		zap.String("why", s.fullWhy), zap.Bool("dumpedAll", s.dumpedAll), zap.Bool("dumpedAddresses", s.dumpedAddrs)}
 	ce.Write(append(fields, ph.fields...)...)
 }

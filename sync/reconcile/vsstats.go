@@ -49,8 +49,8 @@ func (s *Syncer) refreshStats() {
 	if s.opts.VSSeriesLimit > 0 {
 		keep = max(s.opts.VSSeriesLimit, StatusBusiest)
 	}
-	b := metrics.NewBusiest(keep, len(s.vs))
-	for key, p := range s.vs {
+	b := metrics.NewBusiest(keep, s.vs.Len())
+	for key, p := range s.vs.All() {
 		if !b.Wants(key, p.stats) {
 			continue // most of them, past the first keep: no owner looked up
 		}
@@ -58,5 +58,5 @@ func (s *Syncer) refreshStats() {
 			b.Offer(metrics.OwnedStats{Key: key, Owner: metrics.Owner{Namespace: owner.Namespace, Name: owner.Name}, Stats: p.stats})
 		}
 	}
-	s.stats = &metrics.VSStats{Totals: s.totals, Busiest: b.Sorted(), Owned: len(s.vs)}
+	s.stats = &metrics.VSStats{Totals: s.totals, Busiest: b.Sorted(), Owned: s.vs.Len()}
 }
