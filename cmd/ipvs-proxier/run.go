@@ -266,7 +266,7 @@ func runProxy(o *options, r *resolved, log *zap.Logger, client kubernetes.Interf
 }
 
 // syncOnce is the runner's sync: it marks the proxy healthy after each success, and
-// after the first runs afterFirst and narrows the GC headroom (gc.go).
+// after the first runs afterFirst, then collects and narrows the GC headroom (gc.go).
 func syncOnce(sync func() error, proxyHealth *health.Proxy, afterFirst func()) func() error {
 	firstSync := true
 	return func() error {
@@ -274,13 +274,9 @@ func syncOnce(sync func() error, proxyHealth *health.Proxy, afterFirst func()) f
 		if err == nil {
 			proxyHealth.Updated()
 			if firstSync {
-				// The cold start's garbage (every object decoded, the first listing of
-				// every set) is most of the peak heap; give it back now rather than over
-				// the scavenger's next minutes, so the steady RSS is the live state.
 				firstSync = false
 				afterFirst()
-				setGCPercent(gcPercentSteady)
-				debug.FreeOSMemory()
+				afterFirstSync() // gc.go
 			}
 		}
 		return err
