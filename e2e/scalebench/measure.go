@@ -138,6 +138,42 @@ func (m *measurement) gcCycles() int {
 	return n
 }
 
+// memoryNote notes where ours' steady RSS is, from the Go runtime's own accounting: the
+// live objects, the heap spans holding them (in use minus allocated is fragmentation:
+// spans that a few live objects keep from being freed), the free spans not yet given
+// back to the kernel, and the next collection's goal.
+func (m *measurement) memoryNote() {
+	out, err := m.b.node.MustExec("wget -qO- http://127.0.0.1:10249/metrics | grep '^go_memstats_'")
+	if err != nil {
+		m.note("memory: %v", err)
+		return
+	}
+	if s := memstatsNote(out); s != "" {
+		m.note("steady memory (MiB): %s", s)
+	}
+}
+
+// memstatsNote summarizes the go_memstats_* lines of a scrape, "" if they are missing.
+func memstatsNote(metrics string) string {
+	v := map[string]float64{}
+	for _, l := range strings.Split(metrics, "\n") {
+		if f := strings.Fields(l); len(f) == 2 {
+			n, err := strconv.ParseFloat(f[1], 64)
+			if err == nil {
+				v[strings.TrimPrefix(f[0], "go_memstats_")] = n / (1 << 20)
+			}
+		}
+	}
+	for _, k := range []string{"heap_alloc_bytes", "heap_inuse_bytes", "heap_idle_bytes", "heap_released_bytes", "next_gc_bytes", "stack_inuse_bytes", "sys_bytes"} {
+		if _, ok := v[k]; !ok {
+			return ""
+		}
+	}
+	return fmt.Sprintf("heap allocated %.0f in spans of %.0f, free spans kept %.0f (released %.0f), next GC at %.0f, stacks %.0f, runtime total %.0f",
+		v["heap_alloc_bytes"], v["heap_inuse_bytes"], v["heap_idle_bytes"]-v["heap_released_bytes"], v["heap_released_bytes"],
+		v["next_gc_bytes"], v["stack_inuse_bytes"], v["sys_bytes"])
+}
+
 // fullSyncs reads ours' full-sync duration histogram: the sum of the durations and the
 // count. One family's series: each sync is recorded under both (ip_family).
 func (m *measurement) fullSyncs() (sum, count float64, ok bool) {
@@ -385,6 +421,9 @@ func (m *measurement) idle() {
 			m.note("idle CPU by 30 s window: %s", strings.Join(parts, "; "))
 		}
 		m.r.SteadyRSS, _, _, _ = m.b.proc(m.p)
+		if m.p.Ours() {
+			m.memoryNote()
+		}
 	}
 	m.r.VS, m.r.RS, _, _, _ = m.b.counts()
 	m.r.SetEntries = m.b.setEntries(m.p)

@@ -12,3 +12,22 @@ func TestMaxCount(t *testing.T) {
 		t.Errorf("maxCount of nothing = %d, want -1", n)
 	}
 }
+
+// TestMemstatsNote: the runtime's accounting of a scrape, in MiB; nothing without it.
+func TestMemstatsNote(t *testing.T) {
+	out := `go_memstats_heap_alloc_bytes 7.340032e+07
+go_memstats_heap_inuse_bytes 1.048576e+08
+go_memstats_heap_idle_bytes 5.24288e+07
+go_memstats_heap_released_bytes 3.145728e+07
+go_memstats_next_gc_bytes 9.437184e+07
+go_memstats_stack_inuse_bytes 2.097152e+06
+go_memstats_sys_bytes 1.6777216e+08
+`
+	want := "heap allocated 70 in spans of 100, free spans kept 20 (released 30), next GC at 90, stacks 2, runtime total 160"
+	if got := memstatsNote(out); got != want {
+		t.Errorf("memstatsNote = %q, want %q", got, want)
+	}
+	if got := memstatsNote("go_memstats_heap_alloc_bytes 1\n"); got != "" {
+		t.Errorf("memstatsNote of a partial scrape = %q, want nothing", got)
+	}
+}
