@@ -40,7 +40,7 @@ func (s *Syncer) refreshCache(vss []kernel.DumpedVS, dumpedAll bool, round int, 
 			// servers; this virtual server's turn to be re-read comes within
 			// CheckEvery full syncs.
 			p.settings, p.seen = settingsOf(vs), int32(round)
-			s.readStats(p, d.Stats)
+			s.readStats(key, p, d.Stats)
 			continue
 		}
 		if r.i < 0 { // its state moved between the list of reads and now
@@ -59,7 +59,7 @@ func (s *Syncer) refreshCache(vss []kernel.DumpedVS, dumpedAll bool, round int, 
 		}
 		s.rsTotal += len(r.rss) - len(p.rss)
 		p.settings, p.rss, p.seen, p.read = settingsOf(vs), newRealServers(r.rss), int32(round), int32(round)
-		s.readStats(p, d.Stats)
+		s.readStats(key, p, d.Stats)
 	}
 	for key := range written.vs {
 		if p := s.vs.Get(key); p != nil {

@@ -194,7 +194,7 @@ func (s *Syncer) refreshDesired(keys map[proxier.ServiceKey]struct{}, changed *p
 		s.logNodeCIDRs(cfg.NodePodCIDRs)
 	}
 	s.cfg = cfg
-	s.desired, s.statsFresh = proxier.NewDesired(), false
+	s.desired, s.statsRebuild = proxier.NewDesired(), true
 	s.rebuildDesired(s.src.ServiceKeys())
 	s.built = true
 	return true

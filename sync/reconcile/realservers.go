@@ -98,7 +98,7 @@ func (p *programmedVS) hasRS(ap netip.AddrPort) bool {
 // setVS caches p as the virtual server at key.
 func (s *Syncer) setVS(key kernel.VSKey, p *programmedVS) {
 	s.touchVS(key)
-	s.statsFresh = false
+	s.statsRebuild = true
 	if old := s.vs.Get(key); old != nil {
 		s.rsTotal -= len(old.rss)
 	}
@@ -109,7 +109,7 @@ func (s *Syncer) setVS(key kernel.VSKey, p *programmedVS) {
 // dropVS forgets the virtual server at key.
 func (s *Syncer) dropVS(key kernel.VSKey) {
 	s.touchVS(key)
-	s.statsFresh = false
+	s.statsRebuild = true
 	if p := s.vs.Get(key); p != nil {
 		s.rsTotal -= len(p.rss)
 		s.vs.Delete(key)

@@ -319,7 +319,7 @@ func (s *Syncer) updateServiceWith(k proxier.ServiceKey, t translated, delta *pr
 	st := t.st
 	s.problems.report(k, st.Problems)
 	if s.desired.Set(st, delta) {
-		s.statsFresh = false // a virtual server's owner may have changed
+		s.statsRebuild = true // a virtual server's owner may have changed
 	}
 	for _, c := range s.desired.TakeConflictChanges() {
 		s.conflicts.report(c, s.desired.Conflicts(c))

@@ -15,23 +15,36 @@ const StatusBusiest = 10
 type statsState struct {
 	totals metrics.Totals
 	stats  *metrics.VSStats
-	// statsFresh says stats still tells what refreshStats would build: no counter read
-	// moved, no virtual server came or went from the cache, no Service's state changed
-	// (an owner may have) since it was built. A full sync on an idle node then skips the
-	// walk over every cached virtual server, which was a quarter of the daemon's idle CPU
-	// at 30,000 Services (the idle CPU profile of `make bench-scale`).
-	statsFresh bool
+	// statsRebuild says the next refreshStats walks every cached virtual server: one
+	// came or went, a Service's state changed (an owner may have), or a counter went
+	// back (a virtual server re-created behind our back). Otherwise the busiest can only
+	// be among those kept and those whose counters grew since (statsMoved), so a light
+	// full sync's refresh costs in proportion to its reads: the walk over all 45,000 was
+	// a quarter of the daemon's idle CPU at 30,000 Services (the idle CPU profile of
+	// `make bench-scale`).
+	statsRebuild bool
+	statsMoved   []kernel.VSKey
 }
 
-// readStats records cur as what p's virtual server counted at this read, adding what it
-// counted since the last one to the totals.
-func (s *Syncer) readStats(p *programmedVS, cur kernel.VSStats) {
+// readStats records cur as what the virtual server at key (cached as p) counted at this
+// read, adding what it counted since the last one to the totals.
+func (s *Syncer) readStats(key kernel.VSKey, p *programmedVS, cur kernel.VSStats) {
 	if cur == p.stats {
 		return
 	}
-	s.statsFresh = false
+	if grew(p.stats, cur) {
+		s.statsMoved = append(s.statsMoved, key)
+	} else {
+		s.statsRebuild = true
+	}
 	s.totals.Add(p.stats, cur)
 	p.stats = cur
+}
+
+// grew reports whether no counter of cur is below prev's.
+func grew(prev, cur kernel.VSStats) bool {
+	return cur.Connections >= prev.Connections && cur.PacketsIn >= prev.PacketsIn && cur.PacketsOut >= prev.PacketsOut &&
+		cur.BytesIn >= prev.BytesIn && cur.BytesOut >= prev.BytesOut
 }
 
 // refreshStats builds the counters published after a full sync's read: the totals, how
@@ -41,22 +54,50 @@ func (s *Syncer) readStats(p *programmedVS, cur kernel.VSStats) {
 // virtual server were 58 MB of the heap at 100,000 Services (`make bench-scale` heap
 // profile).
 func (s *Syncer) refreshStats() {
-	if s.statsFresh {
-		return
+	moved := s.statsMoved
+	s.statsMoved = s.statsMoved[:0]
+	if s.stats != nil && !s.statsRebuild && len(moved) == 0 {
+		return // nothing read moved: what is published still holds
 	}
-	s.statsFresh = true
 	keep := 0
 	if s.opts.VSSeriesLimit > 0 {
 		keep = max(s.opts.VSSeriesLimit, StatusBusiest)
 	}
-	b := metrics.NewBusiest(keep, s.vs.Len())
-	for key, p := range s.vs.All() {
-		if !b.Wants(key, p.stats) {
-			continue // most of them, past the first keep: no owner looked up
+	var b *metrics.Busiest
+	if s.stats == nil || s.statsRebuild {
+		b = metrics.NewBusiest(keep, s.vs.Len())
+		for key, p := range s.vs.All() {
+			s.offerStats(b, key, p.stats)
 		}
-		if _, owner, wanted := s.desired.VirtualServer(key); wanted {
-			b.Offer(metrics.OwnedStats{Key: key, Owner: metrics.Owner{Namespace: owner.Namespace, Name: owner.Name}, Stats: p.stats})
+	} else {
+		// The others' counters are as they were when they ranked below those kept.
+		b = metrics.NewBusiest(keep, len(s.stats.Busiest)+len(moved))
+		again := make(map[kernel.VSKey]struct{}, len(moved))
+		for _, key := range moved {
+			again[key] = struct{}{}
+		}
+		for _, o := range s.stats.Busiest {
+			if _, ok := again[o.Key]; !ok {
+				b.Offer(o)
+			}
+		}
+		for key := range again {
+			if p := s.vs.Get(key); p != nil {
+				s.offerStats(b, key, p.stats)
+			}
 		}
 	}
+	s.statsRebuild = false
 	s.stats = &metrics.VSStats{Totals: s.totals, Busiest: b.Sorted(), Owned: s.vs.Len()}
+}
+
+// offerStats offers the virtual server at key to b with its owner, if a Service wants
+// it; the owner is looked up only if b would keep it.
+func (s *Syncer) offerStats(b *metrics.Busiest, key kernel.VSKey, stats kernel.VSStats) {
+	if !b.Wants(key, stats) {
+		return
+	}
+	if _, owner, wanted := s.desired.VirtualServer(key); wanted {
+		b.Offer(metrics.OwnedStats{Key: key, Owner: metrics.Owner{Namespace: owner.Namespace, Name: owner.Name}, Stats: stats})
+	}
 }

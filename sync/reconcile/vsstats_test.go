@@ -2,6 +2,7 @@ package reconcile
 
 import (
 	"net/netip"
+	"slices"
 	"testing"
 
 	v1 "k8s.io/api/core/v1"
@@ -138,5 +139,37 @@ func TestVSStatsRebuiltOnlyWhenStale(t *testing.T) {
 	h.mustSync(t)
 	if owner := read().Busiest[0].Owner.Name; owner != "c" {
 		t.Errorf("a went and c took its virtual server over, yet the busiest names %q", owner)
+	}
+}
+
+// TestVSStatsUpdateIsTheWalk: with counters growing on a few virtual servers at a time,
+// the busiest list the light refresh builds (those kept and those that moved) is the one
+// a walk over every virtual server builds.
+func TestVSStatsUpdateIsTheWalk(t *testing.T) {
+	h := newHarness(t, kernel.Kernel{}, nil, func(o *Options) { o.VSSeriesLimit = 3 })
+	addServices(h, 40)
+	h.mustSync(t)
+	dumped, err := h.fake.ListVirtualServers()
+	must(t, err)
+	for round := range 12 {
+		for i, d := range dumped {
+			if (i*7+round)%5 == 0 && round != 11 { // a different few each round; none after the re-creation
+				h.fake.AddTraffic(d.VSKey, kernel.VSStats{Connections: uint64(i%9 + round), BytesIn: 1})
+			}
+		}
+		fullSyncOps(t, h)
+		light, _ := h.syncer.VSStats()
+		h.syncer.statsRebuild = true
+		h.syncer.refreshStats()
+		walked := h.syncer.stats
+		if !slices.Equal(light.Busiest, walked.Busiest) || light.Totals != walked.Totals || light.Owned != walked.Owned {
+			t.Fatalf("round %d: the light refresh kept %+v, the walk %+v", round, light.Busiest, walked.Busiest)
+		}
+		if round == 10 { // the busiest re-created behind our back: its counters start over
+			top, _ := h.syncer.VSStats()
+			vs, _, _ := h.syncer.desired.VirtualServer(top.Busiest[0].Key)
+			must(t, h.fake.DeleteVirtualServer(vs.VSKey))
+			must(t, h.fake.AddVirtualServer(vs.VirtualServer))
+		}
 	}
 }
