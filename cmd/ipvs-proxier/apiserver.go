@@ -8,11 +8,11 @@ import (
 
 	"go.uber.org/zap"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/ipvs-proxier/ipvs-proxier/sync/health"
+	"github.com/ipvs-proxier/ipvs-proxier/sync/kubeapi"
 )
 
 // apiProbeInterval is how often a daemon that cannot reach the API server (or has not
@@ -62,13 +62,13 @@ func warnInCluster(log *zap.Logger, server string) {
 // watchAPIServer probes the API server while the informers have not synced or a watch
 // failed, logs each failed probe (so a stuck start says, every apiProbeInterval, what it
 // dials and why it fails) and feeds /readyz and /status through api.
-func watchAPIServer(ctx context.Context, log *zap.Logger, client kubernetes.Interface, api *health.APIServer, synced func() bool) {
+func watchAPIServer(ctx context.Context, log *zap.Logger, client *kubeapi.Client, api *health.APIServer, synced func() bool) {
 	start := time.Now()
 	failing := false
 	probe := func(ctx context.Context) error {
 		ctx, cancel := context.WithTimeout(ctx, apiProbeInterval/2)
 		defer cancel()
-		return client.Discovery().RESTClient().Get().AbsPath("/version").Do(ctx).Error()
+		return client.Version(ctx)
 	}
 	api.Watch(ctx, apiProbeInterval, synced, probe, func(err error, synced bool) {
 		switch {

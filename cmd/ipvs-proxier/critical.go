@@ -7,11 +7,12 @@ import (
 	"time"
 
 	"go.uber.org/zap"
+	v1 "k8s.io/api/core/v1"
 	discovery "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
-	"k8s.io/client-go/kubernetes"
 
+	"github.com/ipvs-proxier/ipvs-proxier/sync/kubeapi"
 	"github.com/ipvs-proxier/ipvs-proxier/sync/reconcile"
 	"github.com/ipvs-proxier/ipvs-proxier/sync/source"
 )
@@ -25,11 +26,12 @@ const criticalTimeout = 10 * time.Second
 // Node straight from the API server, a few small lists where the informers list every
 // Service and slice of the cluster. Lists, not gets: the daemon's ClusterRole lists and
 // watches Services and slices, as kube-proxy's does.
-func criticalSource(ctx context.Context, client kubernetes.Interface, nodeName string) (*source.StaticSource, error) {
+func criticalSource(ctx context.Context, client kubeapi.API, nodeName string) (*source.StaticSource, error) {
 	ctx, cancel := context.WithTimeout(ctx, criticalTimeout)
 	defer cancel()
 	src := source.NewStaticSource()
-	nodes, err := client.CoreV1().Nodes().List(ctx, metav1.ListOptions{FieldSelector: fields.OneTermEqualSelector("metadata.name", nodeName).String()})
+	nodes, err := kubeapi.ListAs[*v1.NodeList](ctx, client, kubeapi.Nodes, "",
+		metav1.ListOptions{FieldSelector: fields.OneTermEqualSelector("metadata.name", nodeName).String()})
 	if err != nil {
 		return nil, fmt.Errorf("list the Node: %w", err)
 	}
@@ -43,7 +45,7 @@ func criticalSource(ctx context.Context, client kubernetes.Interface, nodeName s
 		if q.name != "" {
 			o.FieldSelector = fields.OneTermEqualSelector("metadata.name", q.name).String()
 		}
-		svcs, err := client.CoreV1().Services(q.ns).List(ctx, o)
+		svcs, err := kubeapi.ListAs[*v1.ServiceList](ctx, client, kubeapi.Services, q.ns, o)
 		if err != nil {
 			return nil, fmt.Errorf("list the critical Services: %w", err)
 		}
@@ -58,7 +60,7 @@ func criticalSource(ctx context.Context, client kubernetes.Interface, nodeName s
 		if len(names) == 0 {
 			continue
 		}
-		slices, err := client.DiscoveryV1().EndpointSlices(q.ns).List(ctx, metav1.ListOptions{
+		slices, err := kubeapi.ListAs[*discovery.EndpointSliceList](ctx, client, kubeapi.EndpointSlices, q.ns, metav1.ListOptions{
 			LabelSelector: discovery.LabelServiceName + " in (" + strings.Join(names, ",") + ")"})
 		if err != nil {
 			return nil, fmt.Errorf("list the critical Services' EndpointSlices: %w", err)
@@ -73,7 +75,7 @@ func criticalSource(ctx context.Context, client kubernetes.Interface, nodeName s
 // programCriticalEarly reads the critical Services (criticalSource) and has the syncer
 // program them ahead of its first full sync (reconcile.Syncer.ProgramCriticalEarly),
 // which waits for the informers' first list of the whole cluster.
-func programCriticalEarly(ctx context.Context, log *zap.Logger, client kubernetes.Interface, nodeName string, syncer *reconcile.Syncer) {
+func programCriticalEarly(ctx context.Context, log *zap.Logger, client kubeapi.API, nodeName string, syncer *reconcile.Syncer) {
 	src, err := criticalSource(ctx, client, nodeName)
 	if err != nil {
 		log.Info("Cannot read the critical Services ahead of the informers; the first sync programs them first", zap.Error(err))

@@ -11,6 +11,7 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 
 	"github.com/ipvs-proxier/ipvs-proxier/proxier"
+	"github.com/ipvs-proxier/ipvs-proxier/sync/kubeapi/kubeapitest"
 )
 
 // TestCriticalSourceReadsOnlyThem: the early read holds the apiserver's Service, the
@@ -30,7 +31,7 @@ func TestCriticalSourceReadsOnlyThem(t *testing.T) {
 		svc("kube-system", "metrics", nil), svc("other", "kube-dns", dns),
 		sl("default", "kubernetes", "kubernetes"), sl("default", "web-a", "web"), sl("kube-system", "kube-dns-a", "kube-dns"),
 		sl("kube-system", "kube-dns-b", "kube-dns"), sl("kube-system", "metrics-a", "metrics"))
-	src, err := criticalSource(context.Background(), client, "node-1")
+	src, err := criticalSource(context.Background(), kubeapitest.Clientset{Interface: client}, "node-1")
 	if err != nil {
 		t.Fatal(err)
 	}

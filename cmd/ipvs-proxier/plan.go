@@ -8,11 +8,14 @@ import (
 	"slices"
 
 	v1 "k8s.io/api/core/v1"
+	discovery "k8s.io/api/discovery/v1"
+	networking "k8s.io/api/networking/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/kubernetes"
+	"k8s.io/apimachinery/pkg/fields"
 
 	"github.com/ipvs-proxier/ipvs-proxier/kernel"
 	"github.com/ipvs-proxier/ipvs-proxier/proxier"
+	"github.com/ipvs-proxier/ipvs-proxier/sync/kubeapi"
 	"github.com/ipvs-proxier/ipvs-proxier/sync/reconcile"
 	"github.com/ipvs-proxier/ipvs-proxier/sync/source"
 )
@@ -141,35 +144,40 @@ func loadCluster(o *options, src *source.StaticSource, node string, errOut io.Wr
 	if err != nil {
 		return err
 	}
-	c, err := kubernetes.NewForConfig(cfg)
+	c, err := kubeapi.NewForConfig(cfg)
 	if err != nil {
 		return err
 	}
 	ctx := context.Background()
-	svcs, err := c.CoreV1().Services("").List(ctx, metav1.ListOptions{})
+	svcs, err := kubeapi.ListAs[*v1.ServiceList](ctx, c, kubeapi.Services, "", metav1.ListOptions{})
 	if err != nil {
 		return err
 	}
 	for i := range svcs.Items {
 		src.SetService(&svcs.Items[i])
 	}
-	slices, err := c.DiscoveryV1().EndpointSlices("").List(ctx, metav1.ListOptions{LabelSelector: "!" + proxier.LabelHeadless})
+	slices, err := kubeapi.ListAs[*discovery.EndpointSliceList](ctx, c, kubeapi.EndpointSlices, "",
+		metav1.ListOptions{LabelSelector: "!" + proxier.LabelHeadless})
 	if err != nil {
 		return err
 	}
 	for i := range slices.Items {
 		src.SetSlice(&slices.Items[i])
 	}
-	if cidrs, err := c.NetworkingV1().ServiceCIDRs().List(ctx, metav1.ListOptions{}); err == nil {
+	if cidrs, err := kubeapi.ListAs[*networking.ServiceCIDRList](ctx, c, kubeapi.ServiceCIDRs, "", metav1.ListOptions{}); err == nil {
 		for i := range cidrs.Items {
 			src.AddServiceCIDRs(&cidrs.Items[i])
 		}
 	} else {
 		fmt.Fprintf(errOut, "warning: ServiceCIDRs: %v (the unallocated-ClusterIP check uses --service-cluster-ip-range)\n", err)
 	}
-	n, err := c.CoreV1().Nodes().Get(ctx, node, metav1.GetOptions{})
+	nodes, err := kubeapi.ListAs[*v1.NodeList](ctx, c, kubeapi.Nodes, "",
+		metav1.ListOptions{FieldSelector: fields.OneTermEqualSelector("metadata.name", node).String()})
+	if err == nil && len(nodes.Items) != 1 {
+		err = fmt.Errorf("not found")
+	}
 	if err == nil {
-		src.SetNode(n)
+		src.SetNode(&nodes.Items[0])
 	} else {
 		src.SetNode(&v1.Node{})
 		fmt.Fprintf(errOut, "warning: node %s: %v\n", node, err)

@@ -19,15 +19,13 @@ import (
 	v1 "k8s.io/api/core/v1"
 	discovery "k8s.io/api/discovery/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
-	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/kubernetes/scheme"
-	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/tools/record"
 
 	"github.com/ipvs-proxier/ipvs-proxier/kernel"
 	"github.com/ipvs-proxier/ipvs-proxier/kernel/linux"
 	"github.com/ipvs-proxier/ipvs-proxier/proxier"
 	"github.com/ipvs-proxier/ipvs-proxier/sync/health"
+	"github.com/ipvs-proxier/ipvs-proxier/sync/kubeapi"
 	"github.com/ipvs-proxier/ipvs-proxier/sync/metrics"
 	"github.com/ipvs-proxier/ipvs-proxier/sync/pressure"
 	"github.com/ipvs-proxier/ipvs-proxier/sync/reconcile"
@@ -65,7 +63,7 @@ func runDaemon(args []string) error {
 	if inCluster {
 		warnInCluster(log, restCfg.Host)
 	}
-	client, err := kubernetes.NewForConfig(restCfg)
+	client, err := kubeapi.NewForConfig(restCfg)
 	if err != nil {
 		return err
 	}
@@ -188,11 +186,11 @@ func prepareNode(o *options, r *resolved, log *zap.Logger) (k kernel.Kernel, h *
 
 // runProxy wires the data flow (informers, tracker, syncer, runner) with its metrics,
 // events and health servers, and runs it until SIGTERM or SIGINT.
-func runProxy(o *options, r *resolved, log *zap.Logger, client kubernetes.Interface, api *health.APIServer, k kernel.Kernel, setup []string) {
+func runProxy(o *options, r *resolved, log *zap.Logger, client *kubeapi.Client, api *health.APIServer, k kernel.Kernel, setup []string) {
 	broadcaster := record.NewBroadcaster()
-	broadcaster.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: client.CoreV1().Events("")})
+	broadcaster.StartRecordingToSink(client.Events())
 	defer broadcaster.Shutdown()
-	recorder := broadcaster.NewRecorder(scheme.Scheme, v1.EventSource{Component: "ipvs-proxier", Host: r.nodeName})
+	recorder := broadcaster.NewRecorder(kubeapi.Scheme, v1.EventSource{Component: "ipvs-proxier", Host: r.nodeName})
 	events := &eventSink{recorder: recorder}
 	// kube-proxy announces each start on its Node (reason Starting, action StartKubeProxy:
 	// cmd/kube-proxy/app/server.go); node dashboards and runbooks look for it.

@@ -15,10 +15,10 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/apimachinery/pkg/watch"
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/ipvs-proxier/ipvs-proxier/proxier"
+	"github.com/ipvs-proxier/ipvs-proxier/sync/kubeapi"
 )
 
 // InformerSource is the daemon's Source: client-go informers for Services,
@@ -36,7 +36,7 @@ type InformerSource struct {
 	cidrs    cache.SharedIndexInformer
 	nodeName string
 	// client is the informers' client (informer reads whether it can watch-list).
-	client kubernetes.Interface
+	client kubeapi.API
 	// triggers carries the slices' trigger times past trim (triggers.go).
 	triggers *triggerBox
 	// onError is OnWatchError's function, set before Start.
@@ -45,34 +45,34 @@ type InformerSource struct {
 
 // NewInformerSource wires informers to tracker. badSlice is called for slices without a
 // service-name label (they cannot be attributed to a Service).
-func NewInformerSource(client kubernetes.Interface, nodeName string, resync time.Duration, tracker *Tracker, badSlice func(*discovery.EndpointSlice)) *InformerSource {
+func NewInformerSource(client kubeapi.API, nodeName string, resync time.Duration, tracker *Tracker, badSlice func(*discovery.EndpointSlice)) *InformerSource {
 	s := &InformerSource{nodeName: nodeName, client: client, triggers: newTriggerBox(time.Now()), bySvc: newSliceIndex()}
 	notHeadless := labels.NewSelector().Add(mustRequirement(proxier.LabelHeadless)).String()
 	thisNode := fields.OneTermEqualSelector("metadata.name", nodeName).String()
 	s.services = s.informer(&v1.Service{}, resync,
 		func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
-			return client.CoreV1().Services("").List(ctx, o)
+			return client.List(ctx, kubeapi.Services, "", o)
 		},
 		func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
-			return client.CoreV1().Services("").Watch(ctx, o)
+			return client.Watch(ctx, kubeapi.Services, "", o)
 		})
 	s.slices = s.informer(&discovery.EndpointSlice{}, resync,
 		func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
 			o.LabelSelector = notHeadless
-			return client.DiscoveryV1().EndpointSlices("").List(ctx, o)
+			return client.List(ctx, kubeapi.EndpointSlices, "", o)
 		},
 		func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
 			o.LabelSelector = notHeadless
-			return client.DiscoveryV1().EndpointSlices("").Watch(ctx, o)
+			return client.Watch(ctx, kubeapi.EndpointSlices, "", o)
 		})
 	s.nodes = s.informer(&v1.Node{}, resync,
 		func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
 			o.FieldSelector = thisNode
-			return client.CoreV1().Nodes().List(ctx, o)
+			return client.List(ctx, kubeapi.Nodes, "", o)
 		},
 		func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
 			o.FieldSelector = thisNode
-			return client.CoreV1().Nodes().Watch(ctx, o)
+			return client.Watch(ctx, kubeapi.Nodes, "", o)
 		})
 	handler := changeHandler(tracker, s.triggers, s.bySvc, badSlice)
 	_, _ = s.services.AddEventHandler(handler)

@@ -9,6 +9,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes/fake"
+
+	"github.com/ipvs-proxier/ipvs-proxier/sync/kubeapi/kubeapitest"
 	clienttesting "k8s.io/client-go/testing"
 )
 
@@ -24,7 +26,7 @@ func TestWatchStreamErrorsAreReported(t *testing.T) {
 		watchers <- w
 		return true, w, nil
 	})
-	src := NewInformerSource(client, "node-1", 0, NewTracker(func() {}), nil)
+	src := NewInformerSource(kubeapitest.Clientset{Interface: client}, "node-1", 0, NewTracker(func() {}), nil)
 	got := make(chan error, 16)
 	src.OnWatchError(func(err error) { got <- err })
 	stop := make(chan struct{})

@@ -12,10 +12,10 @@ import (
 	networking "k8s.io/api/networking/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
-	"k8s.io/client-go/kubernetes/scheme"
 	"sigs.k8s.io/yaml"
 
 	"github.com/ipvs-proxier/ipvs-proxier/proxier"
+	"github.com/ipvs-proxier/ipvs-proxier/sync/kubeapi"
 )
 
 // LoadObjects reads Services, EndpointSlices and Nodes into src from what kubectl
@@ -78,7 +78,7 @@ func (l *loader) note(format string, args ...any) {
 }
 
 func (l *loader) decode(raw []byte, where string) error {
-	obj, gvk, err := scheme.Codecs.UniversalDeserializer().Decode(raw, nil, nil)
+	obj, gvk, err := kubeapi.Codecs.UniversalDeserializer().Decode(raw, nil, nil)
 	switch {
 	case runtime.IsNotRegisteredError(err):
 		kind := "unknown"

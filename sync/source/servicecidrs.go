@@ -10,21 +10,22 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/watch"
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
+
+	"github.com/ipvs-proxier/ipvs-proxier/sync/kubeapi"
 )
 
 // watchServiceCIDRs adds the informer over networking.k8s.io/v1 ServiceCIDRs (GA in
 // Kubernetes 1.33), whose ranges the unallocated-ClusterIP check uses, as kube-proxy
 // watches them (pkg/proxy/config, ServiceCIDRConfig). A change marks everything: the
 // rules are part of the node config. HasSynced does not wait for it.
-func (s *InformerSource) watchServiceCIDRs(client kubernetes.Interface, resync time.Duration, tracker *Tracker) {
+func (s *InformerSource) watchServiceCIDRs(client kubeapi.API, resync time.Duration, tracker *Tracker) {
 	s.cidrs = s.informer(&networking.ServiceCIDR{}, resync,
 		func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
-			return client.NetworkingV1().ServiceCIDRs().List(ctx, o)
+			return client.List(ctx, kubeapi.ServiceCIDRs, "", o)
 		},
 		func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
-			return client.NetworkingV1().ServiceCIDRs().Watch(ctx, o)
+			return client.Watch(ctx, kubeapi.ServiceCIDRs, "", o)
 		})
 	changed := func(any) { tracker.AllChanged() }
 	_, _ = s.cidrs.AddEventHandler(cache.ResourceEventHandlerFuncs{

@@ -10,6 +10,8 @@ import (
 	discovery "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes/fake"
+
+	"github.com/ipvs-proxier/ipvs-proxier/sync/kubeapi/kubeapitest"
 	"k8s.io/utils/ptr"
 
 	"github.com/ipvs-proxier/ipvs-proxier/proxier"
@@ -30,7 +32,7 @@ func TestInformerSlicesFollowEvents(t *testing.T) {
 	svc := &v1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "a"},
 		Spec: v1.ServiceSpec{ClusterIP: "10.96.0.10", ClusterIPs: []string{"10.96.0.10"}, Ports: []v1.ServicePort{{Name: "p", Port: 80, Protocol: v1.ProtocolTCP}}}}
 	client := fake.NewClientset(svc, mk("a-1", "a", "10.0.0.1"), mk("a-2", "a", "10.0.0.2"))
-	src := NewInformerSource(client, "node-1", 0, NewTracker(func() {}), nil)
+	src := NewInformerSource(kubeapitest.Clientset{Interface: client}, "node-1", 0, NewTracker(func() {}), nil)
 	stop := make(chan struct{})
 	defer close(stop)
 	src.Start(stop)
