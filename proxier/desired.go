@@ -21,7 +21,7 @@ import (
 type Desired struct {
 	services map[ServiceKey]*ServiceState
 	vs       kernel.VSMap[*claims]
-	addrs    map[netip.Addr]int
+	addrs    kernel.AddrMap[int32]
 	// members counts the Services that want each set entry, by set name.
 	members    map[string]*entryCounts
 	outFilters map[OutFilter]int
@@ -40,7 +40,6 @@ type Desired struct {
 func NewDesired() *Desired {
 	return &Desired{
 		services:   map[ServiceKey]*ServiceState{},
-		addrs:      map[netip.Addr]int{},
 		members:    map[string]*entryCounts{},
 		gone:       map[kernel.Member]struct{}{},
 		outFilters: map[OutFilter]int{},
@@ -124,7 +123,8 @@ func (d *Desired) add(st *ServiceState, delta *Delta) {
 	}
 	d.settleRivals(st, rivals, before, delta)
 	for _, a := range st.Bind {
-		if d.addrs[a]++; d.addrs[a] == 1 {
+		n := d.addrs.Get(a) + 1
+		if d.addrs.Set(a, n); n == 1 {
 			delta.Addresses[a] = struct{}{}
 		}
 	}
@@ -163,8 +163,10 @@ func (d *Desired) remove(st *ServiceState, delta *Delta) {
 	}
 	d.settleRivals(st, rivals, before, delta)
 	for _, a := range st.Bind {
-		if d.addrs[a]--; d.addrs[a] <= 0 {
-			delete(d.addrs, a)
+		if n := d.addrs.Get(a) - 1; n > 0 {
+			d.addrs.Set(a, n)
+		} else {
+			d.addrs.Delete(a)
 			delta.Addresses[a] = struct{}{}
 		}
 	}
@@ -260,16 +262,16 @@ func (d *Desired) VirtualServerKeySeq() iter.Seq[kernel.VSKey] { return d.vs.Key
 func (d *Desired) VirtualServerCount() int { return d.vs.Len() }
 
 // AddressSeq yields every address to bind, without a copy.
-func (d *Desired) AddressSeq() iter.Seq[netip.Addr] { return maps.Keys(d.addrs) }
+func (d *Desired) AddressSeq() iter.Seq[netip.Addr] { return d.addrs.Keys() }
 
 // VirtualServerKeys returns every desired virtual server key.
 func (d *Desired) VirtualServerKeys() []kernel.VSKey { return slices.Collect(d.vs.Keys()) }
 
 // HasAddress reports whether addr should be bound.
-func (d *Desired) HasAddress(a netip.Addr) bool { return d.addrs[a] > 0 }
+func (d *Desired) HasAddress(a netip.Addr) bool { return d.addrs.Get(a) > 0 }
 
 // Addresses returns every address to bind.
-func (d *Desired) Addresses() []netip.Addr { return slices.Collect(maps.Keys(d.addrs)) }
+func (d *Desired) Addresses() []netip.Addr { return slices.Collect(d.addrs.Keys()) }
 
 // HasMember reports whether m should be in its set.
 func (d *Desired) HasMember(m kernel.Member) bool { return d.members[m.Set].has(m.Entry) }

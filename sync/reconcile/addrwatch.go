@@ -1,7 +1,6 @@
 package reconcile
 
 import (
-	"maps"
 	"net/netip"
 	"slices"
 	"sync/atomic"
@@ -47,5 +46,5 @@ func (s *Syncer) addressesDue(dumpAll bool) bool {
 // cachedAddresses lists the cached addresses, for a full sync that trusts them instead
 // of a dump. Called with s.mu held.
 func (s *Syncer) cachedAddresses() []netip.Addr {
-	return slices.Collect(maps.Keys(s.addrs))
+	return slices.Collect(s.addrs.Keys())
 }

@@ -151,17 +151,17 @@ func (s *Syncer) deletedVS(key kernel.VSKey) {
 // cache is updated as if it will succeed (flushAddresses undoes it on failure).
 func (s *Syncer) applyAddress(a netip.Addr) {
 	want := s.desired.HasAddress(a)
-	_, have := s.addrs[a]
+	have := s.addrs.Has(a)
 	if want != have {
 		s.touchAddr(a)
 	}
 	switch {
 	case want && !have:
 		s.addrQueue = append(s.addrQueue, kernel.AddressOp{Addr: a})
-		s.addrs[a] = struct{}{}
+		s.addrs.Set(a, struct{}{})
 	case !want && have:
 		s.addrQueue = append(s.addrQueue, kernel.AddressOp{Addr: a, Unbind: true})
-		delete(s.addrs, a)
+		s.addrs.Delete(a)
 	}
 }
 
@@ -191,9 +191,9 @@ func (s *Syncer) addressesFailed(ops []kernel.AddressOp, results []error, errs *
 		op := ops[i]
 		s.retry.Addresses[op.Addr] = struct{}{}
 		if op.Unbind {
-			s.addrs[op.Addr] = struct{}{}
+			s.addrs.Set(op.Addr, struct{}{})
 		} else {
-			delete(s.addrs, op.Addr)
+			s.addrs.Delete(op.Addr)
 		}
 	}
 }
@@ -320,7 +320,7 @@ func (s *Syncer) applyAllAddresses(addrs []netip.Addr) {
 		s.applyAddress(a)
 	}
 	for a := range s.desired.AddressSeq() {
-		if _, bound := s.addrs[a]; !bound {
+		if !s.addrs.Has(a) {
 			s.applyAddress(a)
 		}
 	}

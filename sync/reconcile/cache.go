@@ -1,8 +1,6 @@
 package reconcile
 
 import (
-	"net/netip"
-
 	"github.com/ipvs-proxier/ipvs-proxier/kernel"
 )
 
@@ -88,7 +86,7 @@ type kernelCache struct {
 	vs kernel.VSMap[*programmedVS]
 	// rsTotal is the number of real servers in vs (see setVS).
 	rsTotal int
-	addrs   map[netip.Addr]struct{}
+	addrs   kernel.AddrMap[struct{}]
 	// dumpFailed is set when the last full sync's read of the virtual servers failed.
 	dumpFailed bool
 }

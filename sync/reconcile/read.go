@@ -88,18 +88,19 @@ func (s *Syncer) endRead() *touched {
 // wrote during the read, which keep their cached state.
 func (s *Syncer) mergeAddresses(dumped []netip.Addr) {
 	old := s.addrs
-	s.addrs = make(map[netip.Addr]struct{}, len(dumped))
+	s.addrs = kernel.AddrMap[struct{}]{}
+	s.addrs.Clear(len(dumped))
 	for _, a := range dumped {
-		s.addrs[a] = struct{}{}
+		s.addrs.Set(a, struct{}{})
 	}
 	if s.touched == nil {
 		return
 	}
 	for a := range s.touched.addrs {
-		if _, bound := old[a]; bound {
-			s.addrs[a] = struct{}{}
+		if old.Has(a) {
+			s.addrs.Set(a, struct{}{})
 		} else {
-			delete(s.addrs, a)
+			s.addrs.Delete(a)
 		}
 	}
 }

@@ -57,7 +57,7 @@ func (s *Syncer) publish() {
 		in, ex := s.desired.NoLocal(f)
 		n.NoLocal[proxier.FamilyIndex(f)] = [2]int{in, ex}
 	}
-	n.Counts = metrics.Counts{Services: s.desired.Len(), VirtualServers: s.vs.Len(), RealServers: s.rsTotal, Addresses: len(s.addrs)}
+	n.Counts = metrics.Counts{Services: s.desired.Len(), VirtualServers: s.vs.Len(), RealServers: s.rsTotal, Addresses: s.addrs.Len()}
 	if s.setsOf == nil || !slices.Equal(s.setsOf, s.cfg.Families) {
 		// proxier.Sets builds ~30 values: once per family list, not once per sync.
 		s.sets, s.setsOf = proxier.Sets(s.cfg.Families), slices.Clone(s.cfg.Families)

@@ -158,7 +158,6 @@ func NewSyncer(opts Options, k kernel.Kernel, src source.Source, tracker *source
 		cfg:       opts.Config, desired: proxier.NewDesired(),
 		fullState:    fullState{needFull: true},
 		lookupState:  lookupState{dumpAllUpTo: dumpAllUpTo, listUncountedUpTo: listUncountedUpTo},
-		kernelCache:  kernelCache{addrs: map[netip.Addr]struct{}{}},
 		writeQueue:   writeQueue{retry: proxier.NewDelta()},
 		setState:     setState{pendingSets: map[string]struct{}{}},
 		drainState:   drainState{drain: map[drainKey]time.Time{}},
