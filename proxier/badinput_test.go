@@ -119,14 +119,14 @@ func TestTranslateHugeService(t *testing.T) {
 	svc := makeService("ns", "s")
 	sl := makeSlice("ns", "s", "s1", v1.ProtocolTCP, eps...)
 	st := translate(testConfig(), svc, sl)
-	if n := len(st.VirtualServers[0].RealServers); n != 5000 {
+	if n := st.VirtualServers[0].RealServers.Len(); n != 5000 {
 		t.Fatalf("got %d real servers, want 5000", n)
 	}
 	if len(st.Problems) != 0 {
 		t.Errorf("unexpected problems %v", st.Problems)
 	}
 	st = translate(testConfig(func(c *Config) { c.MaxEndpoints = 1000 }), svc, sl)
-	if n := len(st.VirtualServers[0].RealServers); n != 1000 {
+	if n := st.VirtualServers[0].RealServers.Len(); n != 1000 {
 		t.Fatalf("got %d real servers, want 1000", n)
 	}
 	if !slices.Equal(reasons(st), []string{"TooManyEndpoints"}) {

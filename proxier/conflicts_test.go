@@ -18,8 +18,8 @@ func checkInvariants(t *testing.T, d *Desired) {
 	for _, k := range d.VirtualServerKeys() {
 		vs, _, _ := d.VirtualServer(k)
 		no := kernel.Member{Set: SetName(setNoEndpoints, kernel.FamilyOf(k.Address)), Entry: kernel.SetEntry{IP: k.Address, Protocol: k.Protocol, Port: k.Port}}
-		if len(vs.RealServers) > 0 && d.HasMember(no) {
-			t.Errorf("%s has %d real servers and is in KUBE-NO-ENDPOINTS", k, len(vs.RealServers))
+		if !vs.RealServers.Empty() && d.HasMember(no) {
+			t.Errorf("%s has %d real servers and is in KUBE-NO-ENDPOINTS", k, vs.RealServers.Len())
 		}
 	}
 }

@@ -323,7 +323,7 @@ func (d *Desired) Plan(cfg *Config) string {
 	for key := range d.vs.Keys() {
 		st, _, _ := d.VirtualServer(key)
 		vss = append(vss, st.VirtualServer)
-		rss[key] = st.RealServers
+		rss[key] = st.RealServers.Slice()
 	}
 	b.WriteString(kernel.FormatIPVS(vss, rss))
 	b.WriteString("\n# addresses on " + cfg.DummyDevice + "\n")

@@ -28,7 +28,7 @@ func TestDesiredSharedObjects(t *testing.T) {
 		t.Fatal("shared address not in delta")
 	}
 	vs, owner, _ := d.VirtualServer(key)
-	if owner.Name != "a" || vs.RealServers[0].Address.String() != "10.0.0.1" || d.VirtualServerOwners(key) != 2 {
+	if owner.Name != "a" || vs.RealServers.Slice()[0].Address.String() != "10.0.0.1" || d.VirtualServerOwners(key) != 2 {
 		t.Fatalf("owner %v rs %v owners %d", owner, vs.RealServers, d.VirtualServerOwners(key))
 	}
 
@@ -92,7 +92,7 @@ func FuzzTranslate(f *testing.F) {
 			if ValidateScheduler(vs.Scheduler) != nil {
 				t.Fatalf("invalid scheduler %q", vs.Scheduler)
 			}
-			for _, rs := range vs.RealServers {
+			for rs := range vs.RealServers.All() {
 				if kernel.FamilyOf(rs.Address) != kernel.FamilyOf(vs.Address) || rs.Port == 0 {
 					t.Fatalf("real server %s on %s", rs.AddrPort(), vs.VSKey)
 				}

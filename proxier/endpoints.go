@@ -228,14 +228,13 @@ func filterByHints(cfg *Config, ready []endpoint) []endpoint {
 // virtual servers of one port (ClusterIP, NodePorts, external and LB IPs) share the list:
 // nothing writes to a desired state's real servers once it is made, and one copy per
 // port rather than per virtual server is most of their memory at scale.
-func realServers(eps []endpoint, max int) []kernel.RealServer {
+func realServers(eps []endpoint, max int) RealServerList {
 	if len(eps) > max {
 		eps = eps[:max]
 	}
-	out := make([]kernel.RealServer, 0, len(eps))
-	for _, e := range eps {
-		out = append(out, kernel.RealServer{Address: e.addr.Addr(), Port: e.addr.Port(), Weight: 1})
+	dests := make([]netip.AddrPort, len(eps))
+	for i, e := range eps {
+		dests[i] = e.addr
 	}
-	slices.SortFunc(out, kernel.CompareRealServers)
-	return out
+	return PackRealServers(dests)
 }

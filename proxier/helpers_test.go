@@ -134,7 +134,7 @@ func vsMap(st *ServiceState) map[string][]string {
 	out := map[string][]string{}
 	for _, vs := range st.VirtualServers {
 		rs := []string{}
-		for _, r := range vs.RealServers {
+		for r := range vs.RealServers.All() {
 			rs = append(rs, r.AddrPort().String())
 		}
 		out[vs.VSKey.String()] = rs

@@ -64,7 +64,7 @@ func TestAllocatedClaimWins(t *testing.T) {
 					t.Fatalf("%s is programmed for %v, want the victim %v", tc.vs, owner, tc.victim.Key)
 				}
 				var rs []string
-				for _, r := range vs.RealServers {
+				for r := range vs.RealServers.All() {
 					rs = append(rs, r.AddrPort().String())
 				}
 				if !slices.Equal(rs, []string{tc.victimRS}) {
@@ -111,7 +111,7 @@ func TestSpecialEndpointAddresses(t *testing.T) {
 			if !found {
 				t.Errorf("no InvalidEndpointAddress Problem naming %s: %v", bad, st.Problems)
 			}
-			if !slices.ContainsFunc(st.VirtualServers, func(v VirtualServerState) bool { return len(v.RealServers) == 1 }) {
+			if !slices.ContainsFunc(st.VirtualServers, func(v VirtualServerState) bool { return v.RealServers.Len() == 1 }) {
 				t.Errorf("the good endpoint %s was lost: %v", good, vsMap(st))
 			}
 		})

@@ -20,11 +20,11 @@ func TestPortSharesRealServers(t *testing.T) {
 		t.Fatalf("virtual servers: %d, want 3", len(st.VirtualServers))
 	}
 	first := st.VirtualServers[0].RealServers
-	if len(first) != 3 || !slices.IsSortedFunc(first, kernel.CompareRealServers) {
+	if rss := first.Slice(); len(rss) != 3 || !slices.IsSortedFunc(rss, kernel.CompareRealServers) {
 		t.Fatalf("real servers %v: want the 3 endpoints, sorted", first)
 	}
 	for _, vs := range st.VirtualServers[1:] {
-		if len(vs.RealServers) != len(first) || &vs.RealServers[0] != &first[0] {
+		if !vs.RealServers.Equal(first) || &vs.RealServers.b[0] != &first.b[0] {
 			t.Errorf("%v: real servers are a copy, want the port's shared list", vs.VSKey)
 		}
 	}

@@ -19,7 +19,7 @@ func (k ServiceKey) String() string { return k.Namespace + "/" + k.Name }
 // VirtualServerState is one desired virtual server with its real servers, sorted.
 type VirtualServerState struct {
 	kernel.VirtualServer
-	RealServers []kernel.RealServer
+	RealServers RealServerList
 	// UserChosen marks a virtual server on an address the Service's author chose (an
 	// external IP or a load-balancer ingress), which the apiserver does not keep unique,
 	// as opposed to one it allocated (a ClusterIP, a NodePort). An allocated claim always
@@ -108,7 +108,7 @@ func (s *ServiceState) Equal(o *ServiceState) bool {
 		return s.Empty() == o.Empty()
 	}
 	return slices.EqualFunc(s.VirtualServers, o.VirtualServers, func(a, b VirtualServerState) bool {
-		return a.VirtualServer.Equal(b.VirtualServer) && slices.Equal(a.RealServers, b.RealServers) && a.UserChosen == b.UserChosen
+		return a.VirtualServer.Equal(b.VirtualServer) && a.RealServers.Equal(b.RealServers) && a.UserChosen == b.UserChosen
 	}) && slices.Equal(s.Bind, o.Bind) && s.Members.Equal(o.Members) &&
 		slices.Equal(s.OutFilters, o.OutFilters) && slices.Equal(s.UDPFrontends, o.UDPFrontends) &&
 		(s.HealthCheck == nil) == (o.HealthCheck == nil) && (s.HealthCheck == nil || *s.HealthCheck == *o.HealthCheck)
@@ -123,7 +123,7 @@ func (s *ServiceState) String() string {
 	fmt.Fprintf(&b, "service %s\n", s.Key)
 	for _, vs := range s.VirtualServers {
 		b.WriteString(kernel.FormatVirtualServer(vs.VirtualServer) + "\n")
-		for _, rs := range vs.RealServers {
+		for rs := range vs.RealServers.All() {
 			b.WriteString(kernel.FormatRealServer(rs) + "\n")
 		}
 	}
@@ -160,13 +160,7 @@ func (s *ServiceState) normalize(members []kernel.Member) {
 	}
 	clear(s.VirtualServers[len(vss):])
 	s.VirtualServers = vss
-	// Translate's lists come sorted and may be shared between virtual servers
-	// (realServers): only another's is sorted here.
-	for i := range s.VirtualServers {
-		if rss := s.VirtualServers[i].RealServers; !slices.IsSortedFunc(rss, kernel.CompareRealServers) {
-			slices.SortFunc(rss, kernel.CompareRealServers)
-		}
-	}
+	// Real-server lists are sorted when packed (PackRealServers).
 	slices.SortFunc(s.Bind, netip.Addr.Compare)
 	s.Bind = slices.Compact(s.Bind)
 	slices.SortFunc(s.OutFilters, func(a, b OutFilter) int { return kernel.CompareVSKeys(a.VSKey, b.VSKey) })

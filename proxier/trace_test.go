@@ -88,7 +88,7 @@ func newWorld(t *testing.T, cfg *Config, f kernel.Family, svcs []*v1.Service, ep
 		}
 		vs, _, _ := d.VirtualServer(k)
 		var rss []string
-		for _, r := range vs.RealServers {
+		for r := range vs.RealServers.All() {
 			if r.Weight > 0 {
 				rss = append(rss, r.AddrPort().String())
 			}

@@ -183,7 +183,7 @@ type portState struct {
 	port  uint16
 	// internal and external are the real servers of the ClusterIP and of the external
 	// frontends (NodePorts, external IPs, LB IPs).
-	internal, external []kernel.RealServer
+	internal, external RealServerList
 	// externalLocal is ETP=Local on an externally accessible Service; noLocal says it has
 	// no local endpoint (its outside traffic is dropped).
 	externalLocal, noLocal bool
@@ -252,14 +252,14 @@ func (ps *portState) ipPort(a netip.Addr) kernel.SetEntry {
 
 // addVS adds the virtual server addr:p forwarding to rss; ext marks an external frontend
 // (subject to the ETP=Local drop).
-func (ps *portState) addVS(addr netip.Addr, p uint16, rss []kernel.RealServer, ext bool) {
+func (ps *portState) addVS(addr netip.Addr, p uint16, rss RealServerList, ext bool) {
 	t, st := ps.t, ps.t.st
 	vs := kernel.VirtualServer{VSKey: kernel.VSKey{Protocol: ps.proto, Address: addr, Port: p},
 		Scheduler: t.sched, Flags: t.flags, Timeout: t.tmo}
 	st.VirtualServers = append(st.VirtualServers, VirtualServerState{VirtualServer: vs, RealServers: rss})
 	e := kernel.SetEntry{IP: addr, Protocol: ps.proto, Port: p}
 	switch {
-	case len(rss) == 0:
+	case rss.Empty():
 		ps.member(setNoEndpoints, e)
 	case ext && ps.noLocal:
 		ps.member(setExternalNoLocal, e)

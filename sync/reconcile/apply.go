@@ -111,7 +111,7 @@ func (s *Syncer) writeVirtualServers(ops []kernel.VirtualServerOp, errs *[]error
 			s.failVS(key, err, errs)
 		case op.Kind == kernel.OpAdd:
 			want, _, _ := s.desired.VirtualServer(key)
-			s.setVS(key, &programmedVS{settings: settingsOf(op.VS), rss: make(realServers, 0, len(want.RealServers))})
+			s.setVS(key, &programmedVS{settings: settingsOf(op.VS), rss: make(realServers, 0, want.RealServers.Len())})
 		case op.Kind == kernel.OpUpdate:
 			s.vs.Get(key).settings = settingsOf(op.VS)
 			s.touchVS(key)
@@ -206,9 +206,9 @@ func ignore(err, sentinel error) error {
 }
 
 // syncRealServers adds, re-weights and removes the real servers of one virtual server.
-func (s *Syncer) syncRealServers(key kernel.VSKey, have *programmedVS, want []kernel.RealServer) error {
-	wanted := make(map[netip.AddrPort]struct{}, len(want))
-	for _, rs := range want {
+func (s *Syncer) syncRealServers(key kernel.VSKey, have *programmedVS, want proxier.RealServerList) error {
+	wanted := make(map[netip.AddrPort]struct{}, want.Len())
+	for rs := range want.All() {
 		ap := rs.AddrPort()
 		wanted[ap] = struct{}{}
 		cur, ok := have.rss.get(ap)

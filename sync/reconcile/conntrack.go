@@ -27,7 +27,7 @@ func (s *Syncer) reconcileUDP() {
 		if !ok {
 			return false // not ours
 		}
-		for _, rs := range vs.RealServers {
+		for rs := range vs.RealServers.All() {
 			if rs.Address == reply.Addr() && rs.Port == reply.Port() {
 				return false
 			}

@@ -109,7 +109,7 @@ func (s *Syncer) programCritical(keys []proxier.ServiceKey) bool {
 				continue // another Service won it; the full sync writes the winner's
 			}
 			vss = append(vss, kernel.VirtualServerOp{VS: vs.VirtualServer})
-			for _, rs := range vs.RealServers {
+			for rs := range vs.RealServers.All() {
 				rss = append(rss, kernel.RealServerOp{VS: vs.VSKey, RS: rs})
 			}
 		}
