@@ -151,6 +151,31 @@ func (m *measurement) memoryNote() {
 	if s := memstatsNote(out); s != "" {
 		m.note("steady memory (MiB): %s", s)
 	}
+	status, err := m.b.node.MustExec("grep -E '^Rss(Anon|File|Shmem):' /proc/$(cat " + m.p.PIDFile + ")/status")
+	if s := rssSplitNote(status); err == nil && s != "" {
+		m.note("steady RSS (MiB): %s", s)
+	}
+}
+
+// rssSplitNote summarizes /proc/PID/status's RssAnon, RssFile and RssShmem lines (kB):
+// the anonymous pages (the heap, stacks, the runtime's structures) against the pages of
+// files mapped in (the binary's code and read-only data); "" if one is missing.
+func rssSplitNote(status string) string {
+	kb := map[string]float64{}
+	for _, l := range strings.Split(status, "\n") {
+		f := strings.Fields(l)
+		if len(f) == 3 && f[2] == "kB" {
+			if n, err := strconv.ParseFloat(f[1], 64); err == nil {
+				kb[strings.TrimSuffix(f[0], ":")] = n / 1024
+			}
+		}
+	}
+	for _, k := range []string{"RssAnon", "RssFile", "RssShmem"} {
+		if _, ok := kb[k]; !ok {
+			return ""
+		}
+	}
+	return fmt.Sprintf("anonymous %.0f, files %.0f, shared %.0f", kb["RssAnon"], kb["RssFile"], kb["RssShmem"])
 }
 
 // memstatsNote summarizes the go_memstats_* lines of a scrape, "" if they are missing.

@@ -31,3 +31,14 @@ go_memstats_sys_bytes 1.6777216e+08
 		t.Errorf("memstatsNote of a partial scrape = %q, want nothing", got)
 	}
 }
+
+// TestRSSSplitNote: the resident set split as /proc/PID/status gives it, in MiB.
+func TestRSSSplitNote(t *testing.T) {
+	status := "RssAnon:\t  122880 kB\nRssFile:\t   30720 kB\nRssShmem:\t       0 kB\n"
+	if got, want := rssSplitNote(status), "anonymous 120, files 30, shared 0"; got != want {
+		t.Errorf("rssSplitNote = %q, want %q", got, want)
+	}
+	if got := rssSplitNote("RssAnon:\t 1 kB\n"); got != "" {
+		t.Errorf("rssSplitNote of a partial status = %q, want nothing", got)
+	}
+}
