@@ -133,14 +133,7 @@ func (s *Syncer) reconcileSets(unlock bool, ph *phases) error {
 // then is the listing indexed to find which are. The index of the listing was a map of
 // every member of every set (228,004 at 30,000 Services) on each heavy round.
 func (s *Syncer) repairSet(w *memberWrites, set string, entries proxier.MemberList) {
-	desired := 0
-	for m := range entries.All() {
-		if s.desired.HasMember(m) {
-			desired++
-		} else {
-			w.add(set, m.Entry, true)
-		}
-	}
+	desired := s.desired.CheckListed(set, entries, func(e kernel.SetEntry) { w.add(set, e, true) })
 	if desired == s.desired.SetLen(set) {
 		return
 	}
