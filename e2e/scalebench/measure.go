@@ -159,7 +159,8 @@ func (m *measurement) memoryNote() {
 
 // rssSplitNote summarizes /proc/PID/status's RssAnon, RssFile and RssShmem lines (kB):
 // the anonymous pages (the heap, stacks, the runtime's structures) against the pages of
-// files mapped in (the binary's code and read-only data); "" if one is missing.
+// files mapped in (the binary's code and read-only data: "shared" when the file is in
+// memory (a tmpfs, the bench VM's initramfs), else "files"); "" if one is missing.
 func rssSplitNote(status string) string {
 	kb := map[string]float64{}
 	for _, l := range strings.Split(status, "\n") {
