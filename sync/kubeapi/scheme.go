@@ -15,7 +15,7 @@ import (
 // (k8s.io/client-go/kubernetes) registers every built-in group in its init, and any of
 // its typed clients links them all in: at start that is ~8 MiB more resident memory
 // (the groups' code and type data paged in, their registrations on the heap) and a
-// binary twice the size, for groups a service proxy never reads.
+// binary half again as large, for groups a service proxy never reads.
 var Scheme = runtime.NewScheme()
 
 // Codecs are Scheme's serializers: JSON and protobuf, as the generated clients use.
