@@ -20,36 +20,30 @@ import (
 type RealServerList struct{ b []byte }
 
 // PackRealServers returns the list of the destinations dests (any order; duplicates
-// kept once), each with weight 1. A zone is not kept: endpoint addresses have none
-// (ParseAddr).
+// kept once; an invalid address, which translation never yields, left out), each with
+// weight 1. It sorts dests in place: its callers build the slice for it. A zone is not
+// kept: endpoint addresses have none (ParseAddr).
 func PackRealServers(dests []netip.AddrPort) RealServerList {
-	if len(dests) == 0 {
-		return RealServerList{}
-	}
-	dests = slices.Clone(dests)
 	slices.SortFunc(dests, netip.AddrPort.Compare) // kernel.CompareRealServers' order
 	dests = slices.Compact(dests)
 	n := 0
 	for _, d := range dests {
-		n += 3 + d.Addr().BitLen()/8
+		if d.Addr().IsValid() {
+			n += 3 + d.Addr().BitLen()/8
+		}
+	}
+	if n == 0 {
+		return RealServerList{}
 	}
 	b := make([]byte, 0, n)
 	for _, d := range dests {
-		a := d.Addr()
-		b = append(b, byte(a.BitLen()/8))
-		b = append(b, a.AsSlice()...)
-		b = binary.BigEndian.AppendUint16(b, d.Port())
+		if a := d.Addr(); a.IsValid() {
+			b = append(b, byte(a.BitLen()/8))
+			b = append(b, a.AsSlice()...)
+			b = binary.BigEndian.AppendUint16(b, d.Port())
+		}
 	}
 	return RealServerList{b: b}
-}
-
-// RealServerListOf packs rss (their weights must be 1; tests and tools build lists so).
-func RealServerListOf(rss ...kernel.RealServer) RealServerList {
-	dests := make([]netip.AddrPort, len(rss))
-	for i, rs := range rss {
-		dests[i] = rs.AddrPort()
-	}
-	return PackRealServers(dests)
 }
 
 // Len returns the number of real servers.
