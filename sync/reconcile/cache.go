@@ -64,12 +64,13 @@ func (s *Syncer) refreshCache(vss []kernel.DumpedVS, dumpedAll bool, round int, 
 			p.seen = int32(round)
 		}
 	}
-	for key, p := range s.vs.All() {
-		if !dumpedAll {
-			break // only those looked up were read, and a missing one made it dump all
-		}
-		if p.seen != int32(round) {
-			s.dropVS(key) // gone from the kernel (or unreadable)
+	// Pruned only after a dump of all: a light round reads only those it looked up, and a
+	// missing one made it dump all.
+	if dumpedAll {
+		for key, p := range s.vs.All() {
+			if p.seen != int32(round) {
+				s.dropVS(key) // gone from the kernel (or unreadable)
+			}
 		}
 	}
 	// A draining server that vanished from the kernel needs no more draining.
