@@ -58,6 +58,8 @@ func KubeProxy(mode string) Proxy {
 // iptables (both families; the legacy backend's tables too when their module is loaded),
 // ipsets and nftables (kube-proxy's nftables mode, ours' nftables backend), and the
 // connection-tracking table the previous one's traffic left: a fresh node for the next.
+// Ours' log (/tmp/daemon.log, appended to by each start) goes too: the bench reads the
+// first sync's and the critical Services' lines from it, which must be the next daemon's.
 // Last, the IPVS modules loaded are reloaded (or, if they cannot be unloaded, the bench
 // waits two minutes): the kernel keeps every deleted real server on a trash list for a
 // minute or more and walks that list on every real-server add (ip_vs_trash_get_dest,
@@ -68,6 +70,7 @@ func KubeProxy(mode string) Proxy {
 // came right after ours.
 func Wipe(node *harness.Node) error {
 	_, err := node.MustExec(`for p in /tmp/daemon.pid /tmp/kube-proxy.pid; do [ -f $p ] && kill $(cat $p) 2>/dev/null; rm -f $p; done; sleep 2
+rm -f /tmp/daemon.log
 ipvsadm -C; ip link del kube-ipvs0 2>/dev/null; ip route flush table local proto 210 2>/dev/null
 for t in nat filter mangle; do for c in iptables ip6tables; do $c -t $t -F; $c -t $t -X; done; done
 for c in iptables ip6tables; do [ -e /proc/net/${c%tables}_tables_names ] || continue; for t in nat filter mangle; do $c-legacy -t $t -F; $c-legacy -t $t -X; done; done 2>/dev/null

@@ -16,7 +16,8 @@
 // BENCH_PROFILE [unset: a directory for ipvs-proxier's CPU, heap and allocs profiles at
 // each step; `go tool pprof -top <file>`], BENCH_DAEMON_LOG [unset: a directory for
 // ipvs-proxier's log at each step, run at --log-level=debug: every sync's time and length,
-// to lay beside the changes' start times in the bench's output].
+// to lay beside the changes' start times in the bench's output]. Both name a file
+// kind-n.ext, and kind-n-routes.ext (or -nftables) for a variant of ours (stepFile).
 package main
 
 import (

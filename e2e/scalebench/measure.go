@@ -332,7 +332,7 @@ func (m *measurement) coldStart() bool {
 			for try := 0; try < 30; try++ {
 				time.Sleep(time.Second)
 				began := time.Now()
-				err = m.b.profile(m.b.profiles, fmt.Sprintf("cpu-cold-%d.pprof", m.n), "profile?seconds=60")
+				err = m.b.profile(m.b.profiles, stepFile(m.p, "cpu-cold", m.n, "pprof"), "profile?seconds=60")
 				if err == nil || time.Since(began) > 5*time.Second { // done, or failed past the connect
 					break
 				}
@@ -456,7 +456,7 @@ func (m *measurement) idle() {
 	if m.b.profiles != "" && m.p.Ours() {
 		// 40 s covers one periodic full sync (syncPeriod 30 s).
 		for _, pr := range [][2]string{{"cpu", "profile?seconds=40"}, {"heap", "heap"}, {"allocs", "allocs"}} {
-			if err := m.b.profile(m.b.profiles, fmt.Sprintf("%s-%d.pprof", pr[0], m.n), pr[1]); err != nil {
+			if err := m.b.profile(m.b.profiles, stepFile(m.p, pr[0], m.n, "pprof"), pr[1]); err != nil {
 				m.note("profile %s: %v", pr[0], err)
 			}
 		}
@@ -601,7 +601,7 @@ func (m *measurement) saveDaemonLog() {
 		err = os.MkdirAll(m.b.daemonLogs, 0o755)
 	}
 	if err == nil {
-		err = os.WriteFile(filepath.Join(m.b.daemonLogs, fmt.Sprintf("daemon-%d.log", m.n)), []byte(out), 0o644)
+		err = os.WriteFile(filepath.Join(m.b.daemonLogs, stepFile(m.p, "daemon", m.n, "log")), []byte(out), 0o644)
 	}
 	if err != nil {
 		m.note("daemon log: %v", err)

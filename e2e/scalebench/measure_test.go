@@ -1,6 +1,10 @@
 package main
 
-import "testing"
+import (
+	"testing"
+
+	"github.com/ipvs-proxier/ipvs-proxier/e2e/benchkit"
+)
 
 // TestMaxCount: the largest of a metric's series (one per IP family), -1 for none.
 func TestMaxCount(t *testing.T) {
@@ -40,5 +44,22 @@ func TestRSSSplitNote(t *testing.T) {
 	}
 	if got := rssSplitNote("RssAnon:\t 1 kB\n"); got != "" {
 		t.Errorf("rssSplitNote of a partial status = %q, want nothing", got)
+	}
+}
+
+// TestStepFileNamesEachOfOurs: two of ours at one step (addresses and route mode) keep
+// their own profiles and logs; the daemon as deployed keeps the plain name.
+func TestStepFileNamesEachOfOurs(t *testing.T) {
+	for _, c := range []struct {
+		p    benchkit.Proxy
+		want string
+	}{
+		{benchkit.IPVSProxier, "heap-30000.pprof"},
+		{benchkit.IPVSProxierRoutes, "heap-30000-routes.pprof"},
+		{benchkit.IPVSProxierNftables, "heap-30000-nftables.pprof"},
+	} {
+		if got := stepFile(c.p, "heap", 30000, "pprof"); got != c.want {
+			t.Errorf("stepFile(%q) = %q, want %q", c.p.Name, got, c.want)
+		}
 	}
 }

@@ -6,7 +6,20 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+
+	"github.com/ipvs-proxier/ipvs-proxier/e2e/benchkit"
 )
+
+// stepFile names one of ours' files at a step (a profile, the daemon's log): kind-n.ext
+// for the daemon as the DaemonSet runs it, kind-n-variant.ext for a variant of it
+// ("ipvs-proxier routes": -routes), so that two of ours measured at one step keep their
+// own files.
+func stepFile(p benchkit.Proxy, kind string, n int, ext string) string {
+	if v, ok := strings.CutPrefix(p.Name, benchkit.IPVSProxier.Name+" "); ok {
+		return fmt.Sprintf("%s-%d-%s.%s", kind, n, v, ext)
+	}
+	return fmt.Sprintf("%s-%d.%s", kind, n, ext)
+}
 
 // profile fetches a pprof profile from the daemon in the VM (started with --profiling)
 // and writes it to dir/name. The agent returns text, so the profile travels base64; it
