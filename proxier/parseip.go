@@ -27,11 +27,16 @@ func ParseAddr(s string) (netip.Addr, bool) {
 }
 
 // ParsePrefix parses a CIDR as kube-proxy does (netutils.ParseCIDRSloppy), leading
-// zeros included, and returns it masked.
+// zeros included, and returns it masked. A range written in IPv4-mapped IPv6 form
+// (::ffff:203.0.113.0/120, which the apiserver accepted before strict CIDR validation,
+// KEP-4858) is the IPv4 range it maps, 203.0.113.0/24, as kube-proxy's net.IPNet prints
+// it: programmed as written, an IPv4 set refuses it. One wider than the mapped space
+// (a mask under /96) spans IPv6 addresses that are no IPv4 range: it is not a CIDR here
+// (net.IPNet keeps the mask's last 32 bits, 0.0.0.0/0, which would open the firewall).
 func ParsePrefix(s string) (netip.Prefix, bool) {
 	s = strings.TrimSpace(s)
 	if p, err := netip.ParsePrefix(s); err == nil {
-		return p.Masked(), true
+		return unmapPrefix(p.Addr(), p.Bits())
 	}
 	_, n, err := netutils.ParseCIDRSloppy(s)
 	if err != nil {
@@ -41,6 +46,21 @@ func ParsePrefix(s string) (netip.Prefix, bool) {
 	if !ok {
 		return netip.Prefix{}, false
 	}
-	bits, _ := n.Mask.Size()
-	return netip.PrefixFrom(a.Unmap(), bits).Masked(), true
+	bits, size := n.Mask.Size()
+	if size == 32 { // an IPv4 mask: its address is IPv4 however it is held
+		return unmapPrefix(a.Unmap(), bits)
+	}
+	return unmapPrefix(a, bits)
+}
+
+// unmapPrefix returns a/bits masked, an IPv4-mapped IPv6 range as its IPv4 range.
+func unmapPrefix(a netip.Addr, bits int) (netip.Prefix, bool) {
+	if a.Is4In6() {
+		if bits < 96 {
+			return netip.Prefix{}, false
+		}
+		a, bits = a.Unmap(), bits-96
+	}
+	p := netip.PrefixFrom(a, bits)
+	return p.Masked(), p.IsValid()
 }

@@ -409,12 +409,36 @@ func (t *translator) sourceRanges(f kernel.Family) (ranges []netip.Prefix, filte
 	case open:
 		return nil, false
 	case len(ranges) > 0 || invalid:
-		return ranges, true
+		return outermost(ranges), true
 	}
 	if listed {
 		t.noRangeOfFamily = append(t.noRangeOfFamily, f)
 	}
 	return nil, false
+}
+
+// outermost returns ranges without those inside another (a duplicate included), sorted:
+// the union they let in is the same. The nftables backend's source-range set is a
+// concatenation with an interval (pipapo), which refuses an element overlapping another
+// (10.1.0.0/16 inside 10.0.0.0/8, both API-valid): the whole transaction failed, and
+// with it every sync of the node. kube-proxy's nftables mode hands nft an anonymous set,
+// which nft merges. Two CIDRs are nested or disjoint, so sorted by address, then widest
+// first, a range inside a kept one is inside the last kept one.
+func outermost(ranges []netip.Prefix) []netip.Prefix {
+	slices.SortFunc(ranges, func(a, b netip.Prefix) int {
+		if c := a.Addr().Compare(b.Addr()); c != 0 {
+			return c
+		}
+		return a.Bits() - b.Bits()
+	})
+	out := ranges[:0]
+	for _, r := range ranges {
+		if n := len(out); n > 0 && out[n-1].Bits() <= r.Bits() && out[n-1].Contains(r.Addr()) {
+			continue
+		}
+		out = append(out, r)
+	}
+	return out
 }
 
 // usableVIP reports whether a can be an external or load-balancer VIP, and reports a
