@@ -14,8 +14,9 @@ type Faulty struct {
 	mu    sync.Mutex
 	rng   *rand.Rand
 	rate  float64
-	// Injected counts the failures made so far.
-	Injected int
+	// Injected counts the failures made so far; Refused the writes refused (RefuseWhere).
+	Injected, Refused int
+	refuse            func(op any) bool
 }
 
 // NewFaulty wraps k; rate is the probability (0..1) that any one operation fails.
@@ -30,8 +31,28 @@ func (f *Faulty) SetRate(rate float64) {
 	f.rate = rate
 }
 
+// RefuseWhere makes every later write for which refuse returns true fail as the kernel
+// refusing it (ErrRefused), each time it is tried, as a kernel refuses an element
+// overlapping another; nil refuses none. refuse gets the write itself (a SetOp,
+// VirtualServerOp, RealServerOp or AddressOp).
+func (f *Faulty) RefuseWhere(refuse func(op any) bool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.refuse = refuse
+}
+
 // Kernel returns the wrapper as a Kernel bundle.
-func (f *Faulty) Kernel() Kernel { return Wrap(f.inner, Hooks{Before: f.fail}) }
+func (f *Faulty) Kernel() Kernel { return Wrap(f.inner, Hooks{Before: f.fail, Write: f.refused}) }
+
+func (f *Faulty) refused(op any) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.refuse == nil || !f.refuse(op) {
+		return nil
+	}
+	f.Refused++
+	return fmt.Errorf("%v: %w: %w", op, ErrRefused, ErrInjected)
+}
 
 func (f *Faulty) fail(op string) error {
 	f.mu.Lock()

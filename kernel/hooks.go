@@ -8,6 +8,10 @@ type Hooks struct {
 	Before func(op string) error
 	// After sees the outcome of every operation that reached the kernel.
 	After func(op string, err error)
+	// Write runs for each write of a batch with the write itself (a SetOp,
+	// VirtualServerOp, RealServerOp or AddressOp), after Before; a non-nil error fails
+	// that write alone without reaching the kernel.
+	Write func(op any) error
 }
 
 // Wrap returns k with every operation passed through h. The fault injector and the
@@ -110,6 +114,12 @@ func hookBatch[T any](w *wrapped, ops []T, name func(T) string, write func([]T) 
 	for i, op := range ops {
 		if w.h.Before != nil {
 			if err := w.h.Before(name(op)); err != nil {
+				errs[i] = err
+				continue
+			}
+		}
+		if w.h.Write != nil {
+			if err := w.h.Write(op); err != nil {
 				errs[i] = err
 				continue
 			}

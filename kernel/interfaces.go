@@ -17,6 +17,14 @@ var (
 	ErrNotDummy = errors.New("not a dummy interface")
 	// ErrInjected marks a failure made up by the Faulty wrapper.
 	ErrInjected = errors.New("injected fault")
+	// ErrRefused marks a write the kernel refused for what it carries: one object (a
+	// set member, a virtual or real server, an address) it will not take as given, such
+	// as an element overlapping another in an nftables interval set (ENOTEMPTY), an
+	// address of the other family (IPSET_ERR_PROTOCOL, EAFNOSUPPORT) or an attribute it
+	// rejects (EINVAL). Retrying it unchanged fails again, and it says nothing of the
+	// other writes: it costs only the object's own Service. A failure of the kernel or
+	// the socket (ENOBUFS, EPERM, a set that is gone) is not one.
+	ErrRefused = errors.New("refused by the kernel")
 )
 
 // IPVS programs virtual and real servers. Implementations are safe for concurrent use.

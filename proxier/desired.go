@@ -68,6 +68,9 @@ func (d *Delta) Empty() bool {
 // Service returns the current state of one Service, or nil.
 func (d *Desired) Service(k ServiceKey) *ServiceState { return d.services[k] }
 
+// States yields the state of every Service, in no order.
+func (d *Desired) States() iter.Seq[*ServiceState] { return maps.Values(d.services) }
+
 // Services returns every Service key with a state, sorted.
 func (d *Desired) Services() []ServiceKey {
 	return slices.SortedFunc(maps.Keys(d.services), func(a, b ServiceKey) int { return strings.Compare(a.String(), b.String()) })

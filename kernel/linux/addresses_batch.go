@@ -105,7 +105,7 @@ func (x *Addresses) bindAddresses(dev string, ops []kernel.AddressOp) []error {
 			case en == syscall.EEXIST && !ops[i].Unbind, en == syscall.EADDRNOTAVAIL && ops[i].Unbind:
 				return nil // already as wanted
 			}
-			return wrapErr(addrOpString(dev, ops[i]), en)
+			return writeErr(addrOpString(dev, ops[i]), en)
 		})
 	if sockErr != nil {
 		c.drop()

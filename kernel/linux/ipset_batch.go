@@ -96,7 +96,11 @@ func opError(op kernel.SetOp, en syscall.Errno) error {
 		if en == nl.IPSET_ERR_EXIST {
 			return nil // present on add, absent on delete: done either way
 		}
-		return fmt.Errorf("%s: %w", opString(op), nl.IPSetError(uintptr(en)))
+		err := fmt.Errorf("%s: %w", opString(op), nl.IPSetError(uintptr(en)))
+		if refusedErrno(en) {
+			return fmt.Errorf("%w: %w", kernel.ErrRefused, err)
+		}
+		return err
 	}
-	return wrapErr(opString(op), en)
+	return writeErr(opString(op), en)
 }

@@ -142,7 +142,7 @@ func (x *IPVS) WriteVirtualServers(ops []kernel.VirtualServerOp) []error {
 			if (en == syscall.ESRCH || en == syscall.ENOENT) && ops[i].Kind == kernel.OpDelete {
 				return nil // already gone (the kernel answers ESRCH: no such service)
 			}
-			return wrapErr(name(i), en)
+			return writeErr(name(i), en)
 		}})
 	return errs
 }
@@ -168,7 +168,7 @@ func (x *IPVS) WriteRealServers(ops []kernel.RealServerOp) []error {
 				case en == syscall.ENOENT && ops[i].Kind == kernel.OpDelete:
 					return nil // already gone
 				}
-				return wrapErr(rsOpString(ops[i]), en)
+				return writeErr(rsOpString(ops[i]), en)
 			}})
 	}
 	send(ops, same)

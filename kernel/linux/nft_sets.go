@@ -234,7 +234,9 @@ const nftPerMessage = 256
 // WriteEntries implements kernel.IPSets: the ops in transactions of at most MaxBatch
 // members, consecutive ops on one set in one message. nftables fails a whole transaction
 // on a delete of an absent member (Linux 6.1 has no NFT_MSG_DESTROYSETELEM), so a failed
-// transaction is redone one op per transaction, an absent member's delete counted done.
+// transaction is redone one op per transaction, an absent member's delete counted done,
+// and a member the kernel refuses (an element overlapping another: ENOTEMPTY) fails
+// alone, marked kernel.ErrRefused.
 func (x *Nftables) WriteEntries(ops []kernel.SetOp) []error {
 	errs := make([]error, len(ops))
 	batch := x.MaxBatch
@@ -255,6 +257,9 @@ func (x *Nftables) WriteEntries(ops []kernel.SetOp) []error {
 				err = nil
 			}
 			errs[i] = nftErr(ops[i].Set, err)
+			if en := syscall.Errno(0); errors.As(err, &en) && refusedErrno(en) {
+				errs[i] = fmt.Errorf("%w: %w", kernel.ErrRefused, errs[i])
+			}
 		}
 	}
 	return errs
@@ -282,8 +287,8 @@ func (x *Nftables) writeChunk(ops []kernel.SetOp) error {
 		g := group{set: set, els: make([]nftables.SetElement, 0, j-i), del: ops[i].Delete}
 		for _, op := range ops[i:j] {
 			key, end, err := nftElement(s, op.Entry)
-			if err != nil {
-				return fmt.Errorf("set %s: %w", op.Set, err)
+			if err != nil { // an entry the set's type cannot hold
+				return fmt.Errorf("set %s: %w: %w", op.Set, kernel.ErrRefused, err)
 			}
 			g.els = append(g.els, nftables.SetElement{Key: key, KeyEnd: end})
 		}

@@ -137,7 +137,7 @@ func (x *Addresses) writeRoutes(ops []kernel.AddressOp) []error {
 			case en == syscall.EEXIST && !ops[i].Unbind, en == syscall.ESRCH && ops[i].Unbind:
 				return nil // already as wanted
 			}
-			return wrapErr(routeOpString(ops[i]), en)
+			return writeErr(routeOpString(ops[i]), en)
 		})
 	if sockErr != nil {
 		c.drop()

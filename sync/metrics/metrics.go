@@ -65,6 +65,7 @@ type Metrics struct {
 	programming                         *prometheus.HistogramVec
 	syncErrors                          prometheus.Counter
 	kernelErrors                        *prometheus.CounterVec
+	kernelRefused                       *prometheus.CounterVec
 	healthz, livez                      *prometheus.CounterVec
 	restoreFailures                     *prometheus.CounterVec
 	// reconcileDuration and reconcileDeleted are kube-proxy's conntrack reconciler
@@ -114,6 +115,8 @@ func New(src Sources) *Metrics {
 		syncErrors: prometheus.NewCounter(prometheus.CounterOpts{Name: "ipvs_proxier_sync_errors_total", Help: "Syncs that failed (retried early)."}),
 		kernelErrors: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "ipvs_proxier_kernel_operation_errors_total",
 			Help: "Kernel operations that failed, by operation; 'already exists' on add and 'not found' on delete are not errors."}, []string{"operation"}),
+		kernelRefused: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "ipvs_proxier_kernel_refused_total",
+			Help: "Writes the kernel refused for what they carry, by object (virtual_server, real_server, address, set_member); each costs only its own Service, which gets a KernelRefused Event, and is retried at each sync."}, []string{"object"}),
 		healthz: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "kubeproxy_proxy_healthz_total", Help: "/healthz responses by code."}, []string{"code"}),
 		livez:   prometheus.NewCounterVec(prometheus.CounterOpts{Name: "kubeproxy_proxy_livez_total", Help: "/livez responses by code."}, []string{"code"}),
 		// kube-proxy's IPVS mode exports it and common alerts use it (pkg/proxy/metrics).
@@ -139,7 +142,10 @@ func New(src Sources) *Metrics {
 		m.lastSync.WithLabelValues(f)
 		m.lastQueued.WithLabelValues(f)
 	}
-	reg.MustRegister(m.syncErrors, m.kernelErrors, m.healthz, m.livez, m.restoreFailures, m.reconcileDuration, m.reconcileDeleted)
+	for _, o := range []string{"virtual_server", "real_server", "address", "set_member"} {
+		m.kernelRefused.WithLabelValues(o)
+	}
+	reg.MustRegister(m.syncErrors, m.kernelErrors, m.kernelRefused, m.healthz, m.livez, m.restoreFailures, m.reconcileDuration, m.reconcileDeleted)
 	m.registerSources(src)
 	return m
 }
@@ -249,6 +255,13 @@ func (m *Metrics) KernelHooks() kernel.Hooks {
 			m.kernelErrors.WithLabelValues(op).Inc()
 		}
 	}}
+}
+
+// KernelRefused counts one write the kernel refused for what it carries (kernel.ErrRefused).
+func (m *Metrics) KernelRefused(object string) {
+	if m != nil {
+		m.kernelRefused.WithLabelValues(object).Inc()
+	}
 }
 
 // IptablesRestoreFailed counts one failed iptables-restore of family f's rules.

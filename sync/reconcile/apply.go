@@ -126,7 +126,9 @@ func (s *Syncer) writeVirtualServers(ops []kernel.VirtualServerOp, errs *[]error
 // A wanted one is forgotten: the retry re-adds it, and "exists" makes it re-read the
 // kernel's real servers.
 func (s *Syncer) failVS(key kernel.VSKey, err error, errs *[]error) {
-	*errs = append(*errs, err)
+	if !s.isolated(err, refusedWrite{kind: "virtual_server", vs: key}) {
+		*errs = append(*errs, err)
+	}
 	s.retry.VirtualServers[key] = struct{}{}
 	if _, _, wanted := s.desired.VirtualServer(key); wanted {
 		s.dropVS(key)
@@ -187,8 +189,10 @@ func (s *Syncer) addressesFailed(ops []kernel.AddressOp, results []error, errs *
 		if err == nil {
 			continue
 		}
-		*errs = append(*errs, err)
 		op := ops[i]
+		if !s.isolated(err, refusedWrite{kind: "address", addr: op.Addr}) {
+			*errs = append(*errs, err)
+		}
 		s.retry.Addresses[op.Addr] = struct{}{}
 		if op.Unbind {
 			s.addrs.Set(op.Addr, struct{}{})
@@ -264,7 +268,9 @@ func (s *Syncer) flushRealServers(errs *[]error) {
 	for i, err := range s.k.IPVS.WriteRealServers(ops) {
 		switch {
 		case err != nil:
-			*errs = append(*errs, err)
+			if !s.isolated(err, refusedWrite{kind: "real_server", vs: ops[i].VS}) {
+				*errs = append(*errs, err)
+			}
 			s.retry.VirtualServers[ops[i].VS] = struct{}{}
 			if _, _, wanted := s.desired.VirtualServer(ops[i].VS); wanted {
 				s.dropVS(ops[i].VS)

@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -144,6 +145,53 @@ type scenario struct {
 	backend proxier.RulesBackend
 	// faulty, when set, stands between the syncer and the fake and fails some calls.
 	faulty *kernel.Faulty
+	// refuser stands between the syncer and its kernel (faulty, when set, is it) and
+	// refuses every write that carries the address refused (the refuse command).
+	refuser *kernel.Faulty
+	refused netip.Addr
+	// events are the Warning Events the syncer published.
+	events eventLog
+}
+
+// eventLog records the problems a syncer published, as the daemon's Event sink would.
+type eventLog struct {
+	mu    sync.Mutex
+	warns []proxier.Problem
+}
+
+func (l *eventLog) Warn(p proxier.Problem) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.warns = append(l.warns, p)
+}
+
+// count returns how many Events of reason the Service k got.
+func (l *eventLog) count(k proxier.ServiceKey, reason string) int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	n := 0
+	for _, p := range l.warns {
+		if p.Namespace == k.Namespace && p.Name == k.Name && p.Reason == reason {
+			n++
+		}
+	}
+	return n
+}
+
+// carries reports whether write op (a kernel batch's op) carries address a: a set
+// member naming it, a virtual server on it or one of its real servers, its bind.
+func carries(op any, a netip.Addr) bool {
+	switch op := op.(type) {
+	case kernel.SetOp:
+		return op.Entry.IP == a || op.Entry.IP2 == a
+	case kernel.VirtualServerOp:
+		return op.VS.Address == a
+	case kernel.RealServerOp:
+		return op.VS.Address == a
+	case kernel.AddressOp:
+		return op.Addr == a
+	}
+	return false
 }
 
 func (sc *scenario) fatalf(format string, args ...any) {
@@ -159,7 +207,7 @@ func (sc *scenario) errorf(format string, args ...any) {
 // harness starts the syncer at the first command that needs it, with the options given.
 func (sc *scenario) harness() *harness {
 	if sc.h == nil {
-		opts := append([]func(*Options){func(o *Options) { o.Now = func() time.Time { return sc.now } }}, sc.opts...)
+		opts := append([]func(*Options){func(o *Options) { o.Now = func() time.Time { return sc.now }; o.Events = &sc.events }}, sc.opts...)
 		if sc.backend != "" {
 			opts = append(opts, func(o *Options) { o.Config.RulesBackend = sc.backend })
 		}
@@ -167,12 +215,26 @@ func (sc *scenario) harness() *harness {
 		if sc.real != nil {
 			k = sc.real.k
 		}
-		if sc.faulty != nil {
-			k = sc.faulty.Kernel()
+		if k.IPVS == nil {
+			k = sc.fake.Kernel()
 		}
-		sc.h = newHarness(sc.t, k, sc.fake, opts...)
+		sc.refuser = sc.faulty
+		if sc.refuser == nil {
+			sc.refuser = kernel.NewFaulty(k, 0, 1)
+		}
+		sc.refuser.RefuseWhere(sc.refusing())
+		sc.h = newHarness(sc.t, sc.refuser.Kernel(), sc.fake, opts...)
 	}
 	return sc.h
+}
+
+// refusing is the refuser's predicate for the address refused (none: nil).
+func (sc *scenario) refusing() func(any) bool {
+	if !sc.refused.IsValid() {
+		return nil
+	}
+	a := sc.refused
+	return func(op any) bool { return carries(op, a) }
 }
 
 func (sc *scenario) exec(f []string) {
@@ -205,6 +267,9 @@ func (sc *scenario) exec(f []string) {
 //	weights PROTO VIP:PORT [RS=W ...]   the real servers of a virtual server, exactly
 //	flows [ORIGDST>REPLYSRC ...]        the UDP conntrack flows, exactly
 //	draining N                 real servers draining
+//	refuse ADDR | none         from now on the kernel refuses every write carrying ADDR
+//	                           (kernel.ErrRefused), as it refuses an overlapping element
+//	event NS/NAME REASON N     the Service got N Warning Events of REASON so far
 func (sc *scenario) run(f []string) error {
 	sc.t.Helper()
 	switch f[0] {
@@ -297,6 +362,35 @@ func (sc *scenario) run(f []string) error {
 		slices.Sort(want)
 		if !slices.Equal(got, want) {
 			sc.errorf("flows %v, want %v", got, want)
+		}
+	case "refuse":
+		if len(f) != 2 {
+			return fmt.Errorf("usage: refuse ADDR | none")
+		}
+		sc.refused = netip.Addr{}
+		if f[1] != "none" {
+			a, err := netip.ParseAddr(f[1])
+			if err != nil {
+				return err
+			}
+			sc.refused = a
+		}
+		sc.harness()
+		sc.refuser.RefuseWhere(sc.refusing())
+	case "event":
+		if len(f) != 4 {
+			return fmt.Errorf("usage: event NS/NAME REASON N")
+		}
+		k, err := serviceKey(f[1])
+		if err != nil {
+			return err
+		}
+		n, err := strconv.Atoi(f[3])
+		if err != nil {
+			return err
+		}
+		if got := sc.events.count(k, f[2]); got != n {
+			sc.errorf("%s: %d %s Events, want %d", k, got, f[2], n)
 		}
 	case "draining":
 		if n, _ := strconv.Atoi(f[1]); sc.harness().syncer.Draining() != n {

@@ -174,8 +174,11 @@ func (s *Syncer) membersFailed(ops []kernel.SetOp, results []error) error {
 	var errs []error
 	for i, err := range results {
 		if err != nil {
-			errs = append(errs, err)
-			s.retry.Members[kernel.Member{Set: ops[i].Set, Entry: ops[i].Entry}] = struct{}{}
+			m := kernel.Member{Set: ops[i].Set, Entry: ops[i].Entry}
+			if !s.isolated(err, refusedWrite{kind: "set_member", member: m}) {
+				errs = append(errs, err)
+			}
+			s.retry.Members[m] = struct{}{}
 		}
 	}
 	return errors.Join(errs...)

@@ -119,6 +119,7 @@ type Syncer struct {
 	readState                // read.go
 	addrWatch      addrWatch // addrwatch.go
 	conntrackState           // conntrack.go
+	refusedState             // refused.go: writes the kernel refused, this sync
 	observeState             // observe.go, snapshot.go: status, the published snapshot, latency triggers
 	// onYield, for tests, runs in yieldLock with s.mu released.
 	onYield func()
@@ -160,6 +161,7 @@ func NewSyncer(opts Options, k kernel.Kernel, src source.Source, tracker *source
 		lookupState:  lookupState{dumpAllUpTo: dumpAllUpTo, listUncountedUpTo: listUncountedUpTo},
 		writeQueue:   writeQueue{retry: proxier.NewDelta()},
 		setState:     setState{pendingSets: map[string]struct{}{}},
+		refusedState: refusedState{unowned: map[string]struct{}{}, refusedSaid: map[proxier.ServiceKey]struct{}{}},
 		drainState:   drainState{drain: map[drainKey]time.Time{}},
 		rulesState:   rulesState{rules: map[kernel.Family]string{}, saved: map[kernel.Family]string{}},
 		observeState: observeState{started: opts.Now(), triggerSeen: map[proxier.ServiceKey]time.Time{}},
@@ -217,6 +219,7 @@ func (s *Syncer) run(start time.Time, keys map[proxier.ServiceKey]struct{}, full
 		err = s.syncPartial(keys, ph)
 	}
 	err = errors.Join(err, s.reapDrained())
+	s.reportRefused()
 	if hc := s.opts.HealthChecks; hc != nil {
 		hc.Apply()
 	}
@@ -317,6 +320,7 @@ func (s *Syncer) updateService(k proxier.ServiceKey, delta *proxier.Delta) {
 func (s *Syncer) updateServiceWith(k proxier.ServiceKey, t translated, delta *proxier.Delta) {
 	st := t.st
 	s.problems.report(k, st.Problems)
+	delete(s.refusedSaid, k) // a refusal of its new state is reported anew
 	if s.desired.Set(st, delta) {
 		s.statsRebuild = true // a virtual server's owner may have changed
 	}
