@@ -138,3 +138,28 @@ func TestExternalIPInServiceCIDR(t *testing.T) {
 		}
 	}
 }
+
+// TestCleanupValidatesFirst: `cleanup` with a --dummy-device that names the loopback or
+// the node's real interface (directly, or through kube-proxy's --cleanup) fails before
+// any change: the daemon's virtual servers, sets, chains and addresses are as they were
+// (it once deleted every virtual server on that device's addresses and our sets and
+// chains, and only then said the device was no dummy).
+func TestCleanupValidatesFirst(t *testing.T) {
+	requireEnv(t)
+	createProgrammed(t, service("cleanup-kept"), 80, v1.ProtocolTCP, podEP{"10.244.0.11", "node-1"})
+	state := func() string {
+		return nodeOut(t, "ipvsadm -Ln; ipset list -n; iptables-save | grep -c KUBE-; nft list tables; ip -o addr show kube-ipvs0 | wc -l")
+	}
+	before := state()
+	for _, args := range []string{"cleanup --dummy-device lo", "cleanup --dummy-device eth0",
+		"cleanup --dummy-device eth0 --iptables-mode-leftovers", "cleanup --leftovers-only --dummy-device eth0",
+		"cleanup --ipvs-exclude-cidrs 10.0.0.0/33", "--cleanup --dummy-device eth0"} {
+		out, code, err := node.Exec("/usr/local/bin/ipvs-proxier " + args)
+		if err != nil || code == 0 || !strings.Contains(out, "nothing was changed") {
+			t.Errorf("ipvs-proxier %s: exit %d, %v:\n%s", args, code, err, out)
+		}
+	}
+	if after := state(); after != before {
+		t.Errorf("the node changed:\nbefore:\n%s\nafter:\n%s", before, after)
+	}
+}

@@ -184,3 +184,56 @@ func TestMigrateFromIptablesMode(t *testing.T) {
 	}
 	startDaemon(t)
 }
+
+// TestMigrateFromNftablesMode: kube-proxy's nftables mode serves a request loop; it
+// stops and ipvs-proxier starts. After its first sync the daemon deletes kube-proxy's
+// tables (ip and ip6 kube-proxy), as kube-proxy's IPVS mode does at start: their DNAT
+// rules come before IPVS and would go on serving their last sync's endpoints. Failed
+// requests are counted; an endpoint change after the switch is served as programmed.
+func TestMigrateFromNftablesMode(t *testing.T) {
+	requireEnv(t)
+	svc := createService(t, service("mig-nft"), 80, v1.ProtocolTCP,
+		podEP{"10.244.0.11", "node-1"}, podEP{"10.244.0.12", "node-1"})
+	vip := svc.Spec.ClusterIP + ":80"
+	tables := func() string { return nodeOut(t, "nft list tables") }
+
+	t.Cleanup(func() { restoreNode(t) })
+	wipeNode(t)
+	startKubeProxy(t, "nftables")
+	if err := waitFor(60*time.Second, func() bool {
+		_, err := node.Ask("client", "tcp", vip)
+		return err == nil && strings.Contains(tables(), "table ip kube-proxy")
+	}); err != nil {
+		log, _ := node.MustExec("tail -20 /tmp/kube-proxy.log")
+		t.Fatalf("kube-proxy (nftables mode) never served the Service:\n%s\nkube-proxy log:\n%s", tables(), log)
+	}
+
+	stop := node.RequestLoop(t.Logf, "client", vip)
+	time.Sleep(2 * time.Second)
+	stopKubeProxy(t) // its tables stay, as kube-proxy leaves them on exit
+	startDaemon(t)
+	if err := waitFor(30*time.Second, func() bool { return !strings.Contains(tables(), "kube-proxy") }); err != nil {
+		t.Errorf("kube-proxy's nftables tables left after the daemon's first sync:\n%s", tables())
+	}
+	time.Sleep(3 * time.Second)
+	ok, failed := stop()
+	t.Logf("requests during the switch from nftables mode: %d ok, %d failed", ok, failed)
+	if failed*200 > ok || ok < 5 {
+		t.Errorf("switch from nftables mode: %d failed, %d ok", failed, ok)
+	}
+	// kube-proxy's stale DNAT would still send to pod1 and pod2.
+	setEndpoints(t, "mig-nft", 80, v1.ProtocolTCP, podEP{"10.244.0.13", "node-1"})
+	waitIPVS(t, "mig-nft's new endpoint", func(s string) bool { return strings.Contains(vsBlock(s, vip), "10.244.0.13") })
+	for i := range 10 {
+		if a, err := node.Ask("client", "tcp", vip); err != nil || !strings.HasPrefix(a, "pod3") {
+			t.Fatalf("request %d after the endpoint change: %q %v\n%s", i, a, err, tables())
+		}
+	}
+	out, err := node.MustExec("/usr/local/bin/ipvs-proxier cleanup --leftovers-only")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(out, "kube-proxy nftables-mode tables deleted: 0") {
+		t.Errorf("cleanup --leftovers-only after the switch:\n%s", out)
+	}
+}

@@ -24,15 +24,15 @@ import (
 // destroys the KUBE-6-* sets too (kube-proxy destroys only the IPv4-named ones).
 //
 // Two narrower modes serve migrations (docs/migration.md): --leftovers-only removes
-// just the kube-proxy iptables-mode chains we do not use, and is safe while the daemon
-// runs; --keep-shared-chains leaves the chains kube-proxy's iptables mode also uses,
+// just the kube-proxy iptables-mode chains we do not use and kube-proxy's nftables-mode
+// tables, and is safe while the daemon runs; --keep-shared-chains leaves the chains kube-proxy's iptables mode also uses,
 // for a rollback where kube-proxy already runs again.
 func runCleanup(args []string, out io.Writer) error {
 	fs := pflag.NewFlagSet("cleanup", pflag.ContinueOnError)
 	dummy := fs.String("dummy-device", proxier.DefaultDummyDevice, "dummy interface that holds the VIPs")
-	leftovers := fs.Bool("iptables-mode-leftovers", false, "also remove kube-proxy iptables-mode chains (KUBE-SVC-*, KUBE-SEP-*, KUBE-NODEPORTS, ...)")
+	leftovers := fs.Bool("iptables-mode-leftovers", false, "also remove kube-proxy iptables-mode chains (KUBE-SVC-*, KUBE-SEP-*, KUBE-NODEPORTS, ...) and its nftables-mode tables (ip and ip6 kube-proxy)")
 	excludeFlag := fs.StringSlice("ipvs-exclude-cidrs", nil, "CIDRs whose virtual servers are left alone")
-	leftoversOnly := fs.Bool("leftovers-only", false, "remove only kube-proxy iptables-mode chains ipvs-proxier does not use; safe while the daemon runs")
+	leftoversOnly := fs.Bool("leftovers-only", false, "remove only kube-proxy iptables-mode chains ipvs-proxier does not use and its nftables-mode tables; safe while the daemon runs")
 	keepShared := fs.Bool("keep-shared-chains", false, "leave the chains kube-proxy's iptables mode also uses (KUBE-SERVICES, ...): for a rollback with kube-proxy running")
 	fs.SetOutput(out)
 	fs.Usage = func() {
@@ -47,6 +47,20 @@ func runCleanup(args []string, out io.Writer) error {
 	if err := noArgs(fs); err != nil {
 		return err
 	}
+	// Every argument is checked before the first change, as the daemon checks them
+	// before it writes: a --dummy-device that names the loopback or a real interface
+	// would have made its addresses' virtual servers "ours" to delete.
+	o := &options{dummyDevice: *dummy}
+	if err := o.validDummyName(); err != nil {
+		return fmt.Errorf("%w; nothing was changed", err)
+	}
+	if err := linux.CheckDummy(*dummy); err != nil {
+		return fmt.Errorf("--dummy-device: %w; nothing was changed", err)
+	}
+	exclude, err := o.parsePrefixes("ipvs-exclude-cidrs", *excludeFlag)
+	if err != nil {
+		return fmt.Errorf("%w; nothing was changed", err)
+	}
 	if *leftoversOnly {
 		ipt := linux.NewIptables(nil)
 		var errs []error
@@ -55,11 +69,8 @@ func runCleanup(args []string, out io.Writer) error {
 			errs = append(errs, err)
 			fmt.Fprintf(out, "%s kube-proxy iptables-mode chains removed (%s): %d\n", f, ipt.Mode(), n)
 		}
+		errs = append(errs, cleanupKubeProxyNftables(out))
 		return errors.Join(errs...)
-	}
-	exclude, err := (&options{}).parsePrefixes("ipvs-exclude-cidrs", *excludeFlag)
-	if err != nil {
-		return err
 	}
 	var errs []error
 	vs, err := cleanupVirtualServers(*dummy, exclude)
@@ -78,6 +89,9 @@ func runCleanup(args []string, out io.Writer) error {
 	}
 	errs = append(errs, cleanupSets(out))
 	errs = append(errs, cleanupNftables(out))
+	if *leftovers {
+		errs = append(errs, cleanupKubeProxyNftables(out))
+	}
 	deleted, err := linux.DeleteDummy(*dummy)
 	errs = append(errs, err)
 	fmt.Fprintf(out, "dummy interface %s deleted: %v\n", *dummy, deleted)
@@ -151,6 +165,23 @@ func cleanupNftables(out io.Writer) error {
 	defer x.Close()
 	n, err := x.DeleteTables()
 	fmt.Fprintf(out, "nftables tables deleted: %d\n", n)
+	return err
+}
+
+// cleanupKubeProxyNftables deletes kube-proxy's nftables-mode tables (ip and ip6
+// kube-proxy), as kube-proxy's IPVS and iptables modes do at start
+// (cmd/kube-proxy/app/server_linux.go, platformCleanup): left on a node that ran
+// nftables mode, their DNAT rules, at a hook priority before IPVS, keep taking the
+// Services' traffic to the endpoints of their last sync.
+func cleanupKubeProxyNftables(out io.Writer) error {
+	if !linux.ModuleLoaded("nf_tables") {
+		fmt.Fprintln(out, "kube-proxy nftables-mode tables: nf_tables not loaded, none to delete")
+		return nil
+	}
+	x := linux.NewNftables(linux.KubeProxyNftTable)
+	defer x.Close()
+	n, err := x.DeleteTables()
+	fmt.Fprintf(out, "kube-proxy nftables-mode tables deleted: %d\n", n)
 	return err
 }
 

@@ -1,7 +1,9 @@
 package main
 
 import (
+	"bytes"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/ipvs-proxier/ipvs-proxier/kernel/linux"
@@ -38,5 +40,27 @@ func TestCleanupChainSets(t *testing.T) {
 	all := chainsUnion(proxier.RuleChains, linux.IptablesModeChains)
 	if n := len(all["nat"]); n != len(proxier.RuleChains["nat"])+2 { // + KUBE-NODEPORTS, KUBE-PROXY-CANARY
 		t.Errorf("union nat %v", all["nat"])
+	}
+}
+
+// TestCleanupValidatesBeforeChanging: an argument cleanup refuses is refused before its
+// first step: nothing is printed, since every step prints what it removed (a
+// --dummy-device of lo once deleted the virtual servers on the loopback's addresses,
+// the sets and the chains before the device was found to be no dummy). A device that
+// exists and is no dummy is refused the same way (TestCleanupValidatesFirst, e2e).
+func TestCleanupValidatesBeforeChanging(t *testing.T) {
+	for _, args := range [][]string{
+		{"--dummy-device", "lo"},
+		{"--dummy-device", "lo", "--iptables-mode-leftovers"},
+		{"--dummy-device", "lo", "--leftovers-only"},
+		{"--dummy-device", "bad/name"},
+		{"--ipvs-exclude-cidrs", "10.0.0.0/33"},
+		{"--leftovers-only", "--ipvs-exclude-cidrs", "x"},
+	} {
+		var out bytes.Buffer
+		err := runCleanup(args, &out)
+		if err == nil || !strings.Contains(err.Error(), "nothing was changed") || out.Len() > 0 {
+			t.Errorf("cleanup %v: %v, printed %q", args, err, out.String())
+		}
 	}
 }

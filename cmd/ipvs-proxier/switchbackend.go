@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"errors"
 	"strings"
 
 	"go.uber.org/zap"
@@ -13,7 +14,8 @@ import (
 // removeOtherBackend removes what the other rules backend left on the node, once the
 // first sync has programmed this one: switching a node between backends, or from
 // kube-proxy's IPVS mode (whose chains and sets have our names) to the nftables backend,
-// leaves nothing of the old one behind. Run after that sync, not before, so the old rules
+// leaves nothing of the old one behind; nor does a move from kube-proxy's nftables mode
+// (its tables, which kube-proxy's IPVS mode deletes at start). Run after that sync, not before, so the old rules
 // serve until the new ones are in place and no request meets a node with neither.
 func removeOtherBackend(b proxier.RulesBackend, log *zap.Logger) {
 	var out bytes.Buffer
@@ -30,6 +32,9 @@ func removeOtherBackend(b proxier.RulesBackend, log *zap.Logger) {
 	} else {
 		err = cleanupNftables(&out)
 	}
+	// kube-proxy's nftables-mode tables, after a move from that mode: their DNAT rules
+	// come before IPVS and would keep serving their last sync's endpoints.
+	err = errors.Join(err, cleanupKubeProxyNftables(&out))
 	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
 	if err != nil {
 		log.Warn("Cannot remove the other rules backend's objects; `ipvs-proxier cleanup` removes both", zap.Strings("done", lines), zap.Error(err))

@@ -12,6 +12,10 @@ import (
 	"github.com/ipvs-proxier/ipvs-proxier/kernel"
 )
 
+// KubeProxyNftTable is the table kube-proxy's nftables mode keeps in each family (`ip
+// kube-proxy`, `ip6 kube-proxy`: pkg/proxy/nftables, kubeProxyTable).
+const KubeProxyNftTable = "kube-proxy"
+
 // IptablesModeChains are the chains kube-proxy's iptables mode makes, by table
 // (pkg/proxy/iptables/proxier.go), and IptablesModePrefixes the prefixes of its
 // per-Service and per-endpoint chains. Neither it nor we remove them when a node switches
@@ -95,6 +99,22 @@ func jumpsTo(fields []string, doomed func(string) bool) bool {
 		}
 	}
 	return false
+}
+
+// CheckDummy returns an error when dev exists and is not a dummy interface: what is
+// on it is no Service's to clean up. A missing interface passes.
+func CheckDummy(dev string) error {
+	l, err := link(dev)
+	if errors.Is(err, kernel.ErrNotFound) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	if _, ok := l.(*netlink.Dummy); !ok {
+		return fmt.Errorf("%s is a %s interface: %w", dev, l.Type(), kernel.ErrNotDummy)
+	}
+	return nil
 }
 
 // DeleteDummy deletes the dummy interface, and with it every address on it. A missing

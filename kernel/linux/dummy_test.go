@@ -29,3 +29,21 @@ func TestEnsureDummyRefusesARealInterfaceReal(t *testing.T) {
 		t.Errorf("ed0 addresses after the refusal: %v %v", addrs, err)
 	}
 }
+
+// TestCheckDummyReal: cleanup's check before its first change refuses an existing veth
+// (as eth0 would be) and the loopback, and passes a missing device.
+func TestCheckDummyReal(t *testing.T) {
+	kerneltest.RequireNetns(t)
+	if out, err := execOut("ip", "link", "add", "cd0", "type", "veth", "peer", "name", "cd1"); err != nil {
+		t.Fatal(out, err)
+	}
+	defer func() { _, _ = execOut("ip", "link", "del", "cd0") }()
+	for _, dev := range []string{"cd0", "lo"} {
+		if err := CheckDummy(dev); !errors.Is(err, kernel.ErrNotDummy) {
+			t.Errorf("CheckDummy(%s): %v, want ErrNotDummy", dev, err)
+		}
+	}
+	if err := CheckDummy("no-such-dev0"); err != nil {
+		t.Errorf("CheckDummy(missing): %v", err)
+	}
+}
