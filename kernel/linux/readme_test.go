@@ -1,0 +1,25 @@
+package linux
+
+import (
+	"os"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+)
+
+// TestREADMENumbers: the numbers kernel/README.md states about this package are the
+// code's.
+func TestREADMENumbers(t *testing.T) {
+	b, err := os.ReadFile("../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := regexp.MustCompile("`DefaultNftBatch`, ([0-9,]+)\\)").FindSubmatch(b)
+	if m == nil {
+		t.Fatal("kernel/README.md no longer states DefaultNftBatch")
+	}
+	if n, _ := strconv.Atoi(strings.ReplaceAll(string(m[1]), ",", "")); n != DefaultNftBatch {
+		t.Errorf("kernel/README.md says DefaultNftBatch is %s; the code: %d", m[1], DefaultNftBatch)
+	}
+}
