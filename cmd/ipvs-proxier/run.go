@@ -141,7 +141,7 @@ func prepareNode(o *options, r *resolved, log *zap.Logger) (k kernel.Kernel, h *
 	}
 	k, ipvsHandle, err := linux.New(10*time.Second, allChains(), nftTable)
 	if a, ok := k.Addresses.(*linux.Addresses); ok {
-		a.LocalRoutes = o.vipLocalRoutes
+		a.LocalRoutes = r.cfg.VIPLocalRoutes // as plan prints it (proxier.Desired.Plan)
 	}
 	if err == nil {
 		_, err = k.IPVS.ListVirtualServers()
