@@ -105,6 +105,23 @@ func FormatAddresses(dev string, addrs []netip.Addr) string {
 	return b.String()
 }
 
+// FormatLocalRoutes prints Service IPs held as local routes through lo (route mode), as
+// `ip route show table local proto 210` lists an IPv4 one and `ip -6 route ...` an IPv6
+// one (the kernel gives an IPv6 route without a metric 1024, IP6_RT_PRIO_USER), sorted.
+func FormatLocalRoutes(addrs []netip.Addr) string {
+	addrs = slices.Clone(addrs)
+	slices.SortFunc(addrs, netip.Addr.Compare)
+	var b strings.Builder
+	for _, a := range addrs {
+		if FamilyOf(a) == IPv6 {
+			fmt.Fprintf(&b, "local %s dev lo metric 1024 pref medium\n", a)
+		} else {
+			fmt.Fprintf(&b, "local %s dev lo scope host\n", a)
+		}
+	}
+	return b.String()
+}
+
 // FormatSetCreate prints the `ipset save` create line of a set.
 func FormatSetCreate(s Set) string {
 	if s.Type == BitmapPort {

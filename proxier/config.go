@@ -87,6 +87,10 @@ type Config struct {
 	ServiceProxyName string
 	// DummyDevice is the interface VIPs are bound to.
 	DummyDevice string
+	// VIPLocalRoutes holds the Service IPs as local routes through lo instead of
+	// addresses on DummyDevice (--vip-local-routes; kernel/linux viproutes.go). The
+	// translation does not read it: the daemon's kernel and Plan do.
+	VIPLocalRoutes bool
 	// MasqueradeBit is the fwmark bit used to request SNAT, 0-31 as in kube-proxy; nil
 	// means DefaultMasqueradeBit. A pointer because 0 is a valid bit.
 	MasqueradeBit *int

@@ -315,7 +315,8 @@ func (d *Desired) HealthChecks() map[ServiceKey]HealthCheck {
 }
 
 // Plan is the whole desired state rendered for an operator, in the order `ipvs-proxier
-// plan` prints it: the IPVS table as `ipvsadm -Ln`, the dummy interface's addresses,
+// plan` prints it: the IPVS table as `ipvsadm -Ln`, the dummy interface's addresses (or
+// with VIPLocalRoutes the local routes, as `ip route show` lists them),
 // then for the iptables backend the sets as `ipset save` and the rules as
 // iptables-restore input, for the nftables backend each family's table as `nft list
 // table` prints it (sets, their members, chains).
@@ -329,8 +330,14 @@ func (d *Desired) Plan(cfg *Config) string {
 		rss[key] = st.RealServers.Slice()
 	}
 	b.WriteString(kernel.FormatIPVS(vss, rss))
-	b.WriteString("\n# addresses on " + cfg.DummyDevice + "\n")
-	b.WriteString(kernel.FormatAddresses(cfg.DummyDevice, d.Addresses()))
+	if cfg.VIPLocalRoutes {
+		// Route mode leaves the dummy without addresses; 210 is linux.RouteProtocol.
+		b.WriteString("\n# local routes: ip route show table local proto 210; ip -6 route show table local proto 210\n")
+		b.WriteString(kernel.FormatLocalRoutes(d.Addresses()))
+	} else {
+		b.WriteString("\n# addresses on " + cfg.DummyDevice + "\n")
+		b.WriteString(kernel.FormatAddresses(cfg.DummyDevice, d.Addresses()))
+	}
 	members := map[string][]kernel.SetEntry{}
 	for set, entries := range d.members {
 		members[set] = slices.AppendSeq(members[set], entries.all())

@@ -2,6 +2,8 @@ package main
 
 import (
 	"bytes"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -72,4 +74,39 @@ func TestHelp(t *testing.T) {
 	if code := run([]string{"help"}); code != 0 {
 		t.Errorf("ipvs-proxier help exits %d", code)
 	}
+}
+
+// TestCommandHelpGoesToStdout: `ipvs-proxier COMMAND --help` prints its usage to stdout
+// and exits 0, for every command alike, so `... --help | less` shows it.
+func TestCommandHelpGoesToStdout(t *testing.T) {
+	for _, cmd := range []string{"plan", "status", "cleanup"} {
+		stdout, stderr, code := captureRun(t, cmd, "--help")
+		if code != 0 || !strings.Contains(stdout, "Usage:\n  ipvs-proxier "+cmd) || stderr != "" {
+			t.Errorf("%s --help: exit %d\nstdout:\n%s\nstderr:\n%s", cmd, code, stdout, stderr)
+		}
+	}
+}
+
+// captureRun runs the command line as main does and returns what it wrote to stdout and
+// stderr, and its exit code.
+func captureRun(t *testing.T, args ...string) (stdout, stderr string, code int) {
+	t.Helper()
+	dir := t.TempDir()
+	open := func(name string) *os.File {
+		f, err := os.Create(filepath.Join(dir, name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return f
+	}
+	outF, errF := open("stdout"), open("stderr")
+	oldOut, oldErr := os.Stdout, os.Stderr
+	os.Stdout, os.Stderr = outF, errF
+	code = run(args)
+	os.Stdout, os.Stderr = oldOut, oldErr
+	_ = outF.Close()
+	_ = errF.Close()
+	o, _ := os.ReadFile(outF.Name())
+	e, _ := os.ReadFile(errF.Name())
+	return string(o), string(e), code
 }

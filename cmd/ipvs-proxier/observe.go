@@ -7,7 +7,9 @@ import (
 	"net/http"
 	"net/http/pprof"
 	"slices"
+	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"go.uber.org/zap"
@@ -124,14 +126,19 @@ type statusReport struct {
 	// RulesBackend is --rules-backend: iptables or nftables.
 	RulesBackend string `json:"rulesBackend"`
 	Sync         struct {
-		Healthy         bool      `json:"healthy"`
-		Ready           bool      `json:"ready"`
-		LastSync        time.Time `json:"lastSync"`
-		LastSuccess     time.Time `json:"lastSuccess"`
-		LastError       string    `json:"lastError,omitempty"`
-		LastFull        bool      `json:"lastFull"`
-		LastDurationSec float64   `json:"lastDurationSeconds"`
-		Syncs           int       `json:"syncs"`
+		Healthy bool `json:"healthy"`
+		// Ready is what /readyz answers (health.Server.Readiness), and NotReady why not.
+		Ready       bool      `json:"ready"`
+		NotReady    string    `json:"notReadyReason,omitempty"`
+		LastSync    time.Time `json:"lastSync"`
+		LastSuccess time.Time `json:"lastSuccess"`
+		// LastError is the last failed sync's error, one line per failed write, cut
+		// after maxLastErrorBytes; LastErrorLines counts the lines before the cut.
+		LastError       string  `json:"lastError,omitempty"`
+		LastErrorLines  int     `json:"lastErrorLines,omitempty"`
+		LastFull        bool    `json:"lastFull"`
+		LastDurationSec float64 `json:"lastDurationSeconds"`
+		Syncs           int     `json:"syncs"`
 	} `json:"sync"`
 	APIServer            health.APIServerState `json:"apiServer"`
 	Counts               metrics.Counts        `json:"counts"`
@@ -141,6 +148,33 @@ type statusReport struct {
 	TopVirtualServers    []topVS               `json:"topVirtualServers"`
 	// SetupProblems: what this container could not set up on the node (setupProblem).
 	SetupProblems []string `json:"setupProblems,omitempty"`
+}
+
+// maxLastErrorBytes bounds the last sync error /status carries. The error joins one
+// line per failed write (about 90 bytes: "add real server 10.244.1.2:8080 to TCP
+// 10.96.1.2:80: ..."), so a cold start whose writes all fail at 100,000 Services
+// (100,000s of virtual and real servers) would put tens of MB into every /status. The
+// daemon's log has the whole error.
+const maxLastErrorBytes = 16 << 10
+
+// firstLines returns the lines of s that fit in max bytes (at least part of the first,
+// cut at a rune boundary) and how many lines s has.
+func firstLines(s string, limit int) (string, int) {
+	if s == "" {
+		return "", 0
+	}
+	lines := strings.Count(s, "\n") + 1
+	if len(s) <= limit {
+		return s, lines
+	}
+	cut := strings.LastIndexByte(s[:limit+1], '\n')
+	if cut <= 0 {
+		cut = limit
+		for cut > 0 && !utf8.RuneStart(s[cut]) {
+			cut--
+		}
+	}
+	return s[:cut], lines
 }
 
 // topVS is one line of the busiest virtual servers.
@@ -157,6 +191,7 @@ type statusSources struct {
 	node    string
 	syncer  *reconcile.Syncer
 	proxy   *health.Proxy
+	ready   func() health.Readiness // what /readyz answers
 	monitor *pressure.Monitor
 	hc      *health.Services
 	api     *health.APIServer
@@ -168,8 +203,10 @@ func (s statusSources) report() any {
 	r.Node, r.Version, r.SetupProblems = s.node, version, s.setup
 	r.RulesBackend = string(s.syncer.Config().RulesBackend)
 	st, ps := s.syncer.Status(), s.proxy.State()
-	r.Sync.Healthy, r.Sync.Ready = ps.Healthy, ps.Ready
-	r.Sync.LastSync, r.Sync.LastSuccess, r.Sync.LastError = st.LastSync, st.LastSuccess, st.LastError
+	rd := s.ready()
+	r.Sync.Healthy, r.Sync.Ready, r.Sync.NotReady = ps.Healthy, rd.Ready, rd.Reason
+	r.Sync.LastSync, r.Sync.LastSuccess = st.LastSync, st.LastSuccess
+	r.Sync.LastError, r.Sync.LastErrorLines = firstLines(st.LastError, maxLastErrorBytes)
 	r.Sync.LastFull, r.Sync.LastDurationSec, r.Sync.Syncs = st.LastFull, st.LastDuration.Seconds(), st.Syncs
 	r.Counts, r.Draining = s.syncer.Counts(), s.syncer.Draining()
 	if s.api != nil {

@@ -275,7 +275,7 @@ func (o *options) resolve(hostname func() (string, error)) (*resolved, error) {
 		Families: []kernel.Family{kernel.IPv4, kernel.IPv6}, Scheduler: o.scheduler,
 		MasqueradeAll: o.masqueradeAll, ClusterCIDRs: clusterCIDRs, ServiceProxyName: o.serviceProxyName,
 		LocalMode: localMode, BridgeInterface: o.podBridge, InterfaceNamePrefix: o.podIfPrefix, ServiceCIDRs: serviceCIDRs,
-		DummyDevice: o.dummyDevice, MasqueradeBit: &o.masqueradeBit, MaxEndpoints: o.maxEndpoints,
+		DummyDevice: o.dummyDevice, VIPLocalRoutes: o.vipLocalRoutes, MasqueradeBit: &o.masqueradeBit, MaxEndpoints: o.maxEndpoints,
 		RulesBackend: proxier.RulesBackend(o.rulesBackend),
 	}.WithDefaults()
 	// Real servers are re-read over 10 full syncs (5 min at the default syncPeriod), or

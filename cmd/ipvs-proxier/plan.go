@@ -33,9 +33,10 @@ func runPlanTo(args []string, out, errOut io.Writer) error {
 	var files []string
 	o.fs.StringArrayVarP(&files, "filename", "f", nil, "Service, EndpointSlice and Node objects (YAML or JSON, multi-document or a List); '-' is stdin")
 	strict := o.fs.Bool("strict", false, "exit non-zero when the input has problems (the daemon's Warning Events)")
-	o.fs.SetOutput(errOut)
+	// --help goes to stdout, as every command's help does (status, cleanup).
+	o.fs.SetOutput(out)
 	o.fs.Usage = func() {
-		commandUsage(errOut, o.fs, "ipvs-proxier plan (-f FILE... | --kubeconfig FILE) [flags]",
+		commandUsage(out, o.fs, "ipvs-proxier plan (-f FILE... | --kubeconfig FILE) [flags]",
 			"Prints what the daemon would program for the objects, in order: the IPVS table as `ipvsadm -Ln`, the dummy\n"+
 				"interface's addresses, the sets as `ipset save`, the rules as iptables-restore input. It touches nothing and\n"+
 				"needs no privileges. Problems the daemon would publish as Warning Events go to stderr. The daemon's flags\n"+

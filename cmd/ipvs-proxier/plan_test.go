@@ -49,3 +49,42 @@ func TestPlanTellsTheTruth(t *testing.T) {
 		t.Errorf("clean input, yet stderr:\n%s", errOut.String())
 	}
 }
+
+// TestPlanVIPLocalRoutes: with --vip-local-routes plan prints the Service IPs as the
+// local routes the daemon makes (`ip route show table local proto 210`), not as
+// addresses on kube-ipvs0, which the daemon then leaves empty.
+func TestPlanVIPLocalRoutes(t *testing.T) {
+	in := twoServices + `---
+apiVersion: v1
+kind: Service
+metadata: {name: v6, namespace: ns}
+spec: {clusterIP: "fd00::8:3", ipFamilies: [IPv6], ports: [{port: 80}]}
+`
+	for _, tt := range []struct {
+		name      string
+		args      []string
+		want, not []string
+	}{
+		{"addresses", nil,
+			[]string{"# addresses on kube-ipvs0\ninet 10.96.8.1/32 scope global kube-ipvs0\ninet 10.96.8.2/32 scope global kube-ipvs0\ninet6 fd00::8:3/128 scope global kube-ipvs0\n"},
+			[]string{"local 10.96.8.1", "local routes"}},
+		{"routes", []string{"--vip-local-routes"},
+			[]string{"local 10.96.8.1 dev lo scope host\nlocal 10.96.8.2 dev lo scope host\nlocal fd00::8:3 dev lo metric 1024 pref medium\n"},
+			[]string{"kube-ipvs0"}},
+	} {
+		out, errOut, err := planOf(t, []byte(in), tt.args...)
+		if err != nil {
+			t.Fatalf("%s: %v\n%s", tt.name, err, errOut)
+		}
+		for _, w := range tt.want {
+			if !strings.Contains(out, w) {
+				t.Errorf("%s: plan lacks %q:\n%s", tt.name, w, out)
+			}
+		}
+		for _, n := range tt.not {
+			if strings.Contains(out, n) {
+				t.Errorf("%s: plan has %q:\n%s", tt.name, n, out)
+			}
+		}
+	}
+}

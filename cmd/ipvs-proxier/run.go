@@ -141,7 +141,7 @@ func prepareNode(o *options, r *resolved, log *zap.Logger) (k kernel.Kernel, h *
 	}
 	k, ipvsHandle, err := linux.New(10*time.Second, allChains(), nftTable)
 	if a, ok := k.Addresses.(*linux.Addresses); ok {
-		a.LocalRoutes = o.vipLocalRoutes
+		a.LocalRoutes = r.cfg.VIPLocalRoutes // as plan prints it (proxier.Desired.Plan)
 	}
 	if err == nil {
 		_, err = k.IPVS.ListVirtualServers()
@@ -253,10 +253,10 @@ func runProxy(o *options, r *resolved, log *zap.Logger, client *kubeapi.Client, 
 		}
 	}, 5*time.Second)
 	go monitor.Run(ctx, o.conntrackInterval)
-	status := statusSources{node: r.nodeName, syncer: syncer, proxy: proxyHealth, monitor: monitor, hc: hc, api: api, setup: setup}.report
-	serve(ctx, log, "metrics", o.metricsAddr, metricsHandler(m, o.profiling, status))
 	hs := &health.Server{Proxy: proxyHealth, NodeEligible: func() bool { return nodeEligible(src.Node()) },
 		CountHealthz: m.Healthz, CountLivez: m.Livez, APIServer: api, SetupIncomplete: len(setup) > 0}
+	status := statusSources{node: r.nodeName, syncer: syncer, proxy: proxyHealth, ready: hs.Readiness, monitor: monitor, hc: hc, api: api, setup: setup}.report
+	serve(ctx, log, "metrics", o.metricsAddr, metricsHandler(m, o.profiling, status))
 	serve(ctx, log, "health", o.healthzAddr, hs.Handler())
 	log.Info("Running", zap.Duration("minSyncPeriod", o.minSyncPeriod), zap.Duration("syncPeriod", o.syncPeriod),
 		zap.String("scheduler", o.scheduler), zap.Int64("memoryLimitBytes", debug.SetMemoryLimit(-1)))

@@ -34,24 +34,41 @@ func (s *Server) Handler() http.Handler {
 	mux.HandleFunc("/healthz", func(w http.ResponseWriter, r *http.Request) { s.health(w, true) })
 	mux.HandleFunc("/livez", func(w http.ResponseWriter, r *http.Request) { s.health(w, false) })
 	mux.HandleFunc("/readyz", func(w http.ResponseWriter, r *http.Request) {
-		st := s.Proxy.State()
-		body := readyBody{Ready: st.Ready, LastUpdated: st.LastUpdated, CurrentTime: st.Now}
-		if s.APIServer != nil && !s.APIServer.State().Reachable {
-			body.Reason = "the API server is unreachable"
-		}
-		if s.SetupIncomplete {
-			body.Reason = "node setup incomplete"
-		}
-		if !st.Ready && body.Reason == "" {
-			body.Reason = "waiting for the first successful sync"
-		}
+		rd := s.Readiness()
+		body := readyBody{Ready: rd.Ready, Reason: rd.Reason, LastUpdated: rd.LastUpdated, CurrentTime: rd.Now}
 		code := http.StatusOK
-		if body.Reason != "" {
-			body.Ready, code = false, http.StatusServiceUnavailable
+		if !rd.Ready {
+			code = http.StatusServiceUnavailable
 		}
 		writeJSON(w, code, body)
 	})
 	return mux
+}
+
+// Readiness is what /readyz answers.
+type Readiness struct {
+	Ready bool
+	// Reason says why it is not ready: node setup incomplete, the API server
+	// unreachable, or no successful sync yet (in that order of precedence).
+	Reason           string
+	LastUpdated, Now time.Time
+}
+
+// Readiness decides /readyz, for its handler and for /status alike, so that the two
+// cannot disagree.
+func (s *Server) Readiness() Readiness {
+	st := s.Proxy.State()
+	rd := Readiness{LastUpdated: st.LastUpdated, Now: st.Now}
+	switch {
+	case s.SetupIncomplete:
+		rd.Reason = "node setup incomplete"
+	case s.APIServer != nil && !s.APIServer.State().Reachable:
+		rd.Reason = "the API server is unreachable"
+	case !st.Ready:
+		rd.Reason = "waiting for the first successful sync"
+	}
+	rd.Ready = rd.Reason == ""
+	return rd
 }
 
 // StatusHandler serves /status, the body status builds: Service names, VIPs, connection

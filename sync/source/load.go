@@ -26,12 +26,16 @@ import (
 // used is skipped, with a note for each: objects of kinds the scheme does not know
 // (custom resources), other kinds, EndpointSlices without the service-name label and
 // headless ones (the daemon does not watch either). Unreadable input is an error: a YAML
-// mapping with a key twice (the apiserver refuses it), NUL bytes, a document over
-// MaxDocumentBytes.
+// mapping with a key twice (the apiserver refuses it), NUL bytes, an input over
+// MaxInputBytes (ErrInputTooLarge).
 func LoadObjects(r io.Reader, src *StaticSource, nodeName string) (notes []string, err error) {
-	lim := &docLimit{r: textReader(r), max: MaxDocumentBytes}
+	return loadObjects(r, src, nodeName, MaxInputBytes)
+}
+
+// loadObjects is LoadObjects reading at most limit bytes of r.
+func loadObjects(r io.Reader, src *StaticSource, nodeName string, limit int64) (notes []string, err error) {
 	l := &loader{src: src, node: nodeName}
-	stream, _, isJSON := utilyaml.GuessJSONStream(lim, 4096)
+	stream, _, isJSON := utilyaml.GuessJSONStream(textReader(&inputLimit{r: r, max: limit}), 4096)
 	var next func() ([]byte, error)
 	if isJSON {
 		dec := json.NewDecoder(stream)
@@ -57,7 +61,6 @@ func LoadObjects(r io.Reader, src *StaticSource, nodeName string) (notes []strin
 		} else if err != nil {
 			return l.notes, fmt.Errorf("document %d: %w", i, err)
 		}
-		lim.next()
 		if len(raw) == 0 || string(raw) == "null" {
 			continue
 		}
