@@ -157,11 +157,24 @@ func (s *Syncer) memberOp(m kernel.Member) kernel.SetOp {
 }
 
 // writeMembers sends ops as one batch, after any a full sync sends in the background
-// (startMembers); each failed one is queued for retry.
+// (startMembers); each failed one is queued for retry. The deletes go first, as the
+// repair's do (memberWrites.ops): a source range widened from 192.0.2.128/25 to
+// 192.0.2.0/24 is a delete and an add, and an nftables interval set refuses the add while
+// the narrower element is still there (a recent kernel answers EEXIST); after the delete,
+// in the same transaction, it takes it.
 func (s *Syncer) writeMembers(ops []kernel.SetOp) error {
 	if len(ops) == 0 {
 		return nil
 	}
+	slices.SortStableFunc(ops, func(a, b kernel.SetOp) int {
+		switch {
+		case a.Delete == b.Delete:
+			return 0
+		case a.Delete:
+			return -1
+		}
+		return 1
+	})
 	s.lockReleased(&s.memberWrite, nil)
 	s.growSets(ops) // not during a batch: a set remade for its capacity would lose its writes
 	results := s.k.IPSets.WriteEntries(ops)
