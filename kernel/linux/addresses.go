@@ -179,7 +179,8 @@ var localDump routeConn
 // without loopback and link-local ones: the node IPs NodePorts listen on by default.
 // Every full sync reads them. The dummy holds one address per Service IP, so one dump of
 // every interface's addresses read 45,000 to keep a handful at 30,000 Services, a fifth
-// of a periodic full sync's CPU in the emulated VM (the profile in bench/results/profile-30000):
+// of a periodic full sync's CPU in the emulated VM (a CPU profile of `make bench-scale`; run
+// profile-30000 in bench/results/README.md's earlier runs):
 // where the kernel filters by interface (routeConn.strict) each other interface's
 // addresses are dumped alone. Elsewhere one dump, read as it streams in (dumpAddresses):
 // netlink.AddrList built ~30 MB of objects for the dummy's at every full sync
