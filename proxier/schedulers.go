@@ -24,27 +24,68 @@ func schedulerFor(cfg *Config, svc *v1.Service, probs *[]Problem) (string, uint3
 	return sched, flags
 }
 
+// kube-router's service proxy reads a Service's scheduler and its flags from these
+// annotations (pkg/controllers/proxy/network_services_controller.go): a Service moved
+// from it keeps them, read as aliases of ours, which win when both are set. Its flags
+// are flag-1, flag-2 and flag-3, the kernel's IP_VS_SVC_F_SCHED1..3: for sh and mh the
+// fallback and the port (ip_vs_sh.c, ip_vs_mh.c); flag-3 means nothing to either. Where
+// kube-router drops a value it cannot honour without a word (an unknown scheduler is rr,
+// flags are read for mh only), it gets the Warning ours would.
+const (
+	KubeRouterAnnotationScheduler      = "kube-router.io/service.scheduler"
+	KubeRouterAnnotationSchedulerFlags = "kube-router.io/service.schedflags"
+)
+
+// annotation returns the value of the first of names that svc sets, and its name.
+func annotation(svc *v1.Service, names ...string) (value, name string, ok bool) {
+	for _, n := range names {
+		if v, ok := svc.Annotations[n]; ok {
+			return v, n, true
+		}
+	}
+	return "", "", false
+}
+
+// kubeRouterFlags rewrites kube-router's flag-N names into ours for scheduler sched
+// (flag-1 is sched-fallback, flag-2 sched-port); any other name is kept, to be refused.
+func kubeRouterFlags(sched, s string) string {
+	var out []string
+	for _, f := range strings.Split(s, ",") {
+		switch f = strings.TrimSpace(f); f {
+		case "flag-1":
+			f = sched + "-fallback"
+		case "flag-2":
+			f = sched + "-port"
+		}
+		out = append(out, f)
+	}
+	return strings.Join(out, ",")
+}
+
 func schedulerAndFlags(cfg *Config, svc *v1.Service, probs *[]Problem) (string, uint32) {
 	sched := cfg.Scheduler
-	if a, ok := svc.Annotations[AnnotationScheduler]; ok {
+	if a, name, ok := annotation(svc, AnnotationScheduler, KubeRouterAnnotationScheduler); ok {
 		if err := ValidateScheduler(a); err != nil {
 			*probs = append(*probs, serviceProblem(svc, "InvalidScheduler",
-				fmt.Sprintf("annotation %s: %v; using %q", AnnotationScheduler, err, sched)))
+				fmt.Sprintf("annotation %s: %v; using %q", name, err, sched)))
 		} else {
 			sched = a
 		}
 	}
-	a, ok := svc.Annotations[AnnotationSchedulerFlags]
+	a, name, ok := annotation(svc, AnnotationSchedulerFlags, KubeRouterAnnotationSchedulerFlags)
 	if !ok {
 		if sched == "mh" {
 			return sched, kernel.FlagSched2
 		}
 		return sched, 0
 	}
+	if name == KubeRouterAnnotationSchedulerFlags {
+		a = kubeRouterFlags(sched, a)
+	}
 	flags, err := parseSchedulerFlags(sched, a)
 	if err != nil {
 		*probs = append(*probs, serviceProblem(svc, "InvalidSchedulerFlags",
-			fmt.Sprintf("annotation %s: %v; ignored", AnnotationSchedulerFlags, err)))
+			fmt.Sprintf("annotation %s: %v; ignored", name, err)))
 		if sched == "mh" {
 			return sched, kernel.FlagSched2
 		}

@@ -432,6 +432,35 @@ func TestTranslateFirewallAndAffinity(t *testing.T) {
 		name:   "flags for another scheduler are refused",
 		svc:    makeService("ns", "s", annotate(AnnotationScheduler, "rr", AnnotationSchedulerFlags, "sh-port")),
 		slices: one, probs: []string{"InvalidSchedulerFlags"},
+	}, {
+		name:   "kube-router's scheduler annotation",
+		svc:    makeService("ns", "s", annotate(KubeRouterAnnotationScheduler, "lc")),
+		slices: one, sched: "lc",
+	}, {
+		name:   "kube-router's mh with flag-1,flag-2: fallback and port",
+		svc:    makeService("ns", "s", annotate(KubeRouterAnnotationScheduler, "mh", KubeRouterAnnotationSchedulerFlags, "flag-1, flag-2")),
+		slices: one, sched: "mh", flags: kernel.FlagSched1 | kernel.FlagSched2,
+	}, {
+		name:   "kube-router's sh with flag-2: the port, and the fallback sh always gets",
+		svc:    makeService("ns", "s", annotate(KubeRouterAnnotationScheduler, "sh", KubeRouterAnnotationSchedulerFlags, "flag-2")),
+		slices: one, sched: "sh", flags: kernel.FlagSched1 | kernel.FlagSched2,
+	}, {
+		name: "ours win over kube-router's",
+		svc: makeService("ns", "s", annotate(AnnotationScheduler, "sh", KubeRouterAnnotationScheduler, "lc",
+			AnnotationSchedulerFlags, "sh-port", KubeRouterAnnotationSchedulerFlags, "flag-3")),
+		slices: one, sched: "sh", flags: kernel.FlagSched1 | kernel.FlagSched2,
+	}, {
+		name:   "kube-router's unknown scheduler: the default, with a Warning (kube-router says nothing)",
+		svc:    makeService("ns", "s", annotate(KubeRouterAnnotationScheduler, "fastest")),
+		slices: one, probs: []string{"InvalidScheduler"},
+	}, {
+		name:   "kube-router's flag-3 means nothing to mh: refused with a Warning",
+		svc:    makeService("ns", "s", annotate(KubeRouterAnnotationScheduler, "mh", KubeRouterAnnotationSchedulerFlags, "flag-3")),
+		slices: one, sched: "mh", flags: kernel.FlagSched1 | kernel.FlagSched2, probs: []string{"InvalidSchedulerFlags"},
+	}, {
+		name:   "kube-router's flags on rr: refused with a Warning",
+		svc:    makeService("ns", "s", annotate(KubeRouterAnnotationScheduler, "rr", KubeRouterAnnotationSchedulerFlags, "flag-1")),
+		slices: one, probs: []string{"InvalidSchedulerFlags"},
 	}})
 }
 
