@@ -220,6 +220,11 @@ func (o *options) resolve(hostname func() (string, error)) (*resolved, error) {
 		return nil, err
 	}
 	r := &resolved{nodeName: strings.ToLower(strings.TrimSpace(o.hostnameOverride))}
+	// kube-proxy refuses a name of only white space rather than fall back to the
+	// hostname (cmd/kube-proxy/app/options.go, processHostnameOverrideFlag).
+	if r.nodeName == "" && o.hostnameOverride != "" {
+		return nil, fmt.Errorf("%s: empty hostname-override is invalid", o.origin("hostname-override"))
+	}
 	if r.nodeName == "" {
 		h, err := hostname()
 		if err != nil {
