@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"net/netip"
 	"strings"
@@ -95,7 +96,7 @@ func newOptions(name string) *options {
 	fs.DurationVar(&o.minSyncPeriod, "ipvs-min-sync-period", time.Second, "alias of --min-sync-period")
 	fs.DurationVar(&o.syncPeriod, "sync-period", 30*time.Second, "longest time between two full syncs")
 	fs.DurationVar(&o.syncPeriod, "ipvs-sync-period", 30*time.Second, "alias of --sync-period")
-	fs.StringVar(&o.clusterCIDR, "cluster-cidr", "", "pod CIDRs, comma-separated: traffic from them is in-cluster")
+	fs.StringVar(&o.clusterCIDR, "cluster-cidr", "", "pod CIDRs: one, or one of each family, comma-separated; traffic from them is in-cluster")
 	fs.StringVar(&o.serviceCIDRs, "service-cluster-ip-range", "", "Service CIDRs, comma-separated, for the unallocated-ClusterIP check when the cluster has no ServiceCIDR objects (kube-apiserver's flag)")
 	fs.StringVar(&o.detectLocalMode, "detect-local-mode", "", "how pod traffic is told apart: ClusterCIDR (the default), NodeCIDR, BridgeInterface or InterfaceNamePrefix")
 	fs.StringVar(&o.podBridge, "pod-bridge-interface", "", "with --detect-local-mode=BridgeInterface: traffic in from this bridge is pod traffic")
@@ -172,6 +173,16 @@ func (o *options) parsePrefixes(flag string, items []string) ([]netip.Prefix, er
 	return out, nil
 }
 
+// dualStackPair checks a list of CIDRs as kube-proxy's validation checks clusterCIDR with
+// detectLocalMode ClusterCIDR (pkg/proxy/apis/config/validation,
+// validateDualStackCIDRStrings): none, one, or one of each family.
+func dualStackPair(cidrs []netip.Prefix) error {
+	if len(cidrs) > 2 || len(cidrs) == 2 && cidrs[0].Addr().Is4() == cidrs[1].Addr().Is4() {
+		return errors.New("must be a either a single CIDR or dual-stack pair of CIDRs (e.g. [10.100.0.0/16, fde4:8dba:82e1::/48])")
+	}
+	return nil
+}
+
 // resolved is the validated form of the options.
 type resolved struct {
 	cfg      proxier.Config
@@ -243,6 +254,11 @@ func (o *options) resolve(hostname func() (string, error)) (*resolved, error) {
 	localMode := proxier.LocalMode(strings.TrimSpace(o.detectLocalMode))
 	if err := proxier.ValidateLocalDetect(localMode, o.podBridge, o.podIfPrefix); err != nil {
 		return nil, fmt.Errorf("%s: %w", o.origin("detect-local-mode"), err)
+	}
+	if localMode == "" || localMode == proxier.LocalModeClusterCIDR {
+		if err := dualStackPair(clusterCIDRs); err != nil {
+			return nil, fmt.Errorf("%s: %q: %w", o.origin("cluster-cidr"), o.clusterCIDR, err)
+		}
 	}
 	var npa []string
 	for _, s := range o.nodePortAddresses {
