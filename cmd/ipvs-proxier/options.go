@@ -102,7 +102,7 @@ func newOptions(name string) *options {
 	fs.StringVar(&o.podBridge, "pod-bridge-interface", "", "with --detect-local-mode=BridgeInterface: traffic in from this bridge is pod traffic")
 	fs.StringVar(&o.podIfPrefix, "pod-interface-name-prefix", "", "with --detect-local-mode=InterfaceNamePrefix: traffic in from interfaces named so is pod traffic")
 	fs.DurationVar(&o.configSyncPeriod, "config-sync-period", 15*time.Minute, "how often the informers replay the objects they hold (kube-proxy's configSyncPeriod); > 0")
-	fs.StringSliceVar(&o.nodePortAddresses, "nodeport-addresses", nil, "CIDRs (or 'primary') of the node IPs NodePorts listen on; all when empty")
+	fs.StringSliceVar(&o.nodePortAddresses, "nodeport-addresses", nil, "CIDRs and kube-proxy's keywords (primary, all, localhost) of the node IPs NodePorts listen on, per family: a family the list names no CIDR of listens on all its addresses; localhost serves none in IPVS mode")
 	fs.BoolVar(&o.masqueradeAll, "masquerade-all", false, "SNAT all ClusterIP traffic")
 	fs.IntVar(&o.masqueradeBit, "iptables-masquerade-bit", proxier.DefaultMasqueradeBit, "fwmark bit that requests SNAT")
 	fs.StringSliceVar(&o.excludeCIDRs, "ipvs-exclude-cidrs", nil, "CIDRs whose IPVS virtual servers are never pruned")
@@ -190,6 +190,8 @@ type resolved struct {
 	nodeName string
 	// primaryNodePorts: --nodeport-addresses=primary, to be expanded from the Node.
 	primaryNodePorts bool
+	// warnings name settings that are valid and have no effect here, to be logged once.
+	warnings []string
 }
 
 // validRanges checks the scalar options kube-proxy's validation checks, and ours.
@@ -260,15 +262,7 @@ func (o *options) resolve(hostname func() (string, error)) (*resolved, error) {
 			return nil, fmt.Errorf("%s: %q: %w", o.origin("cluster-cidr"), o.clusterCIDR, err)
 		}
 	}
-	var npa []string
-	for _, s := range o.nodePortAddresses {
-		if strings.TrimSpace(s) == "primary" {
-			r.primaryNodePorts = true
-			continue
-		}
-		npa = append(npa, s)
-	}
-	nodePortCIDRs, err := o.parsePrefixes("nodeport-addresses", npa)
+	nodePortCIDRs, err := o.nodePortPrefixes(r)
 	if err != nil {
 		return nil, err
 	}

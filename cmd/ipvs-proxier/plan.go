@@ -63,6 +63,9 @@ func runPlanTo(args []string, out, errOut io.Writer) error {
 	if err != nil {
 		return err
 	}
+	for _, w := range r.warnings {
+		fmt.Fprintln(errOut, "warning:", w)
+	}
 	src := source.NewStaticSource()
 	switch {
 	case len(files) > 0:

@@ -54,6 +54,9 @@ func runDaemon(args []string) error {
 	if err != nil {
 		return err
 	}
+	for _, w := range r.warnings {
+		log.Warn("Setting has no effect", zap.String("warning", w))
+	}
 	log = log.With(zap.String("node", r.nodeName))
 
 	restCfg, inCluster, err := restConfig(o)
