@@ -41,8 +41,10 @@ type ourFields struct {
 	RulesBackend string `json:"rulesBackend"`
 }
 
-// applyConfigFile reads a kube-proxy config file into o, leaving alone every option
-// whose flag was given. It returns the warnings to log.
+// applyConfigFile reads a kube-proxy config file into o. As in kube-proxy the file wins:
+// kube-proxy's flags that set a config field are ignored beside it
+// (dropFlagsBesideConfig); --hostname-override and ipvs-proxier's own flags win over
+// the file. It returns the warnings to log.
 func (o *options) applyConfigFile(path string) ([]string, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
@@ -56,6 +58,7 @@ func (o *options) applyConfig(data []byte) ([]string, error) {
 	if err != nil {
 		return nil, err
 	}
+	warnings = append(o.dropFlagsBesideConfig(), warnings...)
 	set := o.fileSetter()
 	var ours ourFields
 	if err := yaml.Unmarshal(data, &ours); err != nil {
@@ -101,7 +104,8 @@ func parseConfig(data []byte) (*kpv1alpha1.KubeProxyConfiguration, []string, err
 	return &c, warnings, nil
 }
 
-// setFn applies a value from the config file unless flag (or an alias) was given.
+// setFn applies a value from the config file unless flag (or an alias) was given and
+// still acts beside --config (--hostname-override, --rules-backend).
 type setFn func(flag string, apply func())
 
 // fileSetter is o's setFn; it records which config field each value came from.

@@ -77,7 +77,7 @@ func (o *options) kubeProxyWarnings() []string {
 	}
 	var names []string
 	o.fs.Visit(func(f *pflag.Flag) {
-		if _, ok := o.kp.ignored[f.Name]; ok {
+		if _, ok := o.kp.ignored[f.Name]; ok && f.Changed {
 			names = append(names, "--"+f.Name+"="+f.Value.String())
 		}
 	})

@@ -86,7 +86,7 @@ type options struct {
 func newOptions(name string) *options {
 	o := &options{fs: pflag.NewFlagSet(name, pflag.ContinueOnError)}
 	fs := o.fs
-	fs.StringVar(&o.configFile, "config", "", "kube-proxy KubeProxyConfiguration file (mode: ipvs); flags win over it")
+	fs.StringVar(&o.configFile, "config", "", "kube-proxy KubeProxyConfiguration file (mode: ipvs); it wins: kube-proxy's flags that set a field are then ignored (named in a warning), as kube-proxy ignores them; --hostname-override, --master, -v and ipvs-proxier's own flags still act")
 	fs.StringVar(&o.kubeconfig, "kubeconfig", "", "kubeconfig file; in-cluster config when empty")
 	fs.StringVar(&o.master, "master", "", "API server address, overrides the kubeconfig's")
 	fs.StringVar(&o.hostnameOverride, "hostname-override", "", "this node's name; the hostname when empty")
