@@ -95,6 +95,11 @@ type Config struct {
 	MaxEndpoints int
 	// RulesBackend holds the sets and fixed rules: iptables (the default) or nftables.
 	RulesBackend RulesBackend
+	// IgnoreExternalIPs is the AllowServiceExternalIPs feature gate off: no Service's
+	// externalIPs are programmed or bound (kube-proxy's ServicePort.ExternalIPs,
+	// pkg/proxy/serviceport.go). The Service still counts as externally accessible, as
+	// there.
+	IgnoreExternalIPs bool
 }
 
 // WithDefaults fills unset fields with the defaults.
