@@ -16,7 +16,7 @@ import (
 // configFields are the KubeProxyConfiguration fields ipvs-proxier honours. Any other field
 // set to a non-zero value is named in one warning.
 var configFields = []string{
-	"apiVersion", "kind", "mode", "hostnameOverride", "clusterCIDR", "nodePortAddresses",
+	"apiVersion", "kind", "mode", "hostnameOverride", "clusterCIDR", "nodePortAddresses", "featureGates",
 	"metricsBindAddress", "healthzBindAddress",
 	"ipvs.scheduler", "ipvs.syncPeriod", "ipvs.minSyncPeriod", "ipvs.strictARP", "ipvs.excludeCIDRs",
 	"ipvs.tcpTimeout", "ipvs.tcpFinTimeout", "ipvs.udpTimeout",
@@ -149,6 +149,9 @@ func (o *options) applyConfigValues(c *kpv1alpha1.KubeProxyConfiguration, ours o
 	if c.ClientConnection.AcceptContentTypes != "" {
 		o.apiAccept = c.ClientConnection.AcceptContentTypes
 	}
+	if len(c.FeatureGates) > 0 {
+		set("feature-gates", func() { o.kp.featureGates = c.FeatureGates })
+	}
 	if len(c.NodePortAddresses) > 0 {
 		set("nodeport-addresses", func() { o.nodePortAddresses = c.NodePortAddresses })
 	}
@@ -256,7 +259,7 @@ var flagFields = map[string]string{
 	"metrics-bind-address": "metricsBindAddress", "healthz-bind-address": "healthzBindAddress", "bind-address": "bindAddress",
 	"iptables-masquerade-bit": "iptables.masqueradeBit", "detect-local-mode": "detectLocalMode",
 	"pod-bridge-interface": "detectLocal.bridgeInterface", "pod-interface-name-prefix": "detectLocal.interfaceNamePrefix",
-	"rules-backend": "rulesBackend",
+	"rules-backend": "rulesBackend", "feature-gates": "featureGates",
 }
 
 // aliases lists the other spellings of a flag.

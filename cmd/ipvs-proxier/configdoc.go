@@ -27,7 +27,7 @@ var fieldOfFlag = map[string]string{
 	"pod-interface-name-prefix": "detectLocal.interfaceNamePrefix", "kubeconfig": "clientConnection.kubeconfig",
 	"kube-api-qps": "clientConnection.qps", "kube-api-burst": "clientConnection.burst",
 	"kube-api-content-type": "clientConnection.contentType", "config-sync-period": "configSyncPeriod",
-	"profiling": "enableProfiling", "rules-backend": "rulesBackend",
+	"profiling": "enableProfiling", "rules-backend": "rulesBackend", "feature-gates": "featureGates",
 }
 
 // renderConfigDoc prints docs/configuration.md from the daemon's flag set.

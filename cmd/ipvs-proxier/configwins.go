@@ -39,9 +39,12 @@ func (o *options) dropFlagsBesideConfig() []string {
 			return
 		}
 		dropped = append(dropped, "--"+f.Name+"="+f.Value.String())
-		if s, ok := f.Value.(pflag.SliceValue); ok {
-			_ = s.Replace(nil) // every list flag's default is empty
-		} else {
+		switch v := f.Value.(type) {
+		case interface{ reset() }:
+			v.reset()
+		case pflag.SliceValue:
+			_ = v.Replace(nil) // every list flag's default is empty
+		default:
 			_ = f.Value.Set(f.DefValue)
 		}
 		f.Changed = false

@@ -232,7 +232,11 @@ func (o *options) resolve(hostname func() (string, error)) (*resolved, error) {
 	if err := o.validRanges(); err != nil {
 		return nil, err
 	}
-	r := &resolved{nodeName: strings.ToLower(strings.TrimSpace(o.hostnameOverride))}
+	ignoreExternalIPs, gateWarnings, err := o.featureGates()
+	if err != nil {
+		return nil, err
+	}
+	r := &resolved{nodeName: strings.ToLower(strings.TrimSpace(o.hostnameOverride)), warnings: gateWarnings}
 	// kube-proxy refuses a name of only white space rather than fall back to the
 	// hostname (cmd/kube-proxy/app/options.go, processHostnameOverrideFlag).
 	if r.nodeName == "" && o.hostnameOverride != "" {
@@ -291,7 +295,7 @@ func (o *options) resolve(hostname func() (string, error)) (*resolved, error) {
 		MasqueradeAll: o.masqueradeAll, ClusterCIDRs: clusterCIDRs, ServiceProxyName: o.serviceProxyName,
 		LocalMode: localMode, BridgeInterface: o.podBridge, InterfaceNamePrefix: o.podIfPrefix, ServiceCIDRs: serviceCIDRs,
 		DummyDevice: o.dummyDevice, MasqueradeBit: &o.masqueradeBit, MaxEndpoints: o.maxEndpoints,
-		RulesBackend: proxier.RulesBackend(o.rulesBackend),
+		RulesBackend: proxier.RulesBackend(o.rulesBackend), IgnoreExternalIPs: ignoreExternalIPs,
 	}.WithDefaults()
 	// Real servers are re-read over 10 full syncs (5 min at the default syncPeriod), or
 	// ~1,000 virtual servers per full sync past 10,000: at 30,000 Services reading them
