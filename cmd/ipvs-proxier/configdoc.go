@@ -40,8 +40,9 @@ rewrites it; the test fails when the code and this page differ). ` + "`ipvs-prox
 
 ipvs-proxier takes kube-proxy's command line and its ` + "`config.conf`" + ` (a ` + "`KubeProxyConfiguration`" + `,
 ` + "`kubeproxy.config.k8s.io/v1alpha1`" + `, ` + "`mode: ipvs`" + `) as they are: ` + "`--config FILE`" + ` reads the file, and the file
-wins, as in kube-proxy: beside it, kube-proxy's flags that set a config field are ignored (and named in one warning; kube-proxy
-is silent), a field the file leaves out keeps its default. ` + "`--hostname-override`" + ` (over the file's ` + "`hostnameOverride`" + `),
+wins, as in kube-proxy: beside it, kube-proxy's flags that set a config field are ignored, and so are ipvs-proxier's other
+spellings of them (` + "`--scheduler`" + `, ` + "`--sync-period`" + `, ` + "`--min-sync-period`" + `); they are named in one warning (kube-proxy
+is silent), and a field the file leaves out keeps its default. ` + "`plan --kubeconfig`" + ` still names the cluster plan reads. ` + "`--hostname-override`" + ` (over the file's ` + "`hostnameOverride`" + `),
 ` + "`--master`" + `, ` + "`-v`" + `, ` + "`--cleanup`" + ` and ` + "`--init-only`" + ` still act, as in kube-proxy, and so do ipvs-proxier's own
 flags (` + "`--rules-backend`" + ` over the file's ` + "`rulesBackend`" + `). A field the daemon does not use is named in one warning at start;
 a value that cannot be used stops the start with the field and the file named. Durations are Go durations

@@ -35,7 +35,7 @@ func fileGoverned(flag string) bool {
 func (o *options) dropFlagsBesideConfig() []string {
 	var dropped []string
 	o.fs.Visit(func(f *pflag.Flag) {
-		if !f.Changed || !fileGoverned(f.Name) {
+		if !f.Changed || !fileGoverned(f.Name) || slices.Contains(o.planFlags, f.Name) {
 			return
 		}
 		dropped = append(dropped, "--"+f.Name+"="+f.Value.String())

@@ -1,6 +1,8 @@
 package main
 
 import (
+	"bytes"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -59,5 +61,19 @@ func TestConfigFileWinsOverFlags(t *testing.T) {
 	}
 	if strings.Contains(strings.Join(warnings, "\n"), "proxy-mode=iptables (ipvs-proxier") {
 		t.Errorf("an ignored --proxy-mode is also named as not used: %q", warnings)
+	}
+}
+
+// TestPlanKubeconfigBesideConfig: `plan --kubeconfig` names the cluster plan reads, so it
+// acts beside --config, over the file's clientConnection.kubeconfig; the daemon's does not.
+func TestPlanKubeconfigBesideConfig(t *testing.T) {
+	conf := t.TempDir() + "/config.conf"
+	if err := os.WriteFile(conf, []byte(confHead+"clientConnection: {kubeconfig: /nonexistent/node.kubeconfig}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var out, errOut bytes.Buffer
+	err := runPlanTo([]string{"--kubeconfig", "/nonexistent/admin.kubeconfig", "--config", conf, "--hostname-override", "n"}, &out, &errOut)
+	if err == nil || !strings.Contains(err.Error(), "admin.kubeconfig") {
+		t.Errorf("plan read %v, want the --kubeconfig given", err)
 	}
 }

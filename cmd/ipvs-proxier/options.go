@@ -75,6 +75,9 @@ type options struct {
 
 	// kp holds kube-proxy's own flags (kubeproxyflags.go).
 	kp kubeProxyFlags
+	// planFlags are kube-proxy's flags that still act beside --config in one command
+	// only: `plan --kubeconfig` names the cluster to read, not the node's connection.
+	planFlags []string
 
 	// fromFile names the config field each option took from --config, by flag name,
 	// so that errors name what the user wrote.
