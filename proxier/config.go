@@ -59,7 +59,8 @@ type Config struct {
 	// ExternalIP, per family): kube-proxy's "node IP", which decides whether the node
 	// itself is inside a LoadBalancer's source ranges. Empty means NodeIPs.
 	PrimaryIPs []netip.Addr
-	// NodePortAddresses restricts NodePorts to node IPs in these prefixes; empty means all.
+	// NodePortAddresses restricts NodePorts to node IPs in these prefixes, per family: a
+	// family with no prefix here listens on all its node IPs (NodePortAllowed).
 	NodePortAddresses []netip.Prefix
 	// Families are the IP families this node serves.
 	Families []kernel.Family
@@ -98,6 +99,11 @@ type Config struct {
 	MaxEndpoints int
 	// RulesBackend holds the sets and fixed rules: iptables (the default) or nftables.
 	RulesBackend RulesBackend
+	// IgnoreExternalIPs is the AllowServiceExternalIPs feature gate off: no Service's
+	// externalIPs are programmed or bound (kube-proxy's ServicePort.ExternalIPs,
+	// pkg/proxy/serviceport.go). The Service still counts as externally accessible, as
+	// there.
+	IgnoreExternalIPs bool
 }
 
 // WithDefaults fills unset fields with the defaults.
@@ -143,12 +149,42 @@ func (c *Config) nodePortIPs(f kernel.Family) []netip.Addr {
 		if kernel.FamilyOf(ip) != f || ip.IsLoopback() || ip.IsLinkLocalUnicast() {
 			continue
 		}
-		if len(c.NodePortAddresses) > 0 && !slices.ContainsFunc(c.NodePortAddresses, func(p netip.Prefix) bool { return p.Contains(ip) }) {
+		if !c.NodePortAllowed(ip) {
 			continue
 		}
 		out = append(out, ip)
 	}
 	return out
+}
+
+// NodePortAllowed reports whether NodePorts may listen on ip by NodePortAddresses. The
+// list is read per family, as kube-proxy's NewNodePortAddresses
+// (pkg/proxy/util/nodeport_addresses.go) does: a family it names no prefix of is not
+// restricted, so a list of IPv4 ranges leaves every IPv6 address serving NodePorts.
+func (c *Config) NodePortAllowed(ip netip.Addr) bool {
+	restricted := false
+	for _, p := range c.NodePortAddresses {
+		if p.Addr().Is4() != ip.Is4() {
+			continue
+		}
+		if p.Contains(ip) {
+			return true
+		}
+		restricted = true
+	}
+	return !restricted
+}
+
+// NodePortAllAddresses reports whether NodePortAddresses restricts no family.
+func (c *Config) NodePortAllAddresses() bool {
+	for _, f := range []kernel.Family{kernel.IPv4, kernel.IPv6} {
+		if slices.ContainsFunc(c.NodePortAddresses, func(p netip.Prefix) bool {
+			return kernel.FamilyOf(p.Addr()) == f && p.Bits() != 0
+		}) {
+			return false
+		}
+	}
+	return true
 }
 
 // primaryIPs returns PrimaryIPs, or NodeIPs when the Node's own addresses are unknown.

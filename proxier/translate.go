@@ -287,9 +287,13 @@ func (ps *portState) bind(a netip.Addr) {
 	ps.member(setIPVSIPs, kernel.SetEntry{IP: a})
 }
 
-// addExternalIPs adds the Service's external IPs of this family.
+// addExternalIPs adds the Service's external IPs of this family; none, and no problem
+// for them, with the AllowServiceExternalIPs gate off (Config.IgnoreExternalIPs).
 func (ps *portState) addExternalIPs() {
 	t := ps.t
+	if t.cfg.IgnoreExternalIPs {
+		return
+	}
 	for _, s := range t.svc.Spec.ExternalIPs {
 		a, ok := t.parseFamilyIP(s, ps.f, "InvalidExternalIP")
 		if !ok || !t.usableVIP(a, "externalIPs", "InvalidExternalIP") {

@@ -157,6 +157,22 @@ func TestTranslateAddresses(t *testing.T) {
 		wantVS:  map[string][]string{"TCP 10.20.30.41:80": {"10.180.0.1:80"}, "TCP 100.101.102.103:3001": {"10.180.0.1:80"}},
 		wantSet: map[string][]string{"KUBE-NODE-PORT-TCP": {"3001"}},
 	}, {
+		// kube-proxy's NewNodePortAddresses (pkg/proxy/util/nodeport_addresses.go) reads
+		// the list per family: a family it names no CIDR of listens on all its addresses.
+		name: "nodePortAddresses naming only IPv4 leaves IPv6 NodePorts on every IPv6 address",
+		cfg: []func(*Config){nodeIPs("100.101.102.103", "192.168.0.1", "2001:db8::1:1", "fd00::7"),
+			func(c *Config) { c.NodePortAddresses = mustPrefixes("100.101.102.0/24") }},
+		svc: makeService("ns", "np", withClusterIPs("10.20.30.41", "2020::1"), withType(v1.ServiceTypeNodePort, 3001)),
+		wantVS: map[string][]string{"TCP 10.20.30.41:80": {}, "TCP 100.101.102.103:3001": {}, "TCP [2020::1]:80": {},
+			"TCP [2001:db8::1:1]:3001": {}, "TCP [fd00::7]:3001": {}},
+		wantSet: map[string][]string{"KUBE-NODE-PORT-TCP": {"3001"}, "KUBE-6-NODE-PORT-TCP": {"3001"}},
+	}, {
+		name: "nodePortAddresses naming both families narrows both",
+		cfg: []func(*Config){nodeIPs("100.101.102.103", "192.168.0.1", "2001:db8::1:1", "fd00::7"),
+			func(c *Config) { c.NodePortAddresses = mustPrefixes("100.101.102.0/24", "fd00::/64") }},
+		svc:    makeService("ns", "np", withClusterIPs("10.20.30.41", "2020::1"), withType(v1.ServiceTypeNodePort, 3001)),
+		wantVS: map[string][]string{"TCP 10.20.30.41:80": {}, "TCP 100.101.102.103:3001": {}, "TCP [2020::1]:80": {}, "TCP [fd00::7]:3001": {}},
+	}, {
 		name:    "external IPs: no endpoints",
 		svc:     makeService("ns", "ext", func(s *v1.Service) { s.Spec.ExternalIPs = []string{"50.60.70.81"} }),
 		wantVS:  map[string][]string{"TCP 10.20.30.41:80": {}, "TCP 50.60.70.81:80": {}},

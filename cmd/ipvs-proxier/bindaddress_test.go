@@ -18,7 +18,7 @@ func TestBindAddress(t *testing.T) {
 		{"kubeadm's 0.0.0.0", nil, "bindAddress: 0.0.0.0", netip.Addr{}},
 		{"::", nil, "bindAddress: '::'", netip.Addr{}},
 		{"file", nil, "bindAddress: 10.0.0.5", netip.MustParseAddr("10.0.0.5")},
-		{"flag over file", []string{"--bind-address=fd00::5"}, "bindAddress: 10.0.0.5", netip.MustParseAddr("fd00::5")},
+		{"flag", []string{"--bind-address=fd00::5"}, "", netip.MustParseAddr("fd00::5")},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			r, err := resolveNode(configured(t, tc.flags, tc.conf))

@@ -16,7 +16,7 @@ import (
 // configFields are the KubeProxyConfiguration fields ipvs-proxier honours. Any other field
 // set to a non-zero value is named in one warning.
 var configFields = []string{
-	"apiVersion", "kind", "mode", "hostnameOverride", "clusterCIDR", "nodePortAddresses",
+	"apiVersion", "kind", "mode", "hostnameOverride", "clusterCIDR", "nodePortAddresses", "featureGates",
 	"metricsBindAddress", "healthzBindAddress",
 	"ipvs.scheduler", "ipvs.syncPeriod", "ipvs.minSyncPeriod", "ipvs.strictARP", "ipvs.excludeCIDRs",
 	"ipvs.tcpTimeout", "ipvs.tcpFinTimeout", "ipvs.udpTimeout",
@@ -41,8 +41,10 @@ type ourFields struct {
 	RulesBackend string `json:"rulesBackend"`
 }
 
-// applyConfigFile reads a kube-proxy config file into o, leaving alone every option
-// whose flag was given. It returns the warnings to log.
+// applyConfigFile reads a kube-proxy config file into o. As in kube-proxy the file wins:
+// kube-proxy's flags that set a config field are ignored beside it
+// (dropFlagsBesideConfig); --hostname-override and ipvs-proxier's own flags win over
+// the file. It returns the warnings to log.
 func (o *options) applyConfigFile(path string) ([]string, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
@@ -56,6 +58,7 @@ func (o *options) applyConfig(data []byte) ([]string, error) {
 	if err != nil {
 		return nil, err
 	}
+	warnings = append(o.dropFlagsBesideConfig(), warnings...)
 	set := o.fileSetter()
 	var ours ourFields
 	if err := yaml.Unmarshal(data, &ours); err != nil {
@@ -101,7 +104,8 @@ func parseConfig(data []byte) (*kpv1alpha1.KubeProxyConfiguration, []string, err
 	return &c, warnings, nil
 }
 
-// setFn applies a value from the config file unless flag (or an alias) was given.
+// setFn applies a value from the config file unless flag (or an alias) was given and
+// still acts beside --config (--hostname-override, --rules-backend).
 type setFn func(flag string, apply func())
 
 // fileSetter is o's setFn; it records which config field each value came from.
@@ -144,6 +148,9 @@ func (o *options) applyConfigValues(c *kpv1alpha1.KubeProxyConfiguration, ours o
 	str("kube-api-content-type", c.ClientConnection.ContentType, &o.apiContentType)
 	if c.ClientConnection.AcceptContentTypes != "" {
 		o.apiAccept = c.ClientConnection.AcceptContentTypes
+	}
+	if len(c.FeatureGates) > 0 {
+		set("feature-gates", func() { o.kp.featureGates = c.FeatureGates })
 	}
 	if len(c.NodePortAddresses) > 0 {
 		set("nodeport-addresses", func() { o.nodePortAddresses = c.NodePortAddresses })
@@ -252,7 +259,7 @@ var flagFields = map[string]string{
 	"metrics-bind-address": "metricsBindAddress", "healthz-bind-address": "healthzBindAddress", "bind-address": "bindAddress",
 	"iptables-masquerade-bit": "iptables.masqueradeBit", "detect-local-mode": "detectLocalMode",
 	"pod-bridge-interface": "detectLocal.bridgeInterface", "pod-interface-name-prefix": "detectLocal.interfaceNamePrefix",
-	"rules-backend": "rulesBackend",
+	"rules-backend": "rulesBackend", "feature-gates": "featureGates",
 }
 
 // aliases lists the other spellings of a flag.

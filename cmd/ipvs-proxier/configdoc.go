@@ -27,7 +27,7 @@ var fieldOfFlag = map[string]string{
 	"pod-interface-name-prefix": "detectLocal.interfaceNamePrefix", "kubeconfig": "clientConnection.kubeconfig",
 	"kube-api-qps": "clientConnection.qps", "kube-api-burst": "clientConnection.burst",
 	"kube-api-content-type": "clientConnection.contentType", "config-sync-period": "configSyncPeriod",
-	"profiling": "enableProfiling", "rules-backend": "rulesBackend",
+	"profiling": "enableProfiling", "rules-backend": "rulesBackend", "feature-gates": "featureGates",
 }
 
 // renderConfigDoc prints docs/configuration.md from the daemon's flag set.
@@ -39,8 +39,12 @@ Generated from the daemon's flag set and its config decoder (` + "`go test ./cmd
 rewrites it; the test fails when the code and this page differ). ` + "`ipvs-proxier --help`" + ` prints the same flags.
 
 ipvs-proxier takes kube-proxy's command line and its ` + "`config.conf`" + ` (a ` + "`KubeProxyConfiguration`" + `,
-` + "`kubeproxy.config.k8s.io/v1alpha1`" + `, ` + "`mode: ipvs`" + `) as they are: ` + "`--config FILE`" + ` reads the file, and a flag
-given on the command line wins over its field. A field the daemon does not use is named in one warning at start;
+` + "`kubeproxy.config.k8s.io/v1alpha1`" + `, ` + "`mode: ipvs`" + `) as they are: ` + "`--config FILE`" + ` reads the file, and the file
+wins, as in kube-proxy: beside it, kube-proxy's flags that set a config field are ignored, and so are ipvs-proxier's other
+spellings of them (` + "`--scheduler`" + `, ` + "`--sync-period`" + `, ` + "`--min-sync-period`" + `); they are named in one warning (kube-proxy
+is silent), and a field the file leaves out keeps its default. ` + "`plan --kubeconfig`" + ` still names the cluster plan reads. ` + "`--hostname-override`" + ` (over the file's ` + "`hostnameOverride`" + `),
+` + "`--master`" + `, ` + "`-v`" + `, ` + "`--cleanup`" + ` and ` + "`--init-only`" + ` still act, as in kube-proxy, and so do ipvs-proxier's own
+flags (` + "`--rules-backend`" + ` over the file's ` + "`rulesBackend`" + `). A field the daemon does not use is named in one warning at start;
 a value that cannot be used stops the start with the field and the file named. Durations are Go durations
 (` + "`30s`" + `, ` + "`15m`" + `).
 `)

@@ -26,7 +26,7 @@ func TestEveryConfigFieldIsHonouredOrNamed(t *testing.T) {
 		"ipvs.scheduler": "rr", "ipvs.excludeCIDRs": []string{"10.0.0.0/8"},
 		"clientConnection.contentType": "application/json", "clientConnection.acceptContentTypes": "application/json",
 		"clientConnection.kubeconfig": "/var/lib/kube-proxy/kubeconfig.conf",
-		"logging":                     map[string]any{"format": "text"}, "featureGates": map[string]bool{"SomeGate": true},
+		"logging":                     map[string]any{"format": "text"}, "featureGates": map[string]bool{"ContextualLogging": true},
 		"iptables.masqueradeBit": 14, "conntrack.maxPerCore": 32768, "conntrack.min": 131072,
 		"oomScoreAdj": -999, "kind": "KubeProxyConfiguration", "apiVersion": "kubeproxy.config.k8s.io/v1alpha1",
 	}

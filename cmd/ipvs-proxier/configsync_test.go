@@ -19,7 +19,7 @@ func TestConfigSyncPeriod(t *testing.T) {
 		{"default", "", nil, 15 * time.Minute, ""},
 		{"kubeadm's 0s", "configSyncPeriod: 0s", nil, 15 * time.Minute, ""},
 		{"file", "configSyncPeriod: 5m", nil, 5 * time.Minute, ""},
-		{"flag over file", "configSyncPeriod: 5m", []string{"--config-sync-period=1h"}, time.Hour, ""},
+		{"flag", "", []string{"--config-sync-period=1h"}, time.Hour, ""},
 		{"flag 0", "", []string{"--config-sync-period=0"}, 0, "--config-sync-period 0s: must be greater than 0"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

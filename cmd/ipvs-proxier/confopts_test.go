@@ -6,13 +6,17 @@ import "testing"
 const confHead = "apiVersion: kubeproxy.config.k8s.io/v1alpha1\nkind: KubeProxyConfiguration\n"
 
 // configured returns options as the daemon makes them from a command line and a
-// config.conf body (below confHead), named config.conf in errors. A parse error, an
-// error from the file or any warning ends the test: the cases check values.
+// config.conf body (below confHead), named config.conf in errors; an empty body is no
+// --config. A parse error, an error from the file or any warning ends the test: the
+// cases check values.
 func configured(t *testing.T, flags []string, conf string) *options {
 	t.Helper()
 	o := newOptions("t")
 	if err := o.fs.Parse(flags); err != nil {
 		t.Fatal(err)
+	}
+	if conf == "" {
+		return o
 	}
 	o.configFile = "config.conf"
 	if w, err := o.applyConfig([]byte(confHead + conf + "\n")); err != nil || len(w) > 0 {

@@ -3,12 +3,13 @@ package main
 import (
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 )
 
 // TestAPIContentType: the API client talks protobuf by default, as kube-proxy does
 // (clientConnection.contentType), accepting JSON too; the file's fields and
-// --kube-api-content-type override it.
+// --kube-api-content-type (without --config) override it.
 func TestAPIContentType(t *testing.T) {
 	kc := filepath.Join(t.TempDir(), "kubeconfig")
 	if err := os.WriteFile(kc, []byte(`apiVersion: v1
@@ -31,11 +32,15 @@ users: [{name: u, user: {token: t}}]
 		{"JSON from the file", "clientConnection:\n  contentType: application/json", nil, "application/json", ""},
 		{"both from the file", "clientConnection:\n  contentType: application/json\n  acceptContentTypes: application/json", nil,
 			"application/json", "application/json"},
-		{"the flag wins", "clientConnection:\n  contentType: application/vnd.kubernetes.protobuf", []string{"--kube-api-content-type=application/json"},
-			"application/json", ""},
+		{"the flag", "", []string{"--kube-api-content-type=application/json"}, "application/json", ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			cfg, _, err := restConfig(configured(t, append([]string{"--kubeconfig", kc}, tc.flags...), tc.conf))
+			// Beside --config the file names the kubeconfig: the flag would be ignored.
+			flags, conf := append([]string{"--kubeconfig", kc}, tc.flags...), tc.conf
+			if conf != "" {
+				flags, conf = tc.flags, strings.Replace(conf, "clientConnection:\n", "clientConnection:\n  kubeconfig: "+kc+"\n", 1)
+			}
+			cfg, _, err := restConfig(configured(t, flags, conf))
 			if err != nil {
 				t.Fatal(err)
 			}

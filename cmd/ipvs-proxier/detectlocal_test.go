@@ -26,8 +26,6 @@ func TestDetectLocal(t *testing.T) {
 			proxier.LocalModeBridgeInterface, "cbr0", "", ""},
 		{"InterfaceNamePrefix from flags", []string{"--detect-local-mode=InterfaceNamePrefix", "--pod-interface-name-prefix=veth"}, "",
 			proxier.LocalModeInterfaceNamePrefix, "", "veth", ""},
-		{"flags over the file", []string{"--detect-local-mode=BridgeInterface", "--pod-bridge-interface=br1"},
-			"detectLocalMode: NodeCIDR\ndetectLocal:\n  bridgeInterface: cbr0", proxier.LocalModeBridgeInterface, "br1", "", ""},
 		{"BridgeInterface without a bridge", nil, "detectLocalMode: BridgeInterface", "", "", "", "detectLocalMode in "},
 		{"InterfaceNamePrefix with a wildcard", []string{"--detect-local-mode=InterfaceNamePrefix", "--pod-interface-name-prefix=veth+"}, "",
 			"", "", "", "--detect-local-mode: detectLocal.interfaceNamePrefix \"veth+\": not an interface name"},

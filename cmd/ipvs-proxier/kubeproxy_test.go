@@ -92,7 +92,7 @@ func TestInstallerCommandLines(t *testing.T) {
 		}, ""},
 		{"docs", "", func(o *options, r *resolved) bool {
 			return o.scheduler == "lc" && o.clusterCIDR == "10.244.0.0/16" && o.metricsAddr == "0.0.0.0:10249"
-		}, "--feature-gates=AllAlpha=false"},
+		}, "--feature-gates: feature gates with no effect on what ipvs-proxier programs, accepted: AllAlpha=false"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.fixture, func(t *testing.T) {
@@ -119,7 +119,7 @@ func TestInstallerCommandLines(t *testing.T) {
 			if !tc.check(o, r) {
 				t.Errorf("settings not in effect: %+v", o)
 			}
-			got := strings.Join(warnings, "\n")
+			got := strings.Join(append(warnings, r.warnings...), "\n")
 			if tc.warn == "" && got != "" || !strings.Contains(got, tc.warn) {
 				t.Errorf("warnings %q, want %q", got, tc.warn)
 			}

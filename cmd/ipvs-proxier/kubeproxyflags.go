@@ -14,7 +14,7 @@ import (
 // are accepted, so that a reused kube-proxy command line never crash-loops on "unknown
 // flag", and any that is given is named in one warning.
 var kubeProxyOnly = []string{
-	"bind-address-hard-fail", "feature-gates", "healthz-port", "iptables-localhost-nodeports",
+	"bind-address-hard-fail", "healthz-port", "iptables-localhost-nodeports",
 	"iptables-min-sync-period", "iptables-sync-period", "log-flush-frequency",
 	"log-json-info-buffer-size", "log-json-split-stream", "log-text-info-buffer-size", "log-text-split-stream",
 	"logging-format", "metrics-port",
@@ -34,7 +34,9 @@ type kubeProxyFlags struct {
 	proxyMode   string
 	oomScoreAdj int
 	version     bool
-	ignored     map[string]*string
+	// featureGates are --feature-gates (or config.conf's featureGates): featuregates.go.
+	featureGates map[string]bool
+	ignored      map[string]*string
 }
 
 // addKubeProxyFlags registers kube-proxy's flags on fs.
@@ -46,6 +48,8 @@ func (o *options) addKubeProxyFlags() {
 	fs.StringVar(&k.proxyMode, "proxy-mode", "", "kube-proxy's proxy mode; ipvs-proxier always programs IPVS (another value is named in a warning)")
 	fs.IntVar(&k.oomScoreAdj, "oom-score-adj", 0, "kube-proxy's --oom-score-adj: written to /proc/self/oom_score_adj when given")
 	fs.BoolVar(&k.version, "version", false, "print the version and exit")
+	fs.Var(gatesValue{&k.featureGates}, "feature-gates", "kube-proxy's feature gates, key=bool,...: AllowServiceExternalIPs=false programs no externalIPs; "+
+		"KubeProxyIPVS=false is refused; another gate kube-proxy v1.37 knows is accepted and named in a warning; an unknown one is an error")
 	k.ignored = map[string]*string{}
 	for _, name := range kubeProxyOnly {
 		v := new(string)
@@ -77,7 +81,7 @@ func (o *options) kubeProxyWarnings() []string {
 	}
 	var names []string
 	o.fs.Visit(func(f *pflag.Flag) {
-		if _, ok := o.kp.ignored[f.Name]; ok {
+		if _, ok := o.kp.ignored[f.Name]; ok && f.Changed {
 			names = append(names, "--"+f.Name+"="+f.Value.String())
 		}
 	})

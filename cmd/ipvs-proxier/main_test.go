@@ -68,28 +68,26 @@ func TestKubeadmConfigDecodes(t *testing.T) {
 	}
 }
 
-// TestConfigFlagsWinAndUnsupported: flags win over the file; unsupported fields are named
-// in one warning.
-func TestConfigFlagsWinAndUnsupported(t *testing.T) {
+// TestConfigUnsupported: config fields ipvs-proxier does not use are named in one
+// warning; the ones it uses are taken.
+func TestConfigUnsupported(t *testing.T) {
 	o := newOptions("t")
-	if err := o.fs.Parse([]string{"--ipvs-scheduler", "lc", "--sync-period", "1m"}); err != nil {
+	if err := o.fs.Parse(nil); err != nil {
 		t.Fatal(err)
 	}
 	warnings, err := o.applyConfig([]byte(`apiVersion: kubeproxy.config.k8s.io/v1alpha1
 kind: KubeProxyConfiguration
 mode: iptables
-featureGates: {Foo: true}
 ipvs: {scheduler: sh, syncPeriod: 10s, minSyncPeriod: 2s, excludeCIDRs: [3.3.3.0/24]}
 winkernel: {enableDSR: true}
 `))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if o.scheduler != "lc" || o.syncPeriod != time.Minute || o.minSyncPeriod != 2*time.Second || len(o.excludeCIDRs) != 1 {
+	if o.scheduler != "sh" || o.syncPeriod != 10*time.Second || o.minSyncPeriod != 2*time.Second || len(o.excludeCIDRs) != 1 {
 		t.Errorf("got scheduler %s sync %v min %v exclude %v", o.scheduler, o.syncPeriod, o.minSyncPeriod, o.excludeCIDRs)
 	}
-	if len(warnings) != 1 || !strings.Contains(warnings[0], "featureGates.Foo") || !strings.Contains(warnings[0], "winkernel.enableDSR") ||
-		!strings.Contains(warnings[0], "mode=iptables") {
+	if len(warnings) != 1 || !strings.Contains(warnings[0], "winkernel.enableDSR") || !strings.Contains(warnings[0], "mode=iptables") {
 		t.Errorf("warnings %v", warnings)
 	}
 }
@@ -182,13 +180,9 @@ func TestConfigErrorsNameTheField(t *testing.T) {
 			}
 		})
 	}
-	// The same value from a flag is named by the flag.
+	// The same value from a flag (without --config) is named by the flag.
 	o := newOptions("t")
 	if err := o.fs.Parse([]string{"--nodeport-addresses", "abc"}); err != nil {
-		t.Fatal(err)
-	}
-	o.configFile = "f.conf"
-	if _, err := o.applyConfig([]byte("nodePortAddresses: [10.0.0.0/8]\n")); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := o.resolve(host); err == nil || !strings.HasPrefix(err.Error(), `--nodeport-addresses: "abc"`) {

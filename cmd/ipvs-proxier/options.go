@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"net/netip"
 	"strings"
@@ -74,6 +75,9 @@ type options struct {
 
 	// kp holds kube-proxy's own flags (kubeproxyflags.go).
 	kp kubeProxyFlags
+	// planFlags are kube-proxy's flags that still act beside --config in one command
+	// only: `plan --kubeconfig` names the cluster to read, not the node's connection.
+	planFlags []string
 
 	// fromFile names the config field each option took from --config, by flag name,
 	// so that errors name what the user wrote.
@@ -85,7 +89,7 @@ type options struct {
 func newOptions(name string) *options {
 	o := &options{fs: pflag.NewFlagSet(name, pflag.ContinueOnError)}
 	fs := o.fs
-	fs.StringVar(&o.configFile, "config", "", "kube-proxy KubeProxyConfiguration file (mode: ipvs); flags win over it")
+	fs.StringVar(&o.configFile, "config", "", "kube-proxy KubeProxyConfiguration file (mode: ipvs); it wins: kube-proxy's flags that set a field are then ignored (named in a warning), as kube-proxy ignores them; --hostname-override, --master, -v and ipvs-proxier's own flags still act")
 	fs.StringVar(&o.kubeconfig, "kubeconfig", "", "kubeconfig file; in-cluster config when empty")
 	fs.StringVar(&o.master, "master", "", "API server address, overrides the kubeconfig's")
 	fs.StringVar(&o.hostnameOverride, "hostname-override", "", "this node's name; the hostname when empty")
@@ -95,13 +99,13 @@ func newOptions(name string) *options {
 	fs.DurationVar(&o.minSyncPeriod, "ipvs-min-sync-period", time.Second, "alias of --min-sync-period")
 	fs.DurationVar(&o.syncPeriod, "sync-period", 30*time.Second, "longest time between two full syncs")
 	fs.DurationVar(&o.syncPeriod, "ipvs-sync-period", 30*time.Second, "alias of --sync-period")
-	fs.StringVar(&o.clusterCIDR, "cluster-cidr", "", "pod CIDRs, comma-separated: traffic from them is in-cluster")
+	fs.StringVar(&o.clusterCIDR, "cluster-cidr", "", "pod CIDRs: one, or one of each family, comma-separated; traffic from them is in-cluster")
 	fs.StringVar(&o.serviceCIDRs, "service-cluster-ip-range", "", "Service CIDRs, comma-separated, for the unallocated-ClusterIP check when the cluster has no ServiceCIDR objects (kube-apiserver's flag)")
 	fs.StringVar(&o.detectLocalMode, "detect-local-mode", "", "how pod traffic is told apart: ClusterCIDR (the default), NodeCIDR, BridgeInterface or InterfaceNamePrefix")
 	fs.StringVar(&o.podBridge, "pod-bridge-interface", "", "with --detect-local-mode=BridgeInterface: traffic in from this bridge is pod traffic")
 	fs.StringVar(&o.podIfPrefix, "pod-interface-name-prefix", "", "with --detect-local-mode=InterfaceNamePrefix: traffic in from interfaces named so is pod traffic")
 	fs.DurationVar(&o.configSyncPeriod, "config-sync-period", 15*time.Minute, "how often the informers replay the objects they hold (kube-proxy's configSyncPeriod); > 0")
-	fs.StringSliceVar(&o.nodePortAddresses, "nodeport-addresses", nil, "CIDRs (or 'primary') of the node IPs NodePorts listen on; all when empty")
+	fs.StringSliceVar(&o.nodePortAddresses, "nodeport-addresses", nil, "CIDRs and kube-proxy's keywords (primary, all, localhost) of the node IPs NodePorts listen on, per family: a family the list names no CIDR of listens on all its addresses; localhost serves none in IPVS mode")
 	fs.BoolVar(&o.masqueradeAll, "masquerade-all", false, "SNAT all ClusterIP traffic")
 	fs.IntVar(&o.masqueradeBit, "iptables-masquerade-bit", proxier.DefaultMasqueradeBit, "fwmark bit that requests SNAT")
 	fs.StringSliceVar(&o.excludeCIDRs, "ipvs-exclude-cidrs", nil, "CIDRs whose IPVS virtual servers are never pruned")
@@ -172,6 +176,16 @@ func (o *options) parsePrefixes(flag string, items []string) ([]netip.Prefix, er
 	return out, nil
 }
 
+// dualStackPair checks a list of CIDRs as kube-proxy's validation checks clusterCIDR with
+// detectLocalMode ClusterCIDR (pkg/proxy/apis/config/validation,
+// validateDualStackCIDRStrings): none, one, or one of each family.
+func dualStackPair(cidrs []netip.Prefix) error {
+	if len(cidrs) > 2 || len(cidrs) == 2 && cidrs[0].Addr().Is4() == cidrs[1].Addr().Is4() {
+		return errors.New("must be a either a single CIDR or dual-stack pair of CIDRs (e.g. [10.100.0.0/16, fde4:8dba:82e1::/48])")
+	}
+	return nil
+}
+
 // resolved is the validated form of the options.
 type resolved struct {
 	cfg      proxier.Config
@@ -179,6 +193,8 @@ type resolved struct {
 	nodeName string
 	// primaryNodePorts: --nodeport-addresses=primary, to be expanded from the Node.
 	primaryNodePorts bool
+	// warnings name settings that are valid and have no effect here, to be logged once.
+	warnings []string
 }
 
 // validRanges checks the scalar options kube-proxy's validation checks, and ours.
@@ -219,7 +235,16 @@ func (o *options) resolve(hostname func() (string, error)) (*resolved, error) {
 	if err := o.validRanges(); err != nil {
 		return nil, err
 	}
-	r := &resolved{nodeName: strings.ToLower(strings.TrimSpace(o.hostnameOverride))}
+	ignoreExternalIPs, gateWarnings, err := o.featureGates()
+	if err != nil {
+		return nil, err
+	}
+	r := &resolved{nodeName: strings.ToLower(strings.TrimSpace(o.hostnameOverride)), warnings: gateWarnings}
+	// kube-proxy refuses a name of only white space rather than fall back to the
+	// hostname (cmd/kube-proxy/app/options.go, processHostnameOverrideFlag).
+	if r.nodeName == "" && o.hostnameOverride != "" {
+		return nil, fmt.Errorf("%s: empty hostname-override is invalid", o.origin("hostname-override"))
+	}
 	if r.nodeName == "" {
 		h, err := hostname()
 		if err != nil {
@@ -239,15 +264,12 @@ func (o *options) resolve(hostname func() (string, error)) (*resolved, error) {
 	if err := proxier.ValidateLocalDetect(localMode, o.podBridge, o.podIfPrefix); err != nil {
 		return nil, fmt.Errorf("%s: %w", o.origin("detect-local-mode"), err)
 	}
-	var npa []string
-	for _, s := range o.nodePortAddresses {
-		if strings.TrimSpace(s) == "primary" {
-			r.primaryNodePorts = true
-			continue
+	if localMode == "" || localMode == proxier.LocalModeClusterCIDR {
+		if err := dualStackPair(clusterCIDRs); err != nil {
+			return nil, fmt.Errorf("%s: %q: %w", o.origin("cluster-cidr"), o.clusterCIDR, err)
 		}
-		npa = append(npa, s)
 	}
-	nodePortCIDRs, err := o.parsePrefixes("nodeport-addresses", npa)
+	nodePortCIDRs, err := o.nodePortPrefixes(r)
 	if err != nil {
 		return nil, err
 	}
@@ -276,7 +298,7 @@ func (o *options) resolve(hostname func() (string, error)) (*resolved, error) {
 		MasqueradeAll: o.masqueradeAll, ClusterCIDRs: clusterCIDRs, ServiceProxyName: o.serviceProxyName,
 		LocalMode: localMode, BridgeInterface: o.podBridge, InterfaceNamePrefix: o.podIfPrefix, ServiceCIDRs: serviceCIDRs,
 		DummyDevice: o.dummyDevice, VIPLocalRoutes: o.vipLocalRoutes, MasqueradeBit: &o.masqueradeBit, MaxEndpoints: o.maxEndpoints,
-		RulesBackend: proxier.RulesBackend(o.rulesBackend),
+		RulesBackend: proxier.RulesBackend(o.rulesBackend), IgnoreExternalIPs: ignoreExternalIPs,
 	}.WithDefaults()
 	// Real servers are re-read over 10 full syncs (5 min at the default syncPeriod), or
 	// ~1,000 virtual servers per full sync past 10,000: at 30,000 Services reading them

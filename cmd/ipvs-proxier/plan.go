@@ -30,6 +30,7 @@ func runPlan(args []string, out io.Writer) error {
 // runPlanTo is runPlan with the notes, warnings and problems going to errOut.
 func runPlanTo(args []string, out, errOut io.Writer) error {
 	o := newOptions("plan")
+	o.planFlags = []string{"kubeconfig"} // the cluster to read, which --config does not replace
 	var files []string
 	o.fs.StringArrayVarP(&files, "filename", "f", nil, "Service, EndpointSlice and Node objects (YAML or JSON, multi-document or a List); '-' is stdin")
 	strict := o.fs.Bool("strict", false, "exit non-zero when the input has problems (the daemon's Warning Events)")
@@ -63,6 +64,9 @@ func runPlanTo(args []string, out, errOut io.Writer) error {
 	r, err := o.resolve(os.Hostname)
 	if err != nil {
 		return err
+	}
+	for _, w := range r.warnings {
+		fmt.Fprintln(errOut, "warning:", w)
 	}
 	src := source.NewStaticSource()
 	switch {

@@ -54,6 +54,9 @@ func runDaemon(args []string) error {
 	if err != nil {
 		return err
 	}
+	for _, w := range r.warnings {
+		log.Warn("Setting has no effect", zap.String("warning", w))
+	}
 	log = log.With(zap.String("node", r.nodeName))
 
 	restCfg, inCluster, err := restConfig(o)
@@ -103,13 +106,14 @@ func daemonOptions(args []string) (o *options, warnings []string, done bool, err
 		fmt.Println(version)
 		return nil, nil, true, nil
 	}
-	if err := o.validOOMScoreAdj(); err != nil {
-		return nil, nil, false, err
-	}
 	if o.configFile != "" {
 		if warnings, err = o.applyConfigFile(o.configFile); err != nil {
 			return nil, nil, false, err
 		}
+	}
+	// After --config, which drops a --oom-score-adj given beside it, as kube-proxy does.
+	if err := o.validOOMScoreAdj(); err != nil {
+		return nil, nil, false, err
 	}
 	if o.kp.cleanup {
 		// kube-proxy's --cleanup removes what every proxy mode left.

@@ -178,7 +178,7 @@ func (cp *ControlPlane) nodeFiles(name string, dep *Deployment, opts NodeOptions
 		// The daemon's environment is the pod's: the kubelet always sets these to the
 		// kubernetes Service's ClusterIP, which nothing routes on a node with no proxy
 		// state, so the daemon must reach the apiserver through its kubeconfig.
-		// Arguments to the script are added to the DaemonSet's (`sh /start-daemon.sh --profiling`).
+		// Arguments to the script are added to the DaemonSet's (`sh /start-daemon.sh --vip-local-routes`).
 		"start-daemon.sh": "#!/bin/sh\nexport KUBERNETES_SERVICE_HOST=" + KubernetesServiceIP + " KUBERNETES_SERVICE_PORT=443 NODE_NAME=" + name +
 			"\n" + shellJoin(cmd) + " \"$@\" >> /tmp/daemon.log 2>&1 &\necho $! > /tmp/daemon.pid\n",
 		"scenario.sh": "/usr/sbin/ip link set eth0 up\n/usr/sbin/ip addr add " + NodeIP + "/24 dev eth0\n/usr/sbin/ip route add default via 10.0.2.2\n" +

@@ -41,7 +41,7 @@ type bench struct {
 	w      *benchkit.Workload
 	budget time.Duration
 	// profiles, when set, is a directory for CPU and heap profiles of ipvs-proxier
-	// (started with --profiling), taken after the idle measurement.
+	// (started with enableProfiling in its config.conf), taken after the idle measurement.
 	profiles string
 	// daemonLogs, when set, is a directory for ipvs-proxier's debug log at each step.
 	daemonLogs string
@@ -314,7 +314,10 @@ func (m *measurement) coldStart() bool {
 	start := time.Now()
 	cmd := m.p.Start
 	if m.b.profiles != "" && m.p.Ours() {
-		cmd += " --profiling"
+		// enableProfiling in a copy of the DaemonSet's config.conf: beside --config the
+		// --profiling flag is ignored, as kube-proxy ignores it; the later --config wins.
+		cmd = "grep -v '^enableProfiling:' /var/lib/kube-proxy/config.conf > /tmp/profiling.conf && " +
+			"echo 'enableProfiling: true' >> /tmp/profiling.conf && " + cmd + " --config=/tmp/profiling.conf"
 	}
 	if m.b.daemonLogs != "" && m.p.Ours() {
 		cmd += " --log-level=debug"

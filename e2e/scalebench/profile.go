@@ -21,7 +21,7 @@ func stepFile(p benchkit.Proxy, kind string, n int, ext string) string {
 	return fmt.Sprintf("%s-%d.%s", kind, n, ext)
 }
 
-// profile fetches a pprof profile from the daemon in the VM (started with --profiling)
+// profile fetches a pprof profile from the daemon in the VM (started with enableProfiling)
 // and writes it to dir/name. The agent returns text, so the profile travels base64; it
 // is fetched to a file first, so that a failed fetch is an exit status, not wget's
 // message decoded as the profile.

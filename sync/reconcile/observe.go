@@ -2,7 +2,6 @@ package reconcile
 
 import (
 	"net/netip"
-	"slices"
 	"sync/atomic"
 	"time"
 
@@ -72,15 +71,15 @@ func (s *Syncer) observeTriggers(end time.Time) {
 }
 
 // healthCheckAddrs returns the addresses healthCheckNodePorts listen on, as NodePorts do:
-// every address when nodePortAddresses is empty, else the node IPs inside it (none, not
-// nil, when no node IP is: "primary" before the Node has one).
+// every address when nodePortAddresses restricts no family, else the node IPs it allows
+// (none, not nil, when no node IP is: "primary" before the Node has one).
 func healthCheckAddrs(cfg *proxier.Config) []netip.Addr {
-	if len(cfg.NodePortAddresses) == 0 {
+	if cfg.NodePortAllAddresses() {
 		return nil
 	}
 	out := []netip.Addr{}
 	for _, a := range cfg.NodeIPs {
-		if slices.ContainsFunc(cfg.NodePortAddresses, func(p netip.Prefix) bool { return p.Contains(a) }) {
+		if cfg.NodePortAllowed(a) {
 			out = append(out, a)
 		}
 	}

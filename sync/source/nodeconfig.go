@@ -13,7 +13,10 @@ import (
 type NodeOptions struct {
 	// NodePortPrimary is nodePortAddresses' "primary" keyword: NodePorts also listen on
 	// the Node's primary IP of each family (PrimaryNodeIPs), re-read when the Node
-	// changes. With no primary IP known, "primary" alone opens no NodePort (never all).
+	// changes. With no primary IP known, "primary" opens no NodePort (never all); with
+	// one family's only, the other family the list does not name listens on all its
+	// addresses, as kube-proxy's expandNodePortAddressKeywords and NewNodePortAddresses
+	// make it.
 	NodePortPrimary bool
 	// BindAddress is kube-proxy's bindAddress when it names one IP: it overrides the
 	// Node's primary IP of its family, as kube-proxy's detectNodeIPs does
@@ -50,10 +53,12 @@ func NodeConfig(base proxier.Config, node *v1.Node, serviceCIDRs []netip.Prefix,
 		for _, ip := range cfg.PrimaryIPs {
 			cfg.NodePortAddresses = append(cfg.NodePortAddresses, netip.PrefixFrom(ip, ip.BitLen()))
 		}
-		if len(cfg.NodePortAddresses) == 0 {
-			// An empty list means every address: "primary" with no primary IP yet must
-			// match nothing. The unspecified address is never a node IP.
-			cfg.NodePortAddresses = []netip.Prefix{netip.PrefixFrom(netip.IPv6Unspecified(), 128)}
+		if len(cfg.PrimaryIPs) == 0 {
+			// A family the list does not name is every address of it: "primary" with
+			// no primary IP yet must match nothing, in both families. The unspecified
+			// address is never a node IP.
+			cfg.NodePortAddresses = append(cfg.NodePortAddresses,
+				netip.PrefixFrom(netip.IPv4Unspecified(), 32), netip.PrefixFrom(netip.IPv6Unspecified(), 128))
 		}
 	}
 	if len(cfg.NodeIPs) > 0 {

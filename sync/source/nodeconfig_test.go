@@ -43,15 +43,32 @@ func TestBindAddressReplacesItsFamily(t *testing.T) {
 	}
 }
 
-// TestPrimaryWithoutANodeOpensNothing: "primary" with no primary IP known matches no
-// address (an empty list would mean every address).
+// TestPrimaryWithoutANodeOpensNothing: "primary" with no primary IP known allows no
+// address of either family (a family the list does not name would mean all of it).
+// With a primary IP of one family only, the other family is not named, so all its
+// addresses serve NodePorts, as kube-proxy's expandNodePortAddressKeywords
+// (cmd/kube-proxy/app/server.go) and NewNodePortAddresses make it.
 func TestPrimaryWithoutANodeOpensNothing(t *testing.T) {
-	cfg, err := NodeConfig(proxier.Config{}, nil, nil, NodeOptions{NodePortPrimary: true})
+	local := addrs("10.0.0.1", "fd00::1")
+	cfg, err := NodeConfig(proxier.Config{NodeIPs: local}, nil, nil, NodeOptions{NodePortPrimary: true})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(cfg.NodePortAddresses) != 1 || cfg.NodePortAddresses[0].Addr() != netip.IPv6Unspecified() {
-		t.Errorf("NodePort addresses %v, want only the unspecified address", cfg.NodePortAddresses)
+	for _, ip := range local {
+		if cfg.NodePortAllowed(ip) {
+			t.Errorf("no Node: NodePorts on %s (NodePort addresses %v)", ip, cfg.NodePortAddresses)
+		}
+	}
+	node := &v1.Node{ObjectMeta: metav1.ObjectMeta{Name: testNode}}
+	node.Status.Addresses = []v1.NodeAddress{{Type: v1.NodeInternalIP, Address: "10.0.0.1"}}
+	cfg, err = NodeConfig(proxier.Config{NodeIPs: append(local, addrs("10.0.0.2")...)}, node, nil, NodeOptions{NodePortPrimary: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for ip, want := range map[string]bool{"10.0.0.1": true, "10.0.0.2": false, "fd00::1": true} {
+		if got := cfg.NodePortAllowed(netip.MustParseAddr(ip)); got != want {
+			t.Errorf("IPv4 primary only: NodePorts on %s %v, want %v (NodePort addresses %v)", ip, got, want, cfg.NodePortAddresses)
+		}
 	}
 }
 
