@@ -132,7 +132,7 @@ func newOptions(name string) *options {
 	fs.DurationVar(&o.conntrack.UDPStream, "conntrack-udp-timeout-stream", 0, "nf_conntrack_udp_timeout_stream; 0 leaves it alone")
 	fs.StringVar(&o.dummyDevice, "dummy-device", proxier.DefaultDummyDevice, "dummy interface that holds the VIPs")
 	fs.BoolVar(&o.vipLocalRoutes, "vip-local-routes", false,
-		"hold the Service IPs as local routes through lo (ip route show table local proto 210) instead of addresses on the dummy: a cold start in far less time at tens of thousands of Service IPs, but `ip addr show kube-ipvs0` shows none (not kube-proxy's convention)")
+		"hold the Service IPs as local routes through lo (ip route show table local proto 210) instead of addresses on the dummy: a cold start in far less time at tens of thousands of Service IPs, but ip addr show kube-ipvs0 shows none (not kube-proxy's convention)")
 	fs.StringVar(&o.bindAddress, "bind-address", "0.0.0.0", "kube-proxy's --bind-address: one IP here overrides the node's primary IP of its family (nodePortAddresses: [primary], LoadBalancer source ranges)")
 	fs.StringSliceVar(&o.nodeIPs, "node-ip", nil, "node IPs for NodePorts; by default the node's interface addresses (daemon) or its Node status (plan)")
 	fs.Float32Var(&o.apiQPS, "kube-api-qps", 5, "API client QPS")
