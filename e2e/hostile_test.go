@@ -163,3 +163,26 @@ func TestCleanupValidatesFirst(t *testing.T) {
 		t.Errorf("the node changed:\nbefore:\n%s\nafter:\n%s", before, after)
 	}
 }
+
+// TestExternalIPsGateOff: with kube-proxy's AllowServiceExternalIPs gate off in
+// config.conf's featureGates, a Service's externalIPs are neither bound nor programmed
+// and answer nothing, as kube-proxy v1.37 leaves them (pkg/proxy/serviceport.go, the
+// hardening against CVE-2020-8554); its ClusterIP still serves.
+func TestExternalIPsGateOff(t *testing.T) {
+	requireEnv(t)
+	runDaemonVariant(t, "gate", "(cat /var/lib/kube-proxy/config.conf; printf 'featureGates:\\n  AllowServiceExternalIPs: false\\n') > /tmp/gate/config.conf")
+	_, vip := createProgrammed(t, service("ext-gated", v1.ServiceSpec{ExternalIPs: []string{"203.0.113.44"}}),
+		80, v1.ProtocolTCP, podEP{"10.244.0.11", "node-1"})
+	if a, err := node.Ask("client", "tcp", vip); err != nil || !strings.HasPrefix(a, "pod1") {
+		t.Errorf("through the ClusterIP: %q %v", a, err)
+	}
+	if out := ipvsadm(t); strings.Contains(out, "203.0.113.44") {
+		t.Errorf("the external IP is programmed with the gate off:\n%s", out)
+	}
+	if out := nodeOut(t, "ip -o addr show kube-ipvs0; ip route show table local proto 210"); strings.Contains(out, "203.0.113.44") {
+		t.Errorf("the external IP is bound with the gate off:\n%s", out)
+	}
+	if a, err := node.Ask("client", "tcp", "203.0.113.44:80"); err == nil {
+		t.Errorf("the external IP answered with the gate off: %q", a)
+	}
+}
