@@ -1,6 +1,8 @@
 package reconcile
 
 import (
+	"errors"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -12,6 +14,9 @@ import (
 // tree's.
 func TestREADMENumbers(t *testing.T) {
 	b, err := os.ReadFile("README.md")
+	if errors.Is(err, fs.ErrNotExist) && os.Getenv("IPVS_PROXIER_TEST_NETNS") != "" {
+		t.Skip("the test binary runs without its source tree (the VM tier)")
+	}
 	if err != nil {
 		t.Fatal(err)
 	}
