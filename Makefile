@@ -30,7 +30,7 @@ test: ## Everything CI runs: lint, unit, host-netns, real-kernel VM (both rules 
 deps: ## Install the host packages every tier needs (the one list: e2e/hostdeps/packages.txt); silent when all are there
 	./e2e/hostdeps/install.sh
 
-prebuild: ## Build the Kubernetes binaries the e2e runs (kube-apiserver, etcd, kubectl, kube-proxy, kubeadm, kubelet tier) into the cache
+prebuild: ## Build the Kubernetes binaries the e2e runs (kube-apiserver, etcd, kubectl, kube-proxy, kube-router, kubeadm, kubelet tier) into the cache
 	cd e2e && $(GO) run ./harness/buildcp -kubeadm -kubelet
 
 test-unit: ## Unit tests (no privileges, fake kernel), with the fuzz seeds

@@ -8,6 +8,7 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 
+	"github.com/ipvs-proxier/ipvs-proxier/e2e/benchkit"
 	"github.com/ipvs-proxier/ipvs-proxier/e2e/harness"
 )
 
@@ -75,10 +76,10 @@ func startDaemonWith(t *testing.T, args string) {
 	}
 }
 
-// restoreNode leaves the node to ipvs-proxier whatever a test did: kube-proxy stopped,
-// its iptables-mode leftovers gone, the daemon running.
+// restoreNode leaves the node to ipvs-proxier whatever a test did: kube-proxy and
+// kube-router stopped, their leftovers gone, the daemon running.
 func restoreNode(t *testing.T) {
-	_, _ = node.MustExec(`kill $(cat /tmp/kube-proxy.pid) 2>/dev/null; sleep 1; /usr/local/bin/ipvs-proxier cleanup --leftovers-only;
+	_, _ = node.MustExec(`kill $(cat /tmp/kube-proxy.pid) 2>/dev/null; kill $(cat ` + benchkit.KubeRouter.PIDFile + `) 2>/dev/null; sleep 1; /usr/local/bin/ipvs-proxier cleanup --leftovers-only;
 kill -0 $(cat /tmp/daemon.pid) 2>/dev/null || sh /start-daemon.sh`)
 }
 
@@ -235,5 +236,114 @@ func TestMigrateFromNftablesMode(t *testing.T) {
 	}
 	if !strings.Contains(out, "kube-proxy nftables-mode tables deleted: 0") {
 		t.Errorf("cleanup --leftovers-only after the switch:\n%s", out)
+	}
+}
+
+// startKubeRouter starts kube-router's service proxy as the benchmarks do
+// (benchkit.KubeRouter).
+func startKubeRouter(t *testing.T) {
+	t.Helper()
+	if _, err := node.MustExec("test -x /usr/local/bin/kube-router"); err != nil {
+		t.Skipf("no kube-router binary in the node: %v", err)
+	}
+	if _, err := node.MustExec(benchkit.KubeRouter.Start); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// stopKubeRouter stops kube-router, which leaves everything it programmed.
+func stopKubeRouter(t *testing.T) {
+	t.Helper()
+	if _, err := node.MustExec("kill $(cat " + benchkit.KubeRouter.PIDFile + "); sleep 1; rm -f " + benchkit.KubeRouter.PIDFile); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// kubeRouterLeftovers lists what of kube-router's service proxy is on the node: its
+// dummy interface, ipsets, chains, masquerade rule, policy rule and table-78 route.
+func kubeRouterLeftovers(t *testing.T) []string {
+	t.Helper()
+	var left []string
+	if out := nodeOut(t, "ip -o link show kube-dummy-if 2>/dev/null || true"); strings.TrimSpace(out) != "" {
+		left = append(left, "kube-dummy-if: "+out)
+	}
+	if out := nodeOut(t, "ipset list -n | grep kube-router || true"); strings.TrimSpace(out) != "" {
+		left = append(left, "ipsets: "+out)
+	}
+	for _, c := range []string{"iptables-save", "ip6tables-save"} {
+		for _, l := range strings.Split(nodeOut(t, c), "\n") {
+			if strings.Contains(l, "KUBE-ROUTER") || strings.Contains(l, `--vmethod MASQ -m comment --comment ""`) {
+				left = append(left, c+": "+l)
+			}
+		}
+	}
+	for _, f := range []string{"-4", "-6"} {
+		if out := nodeOut(t, "ip "+f+" rule | grep -E '^32765:.*lookup (79|external_ip)' || true"); strings.TrimSpace(out) != "" {
+			left = append(left, "ip "+f+" rule: "+out)
+		}
+		if out := nodeOut(t, "ip "+f+" route show table 78 2>/dev/null | grep default || true"); strings.TrimSpace(out) != "" {
+			left = append(left, "ip "+f+" route table 78: "+out)
+		}
+	}
+	return left
+}
+
+// TestMigrateFromKubeRouter: kube-router's service proxy serves a request loop; it
+// stops (leaving everything), ipvs-proxier starts, and `cleanup --leftovers-only`
+// runs. Failed requests are counted, none of kube-router's objects remain (the daemon
+// removes them after its first sync, the cleanup finds the rest), and a later endpoint
+// change is served as programmed.
+func TestMigrateFromKubeRouter(t *testing.T) {
+	requireEnv(t)
+	svc := createService(t, service("mig-kr"), 80, v1.ProtocolTCP,
+		podEP{"10.244.0.11", "node-1"}, podEP{"10.244.0.12", "node-1"})
+	vip := svc.Spec.ClusterIP + ":80"
+
+	t.Cleanup(func() { restoreNode(t) })
+	wipeNode(t)
+	startKubeRouter(t)
+	if err := waitFor(90*time.Second, func() bool {
+		_, err := node.Ask("client", "tcp", vip)
+		return err == nil && strings.Contains(nodeOut(t, "ip -o addr show kube-dummy-if 2>/dev/null || true"), svc.Spec.ClusterIP+"/32")
+	}); err != nil {
+		log, _ := node.MustExec("tail -30 /tmp/kube-router.log")
+		t.Fatalf("kube-router never served the Service:\n%s\nkube-router log:\n%s", nodeOut(t, "ipvsadm -Ln"), log)
+	}
+	if left := kubeRouterLeftovers(t); len(left) < 4 {
+		t.Logf("kube-router programmed less than expected (dummy, ipsets, chains, rules):\n%s", strings.Join(left, "\n"))
+	}
+
+	stop := node.RequestLoop(t.Logf, "client", vip)
+	time.Sleep(2 * time.Second)
+	stopKubeRouter(t) // everything it programmed stays, as it leaves it on SIGTERM
+	startDaemon(t)
+	out, err := node.MustExec("/usr/local/bin/ipvs-proxier cleanup --leftovers-only")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("cleanup --leftovers-only after the switch:\n%s", out)
+	time.Sleep(3 * time.Second)
+	ok, failed := stop()
+	t.Logf("requests during the switch from kube-router: %d ok, %d failed", ok, failed)
+	if failed*200 > ok || ok < 5 {
+		t.Errorf("switch from kube-router: %d failed, %d ok", failed, ok)
+	}
+	if left := kubeRouterLeftovers(t); len(left) > 0 {
+		t.Errorf("kube-router's leftovers after the switch and the cleanup:\n%s", strings.Join(left, "\n"))
+	}
+	if a := nodeOut(t, "ip -o addr show kube-ipvs0"); !strings.Contains(a, svc.Spec.ClusterIP+"/32") {
+		t.Errorf("the ClusterIP is not on our dummy:\n%s", a)
+	}
+
+	// A virtual server kube-router left would keep pod1 and pod2.
+	setEndpoints(t, "mig-kr", 80, v1.ProtocolTCP, podEP{"10.244.0.13", "node-1"})
+	waitIPVS(t, "mig-kr's new endpoint", func(s string) bool {
+		b := vsBlock(s, vip)
+		return strings.Contains(b, "10.244.0.13") && !strings.Contains(b, "10.244.0.11")
+	})
+	for i := range 10 {
+		if a, err := node.Ask("client", "tcp", vip); err != nil || !strings.HasPrefix(a, "pod3") {
+			t.Fatalf("request %d after the endpoint change: %q %v\n%s", i, a, err, nodeOut(t, "ipvsadm -Ln"))
+		}
 	}
 }

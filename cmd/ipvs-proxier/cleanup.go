@@ -24,21 +24,24 @@ import (
 // destroys the KUBE-6-* sets too (kube-proxy destroys only the IPv4-named ones).
 //
 // Two narrower modes serve migrations (docs/migration.md): --leftovers-only removes
-// just the kube-proxy iptables-mode chains we do not use and kube-proxy's nftables-mode
-// tables, and is safe while the daemon runs; --keep-shared-chains leaves the chains kube-proxy's iptables mode also uses,
-// for a rollback where kube-proxy already runs again.
+// just the kube-proxy iptables-mode chains we do not use, kube-proxy's nftables-mode
+// tables and what kube-router's service proxy left (cleanupKubeRouter), and is safe
+// while the daemon runs; --iptables-mode-leftovers adds those to the full cleanup;
+// --keep-shared-chains leaves the chains kube-proxy's iptables mode also uses, for a
+// rollback where kube-proxy already runs again.
 func runCleanup(args []string, out io.Writer) error {
 	fs := pflag.NewFlagSet("cleanup", pflag.ContinueOnError)
 	dummy := fs.String("dummy-device", proxier.DefaultDummyDevice, "dummy interface that holds the VIPs")
-	leftovers := fs.Bool("iptables-mode-leftovers", false, "also remove kube-proxy iptables-mode chains (KUBE-SVC-*, KUBE-SEP-*, KUBE-NODEPORTS, ...) and its nftables-mode tables (ip and ip6 kube-proxy)")
+	leftovers := fs.Bool("iptables-mode-leftovers", false, "also remove kube-proxy iptables-mode chains (KUBE-SVC-*, KUBE-SEP-*, KUBE-NODEPORTS, ...), its nftables-mode tables (ip and ip6 kube-proxy) and kube-router's service-proxy leftovers (kube-dummy-if, kube-router-* ipsets, KUBE-ROUTER-* chains)")
 	excludeFlag := fs.StringSlice("ipvs-exclude-cidrs", nil, "CIDRs whose virtual servers are left alone")
-	leftoversOnly := fs.Bool("leftovers-only", false, "remove only kube-proxy iptables-mode chains ipvs-proxier does not use and its nftables-mode tables; safe while the daemon runs")
+	leftoversOnly := fs.Bool("leftovers-only", false, "remove only kube-proxy iptables-mode chains ipvs-proxier does not use, its nftables-mode tables and kube-router's service-proxy leftovers; safe while the daemon runs")
 	keepShared := fs.Bool("keep-shared-chains", false, "leave the chains kube-proxy's iptables mode also uses (KUBE-SERVICES, ...): for a rollback with kube-proxy running")
 	fs.SetOutput(out)
 	fs.Usage = func() {
 		commandUsage(out, fs, "ipvs-proxier cleanup [flags]",
 			"Removes what ipvs-proxier programmed on this node (its virtual servers, sets, chains, dummy interface and\n"+
-				"the local routes of --vip-local-routes) and nothing else; with --iptables-mode-leftovers also kube-proxy iptables mode's chains.",
+				"the local routes of --vip-local-routes) and nothing else; with --iptables-mode-leftovers also kube-proxy iptables mode's chains\n"+
+				"and kube-router's service-proxy leftovers.",
 			"  kubectl -n kube-system exec POD -- ipvs-proxier cleanup --leftovers-only")
 	}
 	if err := fs.Parse(args); err != nil {
@@ -70,12 +73,16 @@ func runCleanup(args []string, out io.Writer) error {
 			fmt.Fprintf(out, "%s kube-proxy iptables-mode chains removed (%s): %d\n", f, ipt.Mode(), n)
 		}
 		errs = append(errs, cleanupKubeProxyNftables(out))
+		errs = append(errs, cleanupKubeRouter(out, *dummy, exclude))
 		return errors.Join(errs...)
 	}
 	var errs []error
 	vs, err := cleanupVirtualServers(*dummy, exclude)
 	errs = append(errs, err)
 	fmt.Fprintf(out, "virtual servers deleted: %d\n", vs)
+	if *leftovers {
+		errs = append(errs, cleanupKubeRouter(out, *dummy, exclude))
+	}
 
 	chains, prefixes := proxier.RuleChains, []string(nil)
 	if *leftovers {

@@ -232,7 +232,10 @@ func runProxy(o *options, r *resolved, log *zap.Logger, client *kubeapi.Client, 
 	r.sync.LocalAddresses = func() ([]netip.Addr, error) { return linux.LocalAddresses(dummy) }
 	r.sync.Wake = func() { runner.Run() } // a closure: runner is made below, from the syncer
 	syncer = reconcile.NewSyncer(r.sync, k, src, tracker)
-	runner = reconcile.NewRunner(syncOnce(syncer.Sync, proxyHealth, func() { removeOtherBackend(r.cfg.RulesBackend, log) }), o.minSyncPeriod, o.syncPeriod)
+	runner = reconcile.NewRunner(syncOnce(syncer.Sync, proxyHealth, func() {
+		removeOtherBackend(r.cfg.RulesBackend, log)
+		removeKubeRouterLeftovers(dummy, r.sync.ExcludeCIDRs, log)
+	}), o.minSyncPeriod, o.syncPeriod)
 	runner.Due = syncer.FullDueIn
 
 	monitor := pressure.New(k.Conntrack.Stats, o.conntrackPressure, log, nodeEvents{recorder: recorder, node: r.nodeName}, nil)

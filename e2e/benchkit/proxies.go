@@ -53,8 +53,15 @@ func KubeProxy(mode string) Proxy {
 		"(/usr/local/bin/kube-proxy --config=/tmp/kp.conf >> /tmp/kube-proxy.log 2>&1 & echo $! > /tmp/kube-proxy.pid)", "/tmp/kube-proxy.pid"}
 }
 
-// Wipe stops every proxy and removes what any of them made: IPVS, the dummy interface
-// and our local routes (--vip-local-routes),
+// KubeRouter is kube-router's service proxy (harness.KubeRouterVersion, run as
+// harness.KubeRouterCommand), started by the node's /start-kube-router.sh: the one way
+// the benchmarks, the data-path benchmark, the migration test and the suite start it.
+// Never beside ours: each of its syncs deletes every virtual server it did not make.
+var KubeRouter = Proxy{"kube-router", "sh /start-kube-router.sh", "/tmp/kube-router.pid"}
+
+// Wipe stops every proxy and removes what any of them made: IPVS, the dummy interfaces
+// (ours, kube-router's kube-dummy-if), our local routes (--vip-local-routes),
+// kube-router's policy rule and table-78 route,
 // iptables (both families; the legacy backend's tables too when their module is loaded),
 // ipsets and nftables (kube-proxy's nftables mode, ours' nftables backend), and the
 // connection-tracking table the previous one's traffic left: a fresh node for the next.
@@ -69,9 +76,11 @@ func KubeProxy(mode string) Proxy {
 // later (`make bench-scale`; 123 s against 14 s at 30,000), and kube-proxy's step always
 // came right after ours.
 func Wipe(node *harness.Node) error {
-	_, err := node.MustExec(`for p in /tmp/daemon.pid /tmp/kube-proxy.pid; do [ -f $p ] && kill $(cat $p) 2>/dev/null; rm -f $p; done; sleep 2
+	_, err := node.MustExec(`for p in /tmp/daemon.pid /tmp/kube-proxy.pid /tmp/kube-router.pid; do [ -f $p ] && kill $(cat $p) 2>/dev/null; rm -f $p; done; sleep 2
 rm -f /tmp/daemon.log
 ipvsadm -C; ip link del kube-ipvs0 2>/dev/null; ip route flush table local proto 210 2>/dev/null
+ip link del kube-dummy-if 2>/dev/null
+for f in -4 -6; do while ip $f rule del prio 32765 from all lookup 79 2>/dev/null; do :; done; ip $f route flush table 78 2>/dev/null; done
 for t in nat filter mangle; do for c in iptables ip6tables; do $c -t $t -F; $c -t $t -X; done; done
 for c in iptables ip6tables; do [ -e /proc/net/${c%tables}_tables_names ] || continue; for t in nat filter mangle; do $c-legacy -t $t -F; $c-legacy -t $t -X; done; done 2>/dev/null
 ipset destroy

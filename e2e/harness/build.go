@@ -9,8 +9,9 @@ import (
 	"syscall"
 )
 
-// Binaries are the host-side programs of the control plane, and kubectl.
-type Binaries struct{ APIServer, Etcd, KubeProxy, Kubectl string }
+// Binaries are the host-side programs of the control plane, and kubectl; kube-proxy
+// and kube-router are carried into the node VMs.
+type Binaries struct{ APIServer, Etcd, KubeProxy, Kubectl, KubeRouter string }
 
 // KubeletBinaries are what the kubelet tier adds: the controllers and the scheduler on
 // the host, the kubelet in the node VM.
@@ -31,14 +32,19 @@ var versionLDFlags = "-s -w -X k8s.io/component-base/version.gitVersion=" + Kube
 	" -X k8s.io/client-go/pkg/version.gitVersion=" + KubeVersion
 
 // BuildControlPlane builds kube-apiserver, etcd, kube-proxy and kubectl (pinned in
-// e2e/go.mod) into the cache, once. The first build takes about ten minutes on two cores.
+// e2e/go.mod), and kube-router (BuildKubeRouter), into the cache, once. The first build takes about ten minutes on two cores.
 func BuildControlPlane() (Binaries, error) {
 	dir := binDir()
 	b := Binaries{APIServer: filepath.Join(dir, "kube-apiserver"), Etcd: filepath.Join(dir, "etcd"),
 		KubeProxy: filepath.Join(dir, "kube-proxy"), Kubectl: filepath.Join(dir, "kubectl")}
-	return b, buildKube([]target{{"k8s.io/kubernetes/cmd/kube-apiserver", b.APIServer},
+	if err := buildKube([]target{{"k8s.io/kubernetes/cmd/kube-apiserver", b.APIServer},
 		{"go.etcd.io/etcd/server/v3", b.Etcd}, {"k8s.io/kubernetes/cmd/kube-proxy", b.KubeProxy},
-		{"k8s.io/kubernetes/cmd/kubectl", b.Kubectl}})
+		{"k8s.io/kubernetes/cmd/kubectl", b.Kubectl}}); err != nil {
+		return b, err
+	}
+	var err error
+	b.KubeRouter, err = BuildKubeRouter()
+	return b, err
 }
 
 // BuildKubeletTier builds kube-controller-manager, kube-scheduler and kubelet from the
@@ -158,4 +164,49 @@ func BuildNodeBinaries(dir string) error {
 		}
 	}
 	return nil
+}
+
+// KubeRouterVersion is the kube-router whose service proxy the migration test, the
+// benchmarks and the suite run beside ours. It is the only version the Go module proxy
+// serves here; it predates kube-router's externalIPs advisory GHSA-phqm-jgc3-qf8g (any
+// user who may create Services can claim an external IP on every node), fixed in v2.8.0:
+// run it only on the test VM.
+const KubeRouterVersion = "v2.1.0"
+
+// kubeRouterModule is kube-router's module path; its go.mod has no replace lines, so
+// `go install PKG@VERSION` builds it with its own dependency versions, which adding it
+// to e2e/go.mod would bump (minimal version selection) along with ours.
+const kubeRouterModule = "github.com/cloudnativelabs/kube-router/v2"
+
+// BuildKubeRouter builds kube-router, static and version-stamped, into the cache, once,
+// and returns its path.
+func BuildKubeRouter() (string, error) {
+	dir := filepath.Join(Cache(), "kube-router-"+KubeRouterVersion+"-"+buildRecipe)
+	out := filepath.Join(dir, "kube-router")
+	if _, err := os.Stat(out); err == nil {
+		return out, nil
+	}
+	unlock, err := lockDir(dir)
+	if err != nil {
+		return "", err
+	}
+	defer unlock()
+	if _, err := os.Stat(out); err == nil {
+		return out, nil
+	}
+	tmp, err := os.MkdirTemp(dir, "build-")
+	if err != nil {
+		return "", err
+	}
+	defer os.RemoveAll(tmp)
+	Logf("building kube-router %s (first run only)", KubeRouterVersion)
+	pkg := kubeRouterModule + "/cmd/kube-router@" + KubeRouterVersion
+	args := []string{"install", "-ldflags", "-s -w -X " + kubeRouterModule + "/pkg/version.Version=" + KubeRouterVersion, pkg}
+	cmd := exec.Command("go", args...)
+	cmd.Dir = tmp // outside our modules: pkg@version uses kube-router's own go.mod
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOBIN="+tmp, "GOWORK=off")
+	if o, err := cmd.CombinedOutput(); err != nil {
+		return "", fmt.Errorf("go %s: %w\n%s", strings.Join(args, " "), err, o)
+	}
+	return out, os.Rename(filepath.Join(tmp, "kube-router"), out)
 }

@@ -199,6 +199,17 @@ func (cp *ControlPlane) nodeFiles(name string, dep *Deployment, opts NodeOptions
 	if kp, err := os.ReadFile(cp.Bins.KubeProxy); err == nil {
 		files["usr/local/bin/kube-proxy"] = string(kp)
 	}
+	// kube-router's service proxy, for the migration test and the benchmarks: started
+	// only when a test asks for it (/start-kube-router.sh), with stock kube-proxy's
+	// kubeconfig (it lists and watches namespaces, pods, nodes, Services, EndpointSlices
+	// and NetworkPolicies). It reads and appends to /etc/iproute2/rt_tables, which the
+	// VM's root lacks.
+	files["start-kube-router.sh"] = "#!/bin/sh\nmkdir -p /etc/iproute2\n" +
+		"[ -f /etc/iproute2/rt_tables ] || printf '255\\tlocal\\n254\\tmain\\n253\\tdefault\\n0\\tunspec\\n' > /etc/iproute2/rt_tables\n" +
+		"NODE_NAME=" + name + " " + shellJoin(KubeRouterCommand(name)) + " >> /tmp/kube-router.log 2>&1 &\necho $! > /tmp/kube-router.pid\n"
+	if kr, err := os.ReadFile(cp.Bins.KubeRouter); err == nil {
+		files["usr/local/bin/kube-router"] = string(kr)
+	}
 	return files, nil
 }
 
@@ -316,4 +327,15 @@ func (n *Node) Stop() {
 		_ = n.cmd.Process.Kill()
 		_, _ = n.cmd.Process.Wait()
 	}
+}
+
+// KubeRouterCommand is kube-router run as a service proxy only, as a kube-router
+// DaemonSet beside another CNI runs it: no routing, no network policy, every Service
+// masqueraded (the ClusterIP path ours and kube-proxy's IPVS mode take), NodePorts on
+// every node address, the periodic sync kept out of a test's way; health on a port
+// clear of kube-proxy's 10256 and ours, no metrics listener.
+func KubeRouterCommand(node string) []string {
+	return []string{"/usr/local/bin/kube-router", "--run-router=false", "--run-firewall=false", "--run-service-proxy=true",
+		"--kubeconfig=/" + StockKubeProxyDir + "/kubeconfig", "--hostname-override=" + node, "--masquerade-all",
+		"--nodeport-bindon-all-ip", "--ipvs-sync-period=1m", "--health-port=20244", "--metrics-port=0"}
 }

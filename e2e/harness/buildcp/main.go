@@ -1,5 +1,6 @@
 // Command buildcp builds the Kubernetes binaries the e2e tiers run into the cache: the
-// control plane and kubectl, with -kubeadm kubeadm, with -kubelet the kubelet tier's.
+// control plane, kubectl and kube-router, with -kubeadm kubeadm, with -kubelet the
+// kubelet tier's.
 // `make test` starts it niced before lint (make prebuild), so that the builds use the
 // CPU the earlier tiers leave idle; the tests wait on the cache's lock for a binary
 // still being built.
@@ -19,7 +20,7 @@ func main() {
 	flag.Parse()
 	b, err := harness.BuildControlPlane()
 	check(err)
-	fmt.Println(b.APIServer, b.Etcd, b.KubeProxy, b.Kubectl)
+	fmt.Println(b.APIServer, b.Etcd, b.KubeProxy, b.Kubectl, b.KubeRouter)
 	if *kubeadm {
 		k, err := harness.BuildKubeadm()
 		check(err)
