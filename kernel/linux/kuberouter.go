@@ -74,7 +74,12 @@ func IsKubeRouterMasquerade(line string) bool {
 		}
 		f = f[6:]
 	}
-	match := strings.Fields(`-m ipvs --ipvs --vdir ORIGINAL --vmethod MASQ -m comment --comment ""`)
+	// kube-router writes --ipvs; iptables-save prints the rule without it (libxt_ipvs
+	// prints the flag only when negated).
+	if len(f) > 2 && f[0] == "-m" && f[1] == "ipvs" && f[2] == "--ipvs" {
+		f = slices.Delete(slices.Clone(f), 2, 3)
+	}
+	match := strings.Fields(`-m ipvs --vdir ORIGINAL --vmethod MASQ -m comment --comment ""`)
 	if len(f) < len(match) || !slices.Equal(f[:len(match)], match) {
 		return false
 	}

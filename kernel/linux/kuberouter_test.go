@@ -17,6 +17,7 @@ func TestIsKubeRouterMasquerade(t *testing.T) {
 		want       bool
 	}{
 		{"masquerade-all", `-A POSTROUTING -m ipvs --ipvs --vdir ORIGINAL --vmethod MASQ -m comment --comment "" -j SNAT --to-source 192.168.1.10`, true},
+		{"as iptables-save prints it (no --ipvs)", `-A POSTROUTING -m ipvs --vdir ORIGINAL --vmethod MASQ -m comment --comment "" -j SNAT --to-source 192.168.100.1 --random-fully`, true},
 		{"random-fully", `-A POSTROUTING -m ipvs --ipvs --vdir ORIGINAL --vmethod MASQ -m comment --comment "" -j SNAT --to-source 192.168.1.10 --random-fully`, true},
 		{"pod CIDR", `-A POSTROUTING ! -s 10.244.0.0/24 ! -d 10.244.0.0/24 -m ipvs --ipvs --vdir ORIGINAL --vmethod MASQ -m comment --comment "" -j SNAT --to-source 192.168.1.10 --random-fully`, true},
 		{"IPv6", `-A POSTROUTING -m ipvs --ipvs --vdir ORIGINAL --vmethod MASQ -m comment --comment "" -j SNAT --to-source fd00::10`, true},
