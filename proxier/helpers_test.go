@@ -91,6 +91,7 @@ type ep struct {
 	node                        string
 	notReady, terminating, down bool // down: serving=false
 	zones                       []string
+	nodes                       []string // ForNodes hints (PreferSameNode)
 }
 
 func local(ip string) ep  { return ep{ip: ip, node: testNode} }
@@ -113,10 +114,13 @@ func makeSlice(ns, svc, name string, proto v1.Protocol, eps ...ep) *discovery.En
 		if e.node != "" {
 			de.NodeName = ptr.To(e.node)
 		}
-		if len(e.zones) > 0 {
+		if len(e.zones) > 0 || len(e.nodes) > 0 {
 			de.Hints = &discovery.EndpointHints{}
 			for _, z := range e.zones {
 				de.Hints.ForZones = append(de.Hints.ForZones, discovery.ForZone{Name: z})
+			}
+			for _, n := range e.nodes {
+				de.Hints.ForNodes = append(de.Hints.ForNodes, discovery.ForNode{Name: n})
 			}
 		}
 		sl.Endpoints = append(sl.Endpoints, de)

@@ -316,6 +316,43 @@ func TestTranslateEndpoints(t *testing.T) {
 			ep{ip: "10.0.1.1", zones: []string{"zone-a"}}, ep{ip: "10.0.1.2", zones: []string{"zone-b"}})},
 		wantVS: map[string][]string{"TCP 10.20.30.41:80": {"10.0.1.1:80", "10.0.1.2:80"}},
 	}, {
+		// PreferSameNode: the EndpointSlice controller hints each endpoint for its own node
+		// and its zone (kube-proxy's topologyModeFromHints, pkg/proxy/topology.go).
+		name: "node hints naming this node keep its endpoint alone",
+		cfg:  []func(*Config){func(c *Config) { c.Zone = "zone-a" }},
+		svc:  makeService("ns", "s"),
+		slices: []*discovery.EndpointSlice{makeSlice("ns", "s", "s1", tcp,
+			ep{ip: "10.0.1.1", nodes: []string{testNode}, zones: []string{"zone-a"}},
+			ep{ip: "10.0.1.2", nodes: []string{"node-b"}, zones: []string{"zone-a"}},
+			ep{ip: "10.0.1.3", nodes: []string{"node-c"}, zones: []string{"zone-b"}})},
+		wantVS: map[string][]string{"TCP 10.20.30.41:80": {"10.0.1.1:80"}},
+	}, {
+		name: "the node's hinted endpoint gone: the zone's",
+		cfg:  []func(*Config){func(c *Config) { c.Zone = "zone-a" }},
+		svc:  makeService("ns", "s"),
+		slices: []*discovery.EndpointSlice{makeSlice("ns", "s", "s1", tcp,
+			ep{ip: "10.0.1.1", nodes: []string{testNode}, zones: []string{"zone-a"}, notReady: true},
+			ep{ip: "10.0.1.2", nodes: []string{"node-b"}, zones: []string{"zone-a"}},
+			ep{ip: "10.0.1.3", nodes: []string{"node-c"}, zones: []string{"zone-b"}})},
+		wantVS: map[string][]string{"TCP 10.20.30.41:80": {"10.0.1.2:80"}},
+	}, {
+		name: "the node's and the zone's hinted endpoints gone: every ready one",
+		cfg:  []func(*Config){func(c *Config) { c.Zone = "zone-a" }},
+		svc:  makeService("ns", "s"),
+		slices: []*discovery.EndpointSlice{makeSlice("ns", "s", "s1", tcp,
+			ep{ip: "10.0.1.2", nodes: []string{"node-b"}, zones: []string{"zone-b"}},
+			ep{ip: "10.0.1.3", nodes: []string{"node-c"}, zones: []string{"zone-b"}})},
+		wantVS: map[string][]string{"TCP 10.20.30.41:80": {"10.0.1.2:80", "10.0.1.3:80"}},
+	}, {
+		name: "node hints are ignored when one ready endpoint lacks them: the zone's",
+		cfg:  []func(*Config){func(c *Config) { c.Zone = "zone-a" }},
+		svc:  makeService("ns", "s"),
+		slices: []*discovery.EndpointSlice{makeSlice("ns", "s", "s1", tcp,
+			ep{ip: "10.0.1.1", nodes: []string{testNode}, zones: []string{"zone-a"}},
+			ep{ip: "10.0.1.2", zones: []string{"zone-a"}},
+			ep{ip: "10.0.1.3", nodes: []string{"node-c"}, zones: []string{"zone-b"}})},
+		wantVS: map[string][]string{"TCP 10.20.30.41:80": {"10.0.1.1:80", "10.0.1.2:80"}},
+	}, {
 		name: "duplicate endpoint across slices: the non-terminating copy wins",
 		svc:  makeService("ns", "s"),
 		slices: []*discovery.EndpointSlice{
