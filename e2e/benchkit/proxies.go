@@ -112,6 +112,9 @@ var KubeRouter = Proxy{Name: "kube-router", Start: "sh /start-kube-router.sh", P
 // KubeRouterCaveat is said wherever kube-router's numbers are shown.
 const KubeRouterCaveat = "kube-router " + harness.KubeRouterVersion + ", the only version the Go module proxy serves, predates its externalIPs advisory GHSA-phqm-jgc3-qf8g (fixed in v2.8.0)"
 
+// KubeRouterLabel names kube-router's series on a chart, its caveat in short.
+const KubeRouterLabel = "kube-router " + harness.KubeRouterVersion + " (before GHSA-phqm-jgc3-qf8g's fix)"
+
 // Caveats are the caveats of the proxies named, each once, in order.
 func Caveats(names []string) []string {
 	var out []string

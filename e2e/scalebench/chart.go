@@ -8,7 +8,6 @@ import (
 	"gonum.org/v1/plot/plotter"
 
 	"github.com/ipvs-proxier/ipvs-proxier/e2e/benchkit"
-	"github.com/ipvs-proxier/ipvs-proxier/e2e/harness"
 )
 
 // chartDNF labels the "did not finish" cross.
@@ -57,7 +56,7 @@ func chartLabel(name string) string {
 	case "kube-proxy nftables":
 		return "kube-proxy, nftables mode"
 	case benchkit.KubeRouter.Name:
-		return "kube-router " + harness.KubeRouterVersion + " (before GHSA-phqm-jgc3-qf8g's fix)"
+		return benchkit.KubeRouterLabel
 	}
 	return name
 }
