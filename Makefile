@@ -73,17 +73,17 @@ bench-micro: ## Go benchmarks (fake kernel, 30,000 Services x 4): one change, fu
 	@if [ -f bench/micro/baseline.txt ]; then $(GO) run $(BENCHSTAT) bench/micro/baseline.txt bench/micro/latest.txt; \
 	else echo "no bench/micro/baseline.txt: copy latest.txt there to start tracking"; fi
 
-charts: ## Redraw bench/results' two charts from the CSVs that gather both proxies' runs (scale-both.csv, dataplane-all.csv)
-	cd e2e && $(GO) run ./scalebench chart ../bench/results/chart.png "1,000-30,000 Services × 4 endpoints, ipvs-proxier against kube-proxy v1.37 IPVS mode; qemu TCG VM, 2 vCPU, 2-core host" ../bench/results/scale-both.csv
+charts: ## Redraw bench/results' two charts from the CSVs that gather every proxy's runs (scale-all.csv, dataplane-all.csv)
+	cd e2e && $(GO) run ./scalebench chart ../bench/results/chart.png "1,000-30,000 Services × 4 endpoints, one proxy at a time (kube-proxy v1.37); qemu TCG VM, 2 vCPU, 2-core host" ../bench/results/scale-all.csv
 	cd e2e && $(GO) run ./dataplane chart ../bench/results/dataplane.png "Requests through one Service beside 1,000 or 30,000 others, rows from several runs; qemu TCG VM, 2 vCPU, 2-core host" ../bench/results/dataplane-all.csv
 
 bench-kernel: deps ## Real-kernel Go benchmarks in the VM: the IPVS dump, ours vs moby/ipvs, at IPVS_BENCH_VS virtual servers (default 60000); a cold start's set members through ipset and through nftables (the longest transaction); 30,000 address binds to one interface (a bind's cost grows with the addresses there)
 	./e2e/vm/kernel-tests.sh bench
 
-bench-scale: deps ## ipvs-proxier vs kube-proxy IPVS mode in the VM at SVC_SCALE_STEPS Services (default 1000,5000,10000,30000); results in bench/results/
+bench-scale: deps ## ipvs-proxier vs kube-proxy (BENCH_PROXIES: IPVS mode by default; "kube-proxy nftables", kube-router) in the VM at SVC_SCALE_STEPS Services (default 1000,5000,10000,30000); results in bench/results/
 	cd e2e && $(GO) run ./scalebench
 
-bench-dataplane: deps ## Requests and hairpin streams through a Service with DP_SIZES Services (default 1000,30000): ipvs-proxier vs kube-proxy's IPVS, iptables and nftables modes in the VM; results in bench/results/dataplane.md
+bench-dataplane: deps ## Requests and hairpin streams through a Service with DP_SIZES Services (default 1000,30000): ipvs-proxier vs kube-proxy's IPVS, iptables and nftables modes (and kube-router in DP_PROXIES) in the VM; results in bench/results/dataplane.md
 	cd e2e && $(GO) run ./dataplane
 
 e2e: deps ## End to end: real kube-apiserver + etcd, the daemon in VM nodes as deploy/ runs it, real traffic; the kubeadm upgrade advice (e2e/kubeadm); then the kubelet tier (e2e-kubelet)

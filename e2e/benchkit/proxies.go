@@ -1,43 +1,81 @@
 package benchkit
 
-import "github.com/ipvs-proxier/ipvs-proxier/e2e/harness"
+import (
+	"slices"
+
+	"github.com/ipvs-proxier/ipvs-proxier/e2e/harness"
+)
 
 // Proxy is a proxy a benchmark runs on its node: the command that starts it in the
 // background and the file that then holds its PID.
 type Proxy struct {
 	Name, Start, PIDFile string
+	// DataPath is where it programs a Service port, which decides what a benchmark
+	// reads to see the port programmed.
+	DataPath DataPath
+	// ClusterSet names the set its rules match every ClusterIP port against
+	// (SetMembers): ipset's, or the set of kube-proxy's nftables table.
+	ClusterSet string
+	// Metrics is the URL of its Prometheus metrics in the node, "" when it serves none.
+	Metrics string
+	// Caveat is what every table that shows the proxy must say of it, "" if nothing.
+	Caveat string
 }
 
+// DataPath is where a proxy programs the Services in the kernel.
+type DataPath int
+
+const (
+	// DataPathIPVS: an IPVS virtual server per Service port, a real server per
+	// endpoint (ours, kube-proxy's IPVS mode, kube-router).
+	DataPathIPVS DataPath = iota
+	// DataPathKubeProxyNftables: kube-proxy's nftables mode, table ip kube-proxy.
+	DataPathKubeProxyNftables
+	// DataPathIptables: kube-proxy's iptables mode, chains per Service.
+	DataPathIptables
+)
+
+// metricsURL is where ours and kube-proxy serve their metrics in the node.
+const metricsURL = "http://127.0.0.1:10249/metrics"
+
 // IPVSProxier is the daemon, started as the DaemonSet starts it.
-var IPVSProxier = Proxy{"ipvs-proxier", "sh /start-daemon.sh", "/tmp/daemon.pid"}
+var IPVSProxier = Proxy{Name: "ipvs-proxier", Start: "sh /start-daemon.sh", PIDFile: "/tmp/daemon.pid", ClusterSet: "KUBE-CLUSTER-IP", Metrics: metricsURL}
 
 // IPVSProxierNftables is the daemon with its sets and rules in nftables
 // (--rules-backend=nftables).
-var IPVSProxierNftables = Proxy{"ipvs-proxier nftables", "sh /start-daemon.sh --rules-backend=nftables", "/tmp/daemon.pid"}
+var IPVSProxierNftables = Proxy{Name: "ipvs-proxier nftables", Start: "sh /start-daemon.sh --rules-backend=nftables", PIDFile: "/tmp/daemon.pid", ClusterSet: "KUBE-CLUSTER-IP", Metrics: metricsURL}
 
 // IPVSProxierRoutes is the daemon with the Service IPs as local routes rather than
 // addresses on the dummy (--vip-local-routes).
-var IPVSProxierRoutes = Proxy{"ipvs-proxier routes", "sh /start-daemon.sh --vip-local-routes", "/tmp/daemon.pid"}
+var IPVSProxierRoutes = Proxy{Name: "ipvs-proxier routes", Start: "sh /start-daemon.sh --vip-local-routes", PIDFile: "/tmp/daemon.pid", ClusterSet: "KUBE-CLUSTER-IP", Metrics: metricsURL}
 
 // Ours reports whether p is ipvs-proxier (in either rules backend).
 func (p Proxy) Ours() bool { return p.PIDFile == IPVSProxier.PIDFile }
 
-// Nftables reports whether p keeps its sets in nftables rather than ipset.
+// Nftables reports whether p is ours keeping its sets in nftables rather than ipset.
 func (p Proxy) Nftables() bool { return p.Name == IPVSProxierNftables.Name }
 
 // SetMembers is a shell command that prints how many members p's sets hold: ipset's
-// `add` lines, or the elements of our nftables tables (each element ends in a comma or
-// the closing brace of its `elements = { ... }`). With set, only that set's members of
-// protocol tcp (the ClusterIP check set holds one per ClusterIP port).
+// `add` lines, or the elements of our nftables tables or of kube-proxy's (each element
+// ends in a comma or the closing brace of its `elements = { ... }`). With set, only
+// that set's members of the workload's port (TCP 80: the ClusterIP check set holds one
+// per ClusterIP port; kube-proxy's nftables cluster-ips set holds addresses, all counted).
 func (p Proxy) SetMembers(set string) string {
-	if p.Nftables() {
+	const countElements = `awk '/elements = \{/{e=1; n++} e{n+=gsub(/,/,"")} e&&/\}/{e=0} END{print n+0}'`
+	switch {
+	case p.Nftables():
 		if set != "" {
-			return "nft list set ip ipvs-proxier " + set + " 2>/dev/null | grep -o ' tcp \\. ' | wc -l"
+			return "nft list set ip ipvs-proxier " + set + " 2>/dev/null | grep -oE ' tcp \\. 80([ ,]|$)' | wc -l"
 		}
-		return `for f in ip ip6; do nft list table $f ipvs-proxier 2>/dev/null; done | awk '/elements = \{/{e=1; n++} e{n+=gsub(/,/,"")} e&&/\}/{e=0} END{print n+0}'`
+		return "for f in ip ip6; do nft list table $f ipvs-proxier 2>/dev/null; done | " + countElements
+	case p.DataPath == DataPathKubeProxyNftables:
+		if set != "" {
+			return "nft list set ip kube-proxy " + set + " 2>/dev/null | " + countElements
+		}
+		return "for f in ip ip6; do nft list table $f kube-proxy 2>/dev/null; done | " + countElements
 	}
 	if set != "" {
-		return "ipset list " + set + " 2>/dev/null | grep -c ',tcp:' || true"
+		return "ipset list " + set + " 2>/dev/null | grep -cE ',tcp:80( |$)' || true"
 	}
 	return "ipset save | grep -c '^add ' || true"
 }
@@ -49,19 +87,48 @@ func KubeProxy(mode string) Proxy {
 	if mode != "ipvs" {
 		name += " " + mode
 	}
-	return Proxy{name, "sed 's/^mode: .*/mode: " + mode + "/' /" + harness.StockKubeProxyDir + "/config.conf > /tmp/kp.conf && " +
-		"(/usr/local/bin/kube-proxy --config=/tmp/kp.conf >> /tmp/kube-proxy.log 2>&1 & echo $! > /tmp/kube-proxy.pid)", "/tmp/kube-proxy.pid"}
+	p := Proxy{Name: name, Start: "sed 's/^mode: .*/mode: " + mode + "/' /" + harness.StockKubeProxyDir + "/config.conf > /tmp/kp.conf && " +
+		"(/usr/local/bin/kube-proxy --config=/tmp/kp.conf >> /tmp/kube-proxy.log 2>&1 & echo $! > /tmp/kube-proxy.pid)", PIDFile: "/tmp/kube-proxy.pid",
+		ClusterSet: "KUBE-CLUSTER-IP", Metrics: metricsURL}
+	switch mode {
+	case "nftables":
+		// pkg/proxy/nftables/proxier.go: clusterIPsSet.
+		p.DataPath, p.ClusterSet = DataPathKubeProxyNftables, "cluster-ips"
+	case "iptables":
+		p.DataPath, p.ClusterSet = DataPathIptables, ""
+	}
+	return p
 }
 
 // KubeRouter is kube-router's service proxy (harness.KubeRouterVersion, run as
 // harness.KubeRouterCommand), started by the node's /start-kube-router.sh: the one way
 // the benchmarks, the data-path benchmark, the migration test and the suite start it.
-// Never beside ours: each of its syncs deletes every virtual server it did not make.
-var KubeRouter = Proxy{"kube-router", "sh /start-kube-router.sh", "/tmp/kube-router.pid"}
+// Never beside ours: each of its syncs deletes every virtual server it did not make. Its
+// rules match the Service ports in the kube-router-svip-prt ipset ("IP,tcp:PORT"); it
+// serves no metrics (harness.KubeRouterCommand: --metrics-port=0).
+var KubeRouter = Proxy{Name: "kube-router", Start: "sh /start-kube-router.sh", PIDFile: "/tmp/kube-router.pid", ClusterSet: "kube-router-svip-prt",
+	Caveat: KubeRouterCaveat}
+
+// KubeRouterCaveat is said wherever kube-router's numbers are shown.
+const KubeRouterCaveat = "kube-router " + harness.KubeRouterVersion + ", the only version the Go module proxy serves, predates its externalIPs advisory GHSA-phqm-jgc3-qf8g (fixed in v2.8.0)"
+
+// KubeRouterLabel names kube-router's series on a chart, its caveat in short.
+const KubeRouterLabel = "kube-router " + harness.KubeRouterVersion + " (before GHSA-phqm-jgc3-qf8g's fix)"
+
+// Caveats are the caveats of the proxies named, each once, in order.
+func Caveats(names []string) []string {
+	var out []string
+	for _, n := range names {
+		if n == KubeRouter.Name && !slices.Contains(out, KubeRouter.Caveat) {
+			out = append(out, KubeRouter.Caveat)
+		}
+	}
+	return out
+}
 
 // Wipe stops every proxy and removes what any of them made: IPVS, the dummy interfaces
 // (ours, kube-router's kube-dummy-if), our local routes (--vip-local-routes),
-// kube-router's policy rule and table-78 route,
+// kube-router's policy rule and its tables 78 and 79 (kube-router-dsr, external_ip),
 // iptables (both families; the legacy backend's tables too when their module is loaded),
 // ipsets and nftables (kube-proxy's nftables mode, ours' nftables backend), and the
 // connection-tracking table the previous one's traffic left: a fresh node for the next.
@@ -80,7 +147,7 @@ func Wipe(node *harness.Node) error {
 rm -f /tmp/daemon.log
 ipvsadm -C; ip link del kube-ipvs0 2>/dev/null; ip route flush table local proto 210 2>/dev/null
 ip link del kube-dummy-if 2>/dev/null
-for f in -4 -6; do while ip $f rule del prio 32765 from all lookup 79 2>/dev/null; do :; done; ip $f route flush table 78 2>/dev/null; done
+for f in -4 -6; do while ip $f rule del prio 32765 from all lookup 79 2>/dev/null; do :; done; ip $f route flush table 78 2>/dev/null; ip $f route flush table 79 2>/dev/null; done
 for t in nat filter mangle; do for c in iptables ip6tables; do $c -t $t -F; $c -t $t -X; done; done
 for c in iptables ip6tables; do [ -e /proc/net/${c%tables}_tables_names ] || continue; for t in nat filter mangle; do $c-legacy -t $t -F; $c-legacy -t $t -X; done; done 2>/dev/null
 ipset destroy

@@ -39,7 +39,7 @@ func handOver(node *harness.Node, t targets, s settings, n int) (string, error) 
 		return "", fmt.Errorf("start ours: %w", err)
 	}
 	start := time.Now()
-	if err := waitReady(node, t, start.Add(s.budgetFor(n))); err != nil {
+	if err := waitReady(node, benchkit.IPVSProxier, n, t, start.Add(s.budgetFor(n))); err != nil {
 		return "", fmt.Errorf("ours not ready within %v: %w", s.budgetFor(n), err)
 	}
 	ours := fmt.Sprintf("ours ready after %v: %s", time.Since(start).Round(time.Second), progress(node))

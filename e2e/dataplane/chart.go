@@ -23,7 +23,11 @@ func chart(path, title string, rs []result) error {
 		}
 	}
 	for _, name := range names {
-		a, c := benchkit.Series{Name: display(name)}, benchkit.Series{Name: display(name)}
+		label := display(name)
+		if name == benchkit.KubeRouter.Name {
+			label = benchkit.KubeRouterLabel
+		}
+		a, c := benchkit.Series{Name: label}, benchkit.Series{Name: label}
 		for _, n := range sizesOf(rs) {
 			if m := measured(rs, name, n); m != nil {
 				a.XYs = append(a.XYs, plotter.XY{X: float64(n), Y: m.Short.RPS})

@@ -1,14 +1,16 @@
 // Command dataplane measures the data path through a Service (`make bench-dataplane`):
 // short-connection and keep-alive HTTP requests through one ClusterIP, and hairpin
 // throughput (a pod through its own Service), with 1,000 and 30,000 Services programmed,
-// for ipvs-proxier and stock kube-proxy v1.37 in its IPVS, iptables and nftables modes.
+// for ipvs-proxier, stock kube-proxy v1.37 in its IPVS, iptables and nftables modes and
+// kube-router's service proxy (harness.KubeRouterVersion; benchkit.KubeRouterCaveat).
 // Same VM, same apiserver objects, one proxy at a time on a wiped node. The load
 // generator is the agent's (`agent load`, package loadgen), run in the VM's network
 // namespaces; each run also loads the pods directly as its baseline. Results go to bench/results/dataplane.{md,csv,png}.
 //
 // Environment (defaults in brackets): DP_SIZES [1000,30000] Services x SVC_ENDPOINTS [4]
 // besides the measured ones; DP_PROXIES [ipvs-proxier,ipvs,ipvs-proxier,ipvs,ipvs-proxier,
-// iptables,nftables] (ipvs, iptables and nftables are kube-proxy's modes; a proxy named
+// iptables,nftables] (ipvs, iptables and nftables are kube-proxy's modes, kube-router
+// kube-router's service proxy; a proxy named
 // again is measured again and the ratios take medians; ipvs-proxier-stopped and
 // ipvs-proxier-bare are ours stopped during the loads, the second without the rules
 // kube-proxy's IPVS mode lacks; ipvs-adopting is kube-proxy's IPVS mode started on the
@@ -140,8 +142,10 @@ func parseProxies(env, v string) ([]benchkit.Proxy, error) {
 			p.Name += adoptSuffix
 		case legacyKP:
 			p = kubeProxyLegacy()
+		case benchkit.KubeRouter.Name:
+			p = benchkit.KubeRouter
 		default:
-			return nil, fmt.Errorf("%s: %q is not ipvs-proxier, %s, %s, ipvs, %s, iptables, %s or nftables", env, f, stoppedOurs, bareOurs, adoptingKP, legacyKP)
+			return nil, fmt.Errorf("%s: %q is not ipvs-proxier, %s, %s, ipvs, %s, iptables, %s, nftables or %s", env, f, stoppedOurs, bareOurs, adoptingKP, legacyKP, benchkit.KubeRouter.Name)
 		}
 		out = append(out, p)
 	}

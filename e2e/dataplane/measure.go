@@ -89,7 +89,7 @@ func measure(node *harness.Node, t targets, s settings, p benchkit.Proxy, n int)
 		r.note("start: %v", err)
 		return r
 	}
-	if err := waitReady(node, t, start.Add(s.budgetFor(n))); err != nil {
+	if err := waitReady(node, p, n, t, start.Add(s.budgetFor(n))); err != nil {
 		r.note("not ready within %v: %v; by then: %s", s.budgetFor(n), err, progress(node))
 		return r
 	}
@@ -195,12 +195,13 @@ func load(node *harness.Node, netns, mode, target string, d time.Duration, worke
 }
 
 // waitReady waits until the proxy has finished a sync (kube-proxy and ipvs-proxier both
-// sync only once their informers hold every Service, so that sync programmed them all)
-// and the measured ClusterIP and the hairpin paths answer.
-func waitReady(node *harness.Node, t targets, deadline time.Time) error {
+// sync only once their informers hold every Service, so that sync programmed them all;
+// kube-router serves no metrics here, so for it every workload ClusterIP has its IPVS
+// virtual server) and the measured ClusterIP and the hairpin paths answer.
+func waitReady(node *harness.Node, p benchkit.Proxy, n int, t targets, deadline time.Time) error {
 	var last error
 	for time.Now().Before(deadline) {
-		if last = ready(node, t); last == nil {
+		if last = ready(node, p, n, t); last == nil {
 			return nil
 		}
 		time.Sleep(5 * time.Second)
@@ -208,13 +209,23 @@ func waitReady(node *harness.Node, t targets, deadline time.Time) error {
 	return last
 }
 
-func ready(node *harness.Node, t targets) error {
-	m, err := node.Get("", "http://127.0.0.1:10249/metrics")
-	if err != nil {
-		return err
-	}
-	if !synced(m.Body) {
-		return fmt.Errorf("no completed sync yet")
+func ready(node *harness.Node, p benchkit.Proxy, n int, t targets) error {
+	if p.Metrics == "" {
+		out, err := node.MustExec(clusterVirtualServers)
+		if err != nil {
+			return err
+		}
+		if k, _ := strconv.Atoi(strings.TrimSpace(out)); k < n {
+			return fmt.Errorf("%d of the %d workload ClusterIPs have a virtual server", k, n)
+		}
+	} else {
+		m, err := node.Get("", p.Metrics)
+		if err != nil {
+			return err
+		}
+		if !synced(m.Body) {
+			return fmt.Errorf("no completed sync yet")
+		}
 	}
 	if r, err := node.Get(client, "http://"+t.web+"/"); err != nil || r.Code != 200 {
 		return fmt.Errorf("the measured ClusterIP %s: %v %+v", t.web, err, r)
@@ -226,6 +237,10 @@ func ready(node *harness.Node, t targets) error {
 	}
 	return nil
 }
+
+// clusterVirtualServers prints how many IPVS virtual servers are on a ClusterIP (the
+// benchmarks' service range, 10.96.0.0/12), with real servers or not.
+const clusterVirtualServers = `ipvsadm -Ln | grep -cE '^TCP +10\.(9[6-9]|10[0-9]|11[01])\.' || true`
 
 // synced says whether a /metrics text shows a completed proxy-rules sync: a
 // kubeproxy_sync_proxy_rules_last_timestamp_seconds sample above 0, with or without

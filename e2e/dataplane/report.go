@@ -80,7 +80,7 @@ func ratios(rs []result) []ratio {
 		if o == nil {
 			continue
 		}
-		for _, kp := range []string{kubeProxyIPVS, kubeProxyIPVS + adoptSuffix, "kube-proxy iptables", "kube-proxy iptables" + legacySuffix, "kube-proxy nftables"} {
+		for _, kp := range []string{kubeProxyIPVS, kubeProxyIPVS + adoptSuffix, "kube-proxy iptables", "kube-proxy iptables" + legacySuffix, "kube-proxy nftables", benchkit.KubeRouter.Name} {
 			k := measured(rs, kp, n)
 			if k == nil {
 				continue
@@ -164,6 +164,13 @@ func writeReport(dir, machine string, s settings, rs []result) error {
 			fmt.Fprintf(&b, " %s |", f0(r.Hairpin[p].Mbps))
 		}
 		b.WriteString("\n")
+	}
+	var names []string
+	for _, r := range rs {
+		names = append(names, r.Proxy)
+	}
+	for _, c := range benchkit.Caveats(names) {
+		b.WriteString("\n" + c + ".\n")
 	}
 	b.WriteString("\n![requests per second and connect p99 against the number of Services](dataplane.png)\n")
 	if notes := benchkit.NoteLines(rs, func(r result) (string, int, []string) { return r.label(), r.Services, r.Notes }); notes != "" {

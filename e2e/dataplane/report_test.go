@@ -38,6 +38,7 @@ func TestRatios(t *testing.T) {
 		row(30000, "ipvs-proxier"+bareSuffix, 1100, 2.1, 3000),
 		{Services: 30000, Proxy: "kube-proxy nftables", Notes: []string{"not ready within 30m0s"}},
 		row(30000, "kube-proxy"+adoptSuffix, 1000, 2, 3000),
+		row(30000, "kube-router", 1880, 2, 3000),
 	}
 	got := map[string]ratio{}
 	for _, r := range ratios(rs) {
@@ -57,6 +58,7 @@ func TestRatios(t *testing.T) {
 		"short-connection req/s, ipvs-proxier ÷ kube-proxy IPVS, adopting ours' state, 30000 Services":        {0.94, "no"},
 		"keep-alive req/s, ipvs-proxier ÷ kube-proxy IPVS, adopting ours' state, 30000 Services":              {1, "yes"},
 		"keep-alive req/s, ipvs-proxier ÷ kube-proxy iptables, 30000 Services":                                {3, ""},
+		"short-connection req/s, ipvs-proxier ÷ kube-router, 30000 Services":                                  {0.5, ""},
 		"connect p99, ipvs-proxier ÷ kube-proxy iptables, 30000 Services":                                     {0.12, ""},
 		"ipvs-proxier: short-connection req/s, highest ÷ lowest of 3 runs, 30000 Services (the VM's drift)":   {2000.0 / 893, ""},
 	} {

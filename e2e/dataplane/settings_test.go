@@ -10,7 +10,7 @@ func TestReadSettings(t *testing.T) {
 	t.Setenv("DP_PROXIES", "ipvs-proxier, nftables,ipvs,ipvs-proxier,ipvs-proxier-stopped,ipvs-proxier-bare,ipvs-adopting")
 	t.Setenv("DP_SIZES", "100,2000")
 	t.Setenv("DP_BUDGETS", "2000=3m")
-	t.Setenv("DP_PROXIES_2000", "iptables,iptables-legacy")
+	t.Setenv("DP_PROXIES_2000", "iptables,iptables-legacy,kube-router")
 	s, err := readSettings()
 	if err != nil {
 		t.Fatal(err)
@@ -44,7 +44,7 @@ func TestReadSettings(t *testing.T) {
 	if !strings.Contains(s.proxies[1].Start, "mode: nftables") || len(s.sizes) != 2 || s.sizes[1] != 2000 {
 		t.Errorf("settings %+v", s)
 	}
-	if ps := s.proxiesFor(2000); len(ps) != 2 || ps[0].Name != "kube-proxy iptables" || len(s.proxiesFor(100)) != 7 {
+	if ps := s.proxiesFor(2000); len(ps) != 3 || ps[0].Name != "kube-proxy iptables" || ps[2].Name != "kube-router" || ps[2].Metrics != "" || len(s.proxiesFor(100)) != 7 {
 		t.Errorf("proxies by size: %v at 2000, %d at 100", ps, len(s.proxiesFor(100)))
 	}
 	if s.budgetFor(2000) != 3*time.Minute || s.budgetFor(100) != 30*time.Minute {

@@ -29,10 +29,7 @@ func chart(path, title string, rs []result) error {
 		}
 	}
 	for _, name := range names {
-		label := name
-		if name == "kube-proxy" {
-			label = "kube-proxy, IPVS mode"
-		}
+		label := chartLabel(name)
 		s, l, c, m := benchkit.Series{Name: label}, benchkit.Series{Name: label}, benchkit.Series{Name: label}, benchkit.Series{Name: label}
 		for _, r := range rs {
 			if r.Proxy != name {
@@ -48,6 +45,20 @@ func chart(path, title string, rs []result) error {
 		idle.Series, mem.Series = append(idle.Series, c), append(mem.Series, m)
 	}
 	return benchkit.Chart(path, title, chartDNF, []benchkit.Panel{sets, lat, idle, mem})
+}
+
+// chartLabel names a proxy's series: kube-proxy's IPVS mode by its mode, kube-router with
+// its caveat's advisory.
+func chartLabel(name string) string {
+	switch name {
+	case "kube-proxy":
+		return "kube-proxy, IPVS mode"
+	case "kube-proxy nftables":
+		return "kube-proxy, nftables mode"
+	case benchkit.KubeRouter.Name:
+		return benchkit.KubeRouterLabel
+	}
+	return name
 }
 
 // point adds y at x, or a DNF mark when y is 0 (never reached).
@@ -86,7 +97,8 @@ func readResults(paths []string) ([]result, error) {
 			ColdStart: time.Duration(num("cold_start_s") * float64(time.Second)), SetsDone: time.Duration(num("sets_complete_s") * float64(time.Second)),
 			P50: time.Duration(num("change_p50_ms") * float64(time.Millisecond)), P99: time.Duration(num("change_p99_ms") * float64(time.Millisecond)),
 			Changes: int(num("changes")), PeakRSS: num("rss_peak_mib"), SteadyRSS: num("rss_steady_mib"),
-			CPUIdle: num("cpu_idle_s_per_min"), CPUChurn: num("cpu_churn_s_per_min")}
+			CPUIdle: num("cpu_idle_s_per_min"), CPUChurn: num("cpu_churn_s_per_min"),
+			ClusterPorts: int(num("cluster_ports_programmed")), Probed: int(num("probe_sent")), Answered: int(num("probe_answered"))}
 		if n := row["notes"]; n != "" {
 			r.Notes = strings.Split(n, "; ")
 		}
@@ -96,7 +108,7 @@ func readResults(paths []string) ([]result, error) {
 }
 
 // chartCommand is `scalebench chart OUT.png TITLE CSV...`: the chart of rows gathered from
-// several runs' results.csv, as docs/performance.md shows both proxies.
+// several runs' results.csv, as docs/performance.md shows every proxy.
 func chartCommand(args []string) error {
 	if len(args) < 3 {
 		return fmt.Errorf("usage: scalebench chart OUT.png TITLE RESULTS.csv...")

@@ -1,9 +1,11 @@
-// Command scalebench measures ipvs-proxier against kube-proxy's IPVS mode at growing
-// scale, in the same run, on the same VM kernel, against the same apiserver objects
-// (`make bench`). For each step of SVC_SCALE_STEPS Services x SVC_ENDPOINTS endpoints,
-// each proxy in turn, on a wiped node: cold start, change latency, memory, CPU idle and
-// under churn, and kernel object counts. Results go to bench/results/ as a markdown
-// table, a CSV and a PNG chart.
+// Command scalebench measures ipvs-proxier against kube-proxy's IPVS and nftables modes
+// and kube-router's service proxy at growing scale, in the same run, on the same VM
+// kernel, against the same apiserver objects (`make bench-scale`). For each step of
+// SVC_SCALE_STEPS Services x SVC_ENDPOINTS endpoints, each proxy in turn, on a wiped
+// node: cold start (read from each one's data path, datapath.go, and checked by
+// requests to a sample, probe.go), change latency, memory, CPU idle and under churn, and
+// kernel object counts. Results go to bench/results/ as a markdown table, a CSV and a
+// PNG chart.
 //
 // Environment (defaults in brackets): SVC_SCALE_STEPS [1000,5000,10000,30000],
 // SVC_ENDPOINTS [4], SVC_NODEPORT_EVERY [2: half the Services are NodePorts; 100,000
@@ -11,7 +13,8 @@
 // step; what does not finish in it is reported as unfinished), BENCH_CHANGES [52],
 // BENCH_OUT [<repo>/bench/results], BENCH_FRESH_VM [1: a new apiserver and node VM for
 // each step; 0: one for all], BENCH_LOAD [etcd: Services written to etcd
-// directly (benchkit/etcdload.go); api: through the apiserver], BENCH_PROXIES [ipvs-proxier,kube-proxy; also "ipvs-proxier nftables": ours with --rules-backend=nftables, and "ipvs-proxier routes": ours with --vip-local-routes],
+// directly (benchkit/etcdload.go); api: through the apiserver], BENCH_PROXIES [ipvs-proxier,kube-proxy; also "ipvs-proxier nftables": ours with --rules-backend=nftables, "ipvs-proxier routes": ours with --vip-local-routes,
+// "kube-proxy nftables": kube-proxy's nftables mode, and kube-router],
 // BENCH_PROXIES_<n> [BENCH_PROXIES: the proxies at the step of n Services],
 // BENCH_PROFILE [unset: a directory for ipvs-proxier's CPU, heap and allocs profiles at
 // each step; `go tool pprof -top <file>`], BENCH_DAEMON_LOG [unset: a directory for
@@ -26,6 +29,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -57,6 +61,11 @@ func run() error {
 	fresh := benchkit.Env("BENCH_FRESH_VM", "1") != "0"
 	ctx := context.Background()
 
+	for _, n := range steps { // a misspelt proxy fails now, not hours into the run
+		if _, err := proxiesAt(n); err != nil {
+			return err
+		}
+	}
 	b := &bench{budget: budget, profiles: os.Getenv("BENCH_PROFILE"), daemonLogs: os.Getenv("BENCH_DAEMON_LOG"), changes: benchkit.EnvInt("BENCH_CHANGES", 52)}
 	defer b.stopNode()
 	var machine string
@@ -79,10 +88,11 @@ func run() error {
 			return err
 		}
 		benchkit.Logf("%d Services ready in the apiserver after %v", n, time.Since(start).Round(time.Second))
-		for _, p := range proxies {
-			if !slices.Contains(proxiesAt(n), p.Name) {
-				continue
-			}
+		if err := b.setUpProbe(n); err != nil {
+			return err
+		}
+		ps, _ := proxiesAt(n)
+		for _, p := range ps {
 			r := b.run(ctx, p, n)
 			results = append(results, r)
 			benchkit.Logf("%s @ %d: %s", p.Name, n, r.summary())
@@ -110,7 +120,7 @@ func (b *bench) startNode(ctx context.Context) error {
 		stop()
 		return err
 	}
-	b.node, b.stop, b.extra = node, stop, nil
+	b.node, b.stop, b.extra, b.probeMade = node, stop, nil, false
 	b.w = &benchkit.Workload{Client: loader, Node: benchkit.NodeName, Endpoints: benchkit.EnvInt("SVC_ENDPOINTS", 4), Parallel: benchkit.EnvInt("SVC_CREATE_PARALLEL", 16),
 		Etcd: benchkit.LoadVia(cp), NodePortEvery: benchkit.EnvInt("SVC_NODEPORT_EVERY", 2)}
 	return nil
@@ -124,13 +134,28 @@ func (b *bench) stopNode() {
 	}
 }
 
-// proxiesAt names the proxies measured at the step of n Services: BENCH_PROXIES_<n> where
-// set, else BENCH_PROXIES. kube-proxy's IPVS mode reaches a steady state only at 1,000
-// Services in the emulated VM: at 5,000 its first sync was still filling its sets after
-// 25 minutes (bench/results/scale-5000-both). So one run measures it at the
-// small steps, where the idle-CPU target compares the two, and ours alone above.
-func proxiesAt(n int) []string {
+// proxiesAt are the proxies measured at the step of n Services, in the order named:
+// BENCH_PROXIES_<n> where set, else BENCH_PROXIES. kube-proxy's IPVS mode reaches a
+// steady state only at 1,000 Services in the emulated VM: at 5,000 its first sync was
+// still filling its sets after 25 minutes (bench/results/scale-5000-both). So one run
+// measures it at the small steps, where the idle-CPU target compares the two, and ours
+// alone above. A name that is none of proxies' is an error.
+func proxiesAt(n int) ([]benchkit.Proxy, error) {
 	v := benchkit.Env("BENCH_PROXIES", "ipvs-proxier,kube-proxy")
-	v = benchkit.Env(fmt.Sprintf("BENCH_PROXIES_%d", n), v)
-	return strings.Split(v, ",")
+	name := fmt.Sprintf("BENCH_PROXIES_%d", n)
+	v = benchkit.Env(name, v)
+	var out []benchkit.Proxy
+	for _, f := range strings.Split(v, ",") {
+		f = strings.TrimSpace(f)
+		i := slices.IndexFunc(proxies, func(p benchkit.Proxy) bool { return p.Name == f })
+		if i < 0 {
+			var names []string
+			for _, p := range proxies {
+				names = append(names, strconv.Quote(p.Name))
+			}
+			return nil, fmt.Errorf("BENCH_PROXIES (or %s): %q is none of %s", name, f, strings.Join(names, ", "))
+		}
+		out = append(out, proxies[i])
+	}
+	return out, nil
 }

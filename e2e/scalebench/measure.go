@@ -15,24 +15,34 @@ import (
 	"github.com/ipvs-proxier/ipvs-proxier/e2e/harness"
 )
 
-// proxies are the proxies under test, started and stopped in the node VM.
-var proxies = []benchkit.Proxy{benchkit.IPVSProxier, benchkit.IPVSProxierNftables, benchkit.IPVSProxierRoutes, benchkit.KubeProxy("ipvs")}
+// proxies are the proxies under test, started and stopped in the node VM: ours, and what
+// users of kube-proxy's IPVS mode choose between (its nftables mode, kube-router).
+var proxies = []benchkit.Proxy{benchkit.IPVSProxier, benchkit.IPVSProxierNftables, benchkit.IPVSProxierRoutes, benchkit.KubeProxy("ipvs"),
+	benchkit.KubeProxy("nftables"), benchkit.KubeRouter}
 
 // result is one row: one proxy at one scale.
 type result struct {
 	Services, Endpoints int
 	Proxy               string
-	ColdStart           time.Duration // every ClusterIP VS with its RS; 0 when it did not finish
+	// ColdStart is the start to every ClusterIP port programmed (dataPath); 0 when it
+	// did not finish.
+	ColdStart time.Duration
 	// Critical is when ours had programmed the apiserver's Service (and the cluster DNS
 	// Service where there is one) ahead of the rest, from its log; 0 for kube-proxy.
 	Critical           time.Duration
-	SetsDone           time.Duration // and KUBE-CLUSTER-IP complete; 0 when it did not finish
+	SetsDone           time.Duration // and its ClusterIP set complete; 0 when it did not finish
 	P50, P99           time.Duration
 	Changes            int
 	PeakRSS, SteadyRSS float64 // MiB
 	CPUIdle, CPUChurn  float64 // CPU seconds per minute
-	VS, RS, SetEntries int
-	Notes              []string
+	VS, RS, SetEntries int     // Service ports and their backends (IPVS: virtual and real servers)
+	// ClusterPorts is how many of the step's ClusterIP ports were programmed when the
+	// cold start ended or the budget ran out.
+	ClusterPorts int
+	// Probed and Answered: the sampled Services requested at the cold start, and those
+	// that answered (probe.go).
+	Probed, Answered int
+	Notes            []string
 }
 
 type bench struct {
@@ -49,20 +59,17 @@ type bench struct {
 	changes int
 	// extra are Services the latency phase added and has yet to delete.
 	extra []extraSvc
+	// probeMade: the node has the probe's client and endpoints' pod.
+	probeMade bool
 }
 
 // wipe stops both proxies and removes everything either made: a fresh node.
 func (b *bench) wipe() error { return benchkit.Wipe(b.node) }
 
-// counts reads the node's virtual servers and real servers; the ClusterIP ones
-// separately, since they decide when a proxy is done.
-func (b *bench) counts() (vs, rs, clusterVS, clusterRS int, err error) {
-	out, err := b.node.MustExec(`ipvsadm -Ln | awk '/^(TCP|UDP|SCTP)/{v++; c=($2 ~ /^10\.(9[6-9]|10[0-9]|11[01])\./); if(c) cv++} /->/ && !/RemoteAddress/{r++; if(c) cr++} END{print v+0, r+0, cv+0, cr+0}'`)
-	if err != nil {
-		return
-	}
-	_, err = fmt.Sscan(out, &vs, &rs, &clusterVS, &clusterRS)
-	return
+// counts reads what p's data path holds; the ClusterIP ports apart, since they decide
+// when a proxy is done.
+func (b *bench) counts(p benchkit.Proxy) (portCounts, error) {
+	return dataPathOf(p).counts(b.node)
 }
 
 func (b *bench) setEntries(p benchkit.Proxy) int {
@@ -126,10 +133,14 @@ func (m *measurement) firstFullSync() [2]float64 {
 	}
 }
 
-// gcCycles reads the proxy's count of garbage collections from its /metrics (both
-// proxies serve the Go collector's go_gc_duration_seconds there); -1 when unread.
+// gcCycles reads the proxy's count of garbage collections from its /metrics (ours and
+// kube-proxy serve the Go collector's go_gc_duration_seconds there); -1 when unread or
+// it serves no metrics (kube-router here).
 func (m *measurement) gcCycles() int {
-	out, err := m.b.node.MustExec("wget -qO- http://127.0.0.1:10249/metrics | grep '^go_gc_duration_seconds_count'")
+	if m.p.Metrics == "" {
+		return -1
+	}
+	out, err := m.b.node.MustExec("wget -qO- " + m.p.Metrics + " | grep '^go_gc_duration_seconds_count'")
 	f := strings.Fields(out)
 	if err != nil || len(f) != 2 {
 		return -1
@@ -280,13 +291,17 @@ func (m *measurement) waitLook(d time.Duration, synced bool) bool {
 
 // syncsDone reads how many complete syncs the proxy reports on /metrics: ours its full
 // syncs (a partial one programs only what changed), kube-proxy's IPVS mode every sync
-// (each is a full one); the largest count of its IP families' series, -1 unread.
+// (each is a full one; its nftables mode's first is); the largest count of its IP
+// families' series, -1 unread or for a proxy without metrics (kube-router).
 func (m *measurement) syncsDone() int {
+	if m.p.Metrics == "" {
+		return -1
+	}
 	metric := "kubeproxy_sync_proxy_rules_duration_seconds_count"
 	if m.p.Ours() {
 		metric = "kubeproxy_sync_full_proxy_rules_duration_seconds_count"
 	}
-	out, err := m.b.node.MustExec("wget -qO- http://127.0.0.1:10249/metrics | grep '^" + metric + "' || true")
+	out, err := m.b.node.MustExec("wget -qO- " + m.p.Metrics + " | grep '^" + metric + "' || true")
 	if err != nil {
 		return -1
 	}
@@ -307,9 +322,10 @@ func maxCount(out string) int {
 }
 
 // coldStart starts the proxy and measures the time from process start to every ClusterIP
-// virtual server with all its real servers (n+1 with the apiserver's own Service, which
-// has no endpoints here), then to a complete KUBE-CLUSTER-IP set. False: it did not
-// finish within the budget (or did not start), and the run ends.
+// port of the workload programmed in its data path (dataPath: each with all its
+// endpoints; the apiserver's own Service has none here), probes a sample of them
+// (probe.go), then waits for its ClusterIP set to be complete (p.ClusterSet). False: it
+// did not finish within the budget (or did not start), and the run ends.
 func (m *measurement) coldStart() bool {
 	start := time.Now()
 	cmd := m.p.Start
@@ -345,40 +361,46 @@ func (m *measurement) coldStart() bool {
 	} else {
 		coldProfile <- nil
 	}
+	dp := dataPathOf(m.p)
 	looks, longest, synced := 0, time.Duration(0), false
 	for {
 		polled, after := time.Now(), synced
-		_, _, cvs, crs, err := m.b.counts()
+		c, err := m.b.counts(m.p)
 		looks, longest = looks+1, max(longest, time.Since(polled))
-		if err == nil && cvs >= m.n+1 && crs >= m.n*m.b.w.Endpoints {
+		m.r.ClusterPorts = c.ClusterPorts
+		if err == nil && c.complete(m.n, m.b.w.Endpoints) {
 			m.r.ColdStart = time.Since(start)
 			how := "at the end of the look that saw it"
 			if after { // the proxy had finished before this look began
 				m.r.ColdStart, how = polled.Sub(start), "at the start of the look that followed the proxy's first complete sync"
 			}
-			m.note("cold start: %d looks at the IPVS table (ipvsadm -Ln), the longest %.1f s; taken %s", looks, longest.Seconds(), how)
+			m.note("cold start: %d looks at %s, the longest %.1f s; taken %s", looks, dp.describe(), longest.Seconds(), how)
 			if m.p.Ours() {
 				m.note("%s", m.firstSyncLog())
 				m.r.Critical = m.criticalLog()
 			}
+			m.probeAtReady()
 			break
 		}
 		if time.Now().After(m.deadline) {
-			m.note("cold start unfinished after %v (ClusterIP VS %d of %d, RS %d of %d)", m.b.budget.Round(time.Second), cvs, m.n+1, crs, m.n*m.b.w.Endpoints)
+			m.note("cold start unfinished after %v: %s held %d of %d ClusterIP ports with endpoints (%d of %d endpoints; %d ports, %d backends in all)%s",
+				m.b.budget.Round(time.Second), dp.describe(), c.ClusterPorts, m.n, c.ClusterBackends, m.n*m.b.w.Endpoints, c.Ports, c.Backends, errNote(err))
 			return false
 		}
 		synced = m.waitLook(pollPause(time.Since(polled)), synced)
 	}
-	// The sets decide what the rules let through: a proxy is ready when KUBE-CLUSTER-IP
-	// has every ClusterIP too (kube-proxy execs ipset once per entry on its first sync).
+	// The sets decide what the rules let through: a proxy is ready when its ClusterIP
+	// set (KUBE-CLUSTER-IP, kube-router-svip-prt, kube-proxy's nftables cluster-ips)
+	// has every workload ClusterIP too (kube-proxy's IPVS mode execs ipset once per
+	// entry on its first sync).
 	for {
-		out, _ := m.b.node.MustExec(m.p.SetMembers("KUBE-CLUSTER-IP"))
-		if k, _ := strconv.Atoi(strings.TrimSpace(out)); k >= m.n+1 {
+		out, _ := m.b.node.MustExec(m.p.SetMembers(m.p.ClusterSet))
+		if k, _ := strconv.Atoi(strings.TrimSpace(out)); k >= m.n {
 			m.r.SetsDone = time.Since(start)
 			break
 		}
 		if time.Now().After(m.deadline) {
-			m.note("KUBE-CLUSTER-IP incomplete after %v (%s of %d entries)", m.b.budget.Round(time.Second), strings.TrimSpace(out), m.n+1)
+			m.note("%s incomplete after %v (%s of %d entries)", m.p.ClusterSet, m.b.budget.Round(time.Second), strings.TrimSpace(out), m.n)
 			return false
 		}
 		time.Sleep(2 * time.Second)
@@ -441,8 +463,11 @@ func (m *measurement) idle() {
 			if err != nil {
 				break
 			}
-			gc := m.gcCycles()
-			parts = append(parts, fmt.Sprintf("%s, %d GCs", c.Sub(prev), gc-gc0))
+			gc, part := m.gcCycles(), c.Sub(prev).String()
+			if gc >= 0 && gc0 >= 0 {
+				part += fmt.Sprintf(", %d GCs", gc-gc0)
+			}
+			parts = append(parts, part)
 			prev, gc0 = c, gc
 		}
 		if len(parts) > 0 {
@@ -454,7 +479,9 @@ func (m *measurement) idle() {
 			m.memoryNote()
 		}
 	}
-	m.r.VS, m.r.RS, _, _, _ = m.b.counts()
+	if c, err := m.b.counts(m.p); err == nil {
+		m.r.VS, m.r.RS = c.Ports, c.Backends
+	}
 	m.r.SetEntries = m.b.setEntries(m.p)
 	if m.b.profiles != "" && m.p.Ours() {
 		// 40 s covers one periodic full sync (syncPeriod 30 s).
@@ -471,7 +498,7 @@ func (m *measurement) idle() {
 func (m *measurement) changeLatency(ctx context.Context) {
 	var lat []time.Duration
 	for k := 0; k < m.b.changes && time.Now().Before(m.deadline); k++ {
-		d, api, err := m.b.change(ctx, k, m.deadline)
+		d, api, err := m.b.change(ctx, m.p, k, m.deadline)
 		if err != nil {
 			m.note("change %d: %v", k, err)
 			break
@@ -531,32 +558,35 @@ func (b *bench) finish(p benchkit.Proxy, r result) result {
 		r.PeakRSS = peak
 	}
 	if r.VS == 0 {
-		r.VS, r.RS, _, _, _ = b.counts()
+		if c, err := b.counts(p); err == nil {
+			r.VS, r.RS = c.Ports, c.Backends
+		}
 		r.SetEntries = b.setEntries(p)
 	}
 	_ = b.wipe()
 	return r
 }
 
-// change makes change k and returns the time from the API write to ipvsadm showing it,
-// and how much of it the API writes themselves took: the apiserver shares the host's
-// cores with the emulated VM, and a slow write delays what the proxy can see.
-func (b *bench) change(ctx context.Context, k int, deadline time.Time) (time.Duration, time.Duration, error) {
+// change makes change k and returns the time from the API write to p's data path
+// showing it (the Service port sending to the endpoints it should, or gone), and how much
+// of it the API writes themselves took: the apiserver shares the host's cores with the
+// emulated VM, and a slow write delays what the proxy can see.
+func (b *bench) change(ctx context.Context, p benchkit.Proxy, k int, deadline time.Time) (time.Duration, time.Duration, error) {
 	i := (k / 4 * 2) % len(b.w.VIPs) // a ClusterIP Service
 	name, vip := benchkit.SvcName(i), b.w.VIPs[i]
-	var want func(out string, code int) bool
+	var want int // the endpoints the port should send to; -1: no port
 	start := time.Now()
 	switch k % 4 {
 	case 0: // one endpoint added
 		if err := b.w.SetEndpoints(ctx, name, i, b.w.Endpoints+1); err != nil {
 			return 0, 0, err
 		}
-		want = func(out string, code int) bool { return code == 0 && strings.Count(out, "Masq") == b.w.Endpoints+1 }
+		want = b.w.Endpoints + 1
 	case 1: // and removed again
 		if err := b.w.SetEndpoints(ctx, name, i, b.w.Endpoints); err != nil {
 			return 0, 0, err
 		}
-		want = func(out string, code int) bool { return code == 0 && strings.Count(out, "Masq") == b.w.Endpoints }
+		want = b.w.Endpoints
 	case 2: // a Service added
 		name = fmt.Sprintf("c-%05d", k)
 		var err error
@@ -565,7 +595,7 @@ func (b *bench) change(ctx context.Context, k int, deadline time.Time) (time.Dur
 		}
 		b.extra = append(b.extra, extraSvc{name, vip})
 		start = time.Now() // the Service and its slice are both written now
-		want = func(out string, code int) bool { return code == 0 && strings.Count(out, "Masq") == b.w.Endpoints }
+		want = b.w.Endpoints
 	case 3: // and deleted
 		e := b.extra[len(b.extra)-1]
 		b.extra = b.extra[:len(b.extra)-1]
@@ -574,12 +604,12 @@ func (b *bench) change(ctx context.Context, k int, deadline time.Time) (time.Dur
 		if err := b.w.Delete(ctx, name); err != nil {
 			return 0, 0, err
 		}
-		want = func(_ string, code int) bool { return code != 0 }
+		want = -1
 	}
 	api := time.Since(start)
+	dp := dataPathOf(p)
 	for {
-		out, code, err := b.node.Exec("ipvsadm -Ln -t " + vip + ":80")
-		if err == nil && want(out, code) {
+		if ok, err := programmed(dp, b.node, vip, 80, want); err == nil && ok {
 			return time.Since(start), api, nil
 		}
 		if time.Now().After(deadline) || time.Since(start) > 5*time.Minute {
@@ -645,4 +675,12 @@ func (m *measurement) criticalLog() time.Duration {
 	}
 	since, _ := l["sinceStart"].(float64)
 	return time.Duration(since * float64(time.Second))
+}
+
+// errNote is ": the error" for a note, or nothing.
+func errNote(err error) string {
+	if err == nil {
+		return ""
+	}
+	return "; the last read failed: " + err.Error()
 }

@@ -36,9 +36,26 @@ func secs(d time.Duration) string {
 	return strconv.FormatFloat(d.Seconds(), 'f', 1, 64)
 }
 
+// coldCell is the cold start's table cell: the seconds, or how far the proxy got when
+// the budget ran out.
+func (r result) coldCell() string {
+	if r.ColdStart == 0 {
+		return fmt.Sprintf("unfinished: %d of %d ClusterIP ports programmed", r.ClusterPorts, r.Services)
+	}
+	return secs(r.ColdStart)
+}
+
+// probeCell is "answered / probed", or "—" when no probe ran.
+func (r result) probeCell() string {
+	if r.Probed == 0 {
+		return "—"
+	}
+	return fmt.Sprintf("%d / %d", r.Answered, r.Probed)
+}
+
 func (r result) summary() string {
-	return fmt.Sprintf("cold start %s s (sets %s s), change p50 %s ms p99 %s ms (%d changes), RSS %.0f MiB (peak %.0f), CPU idle %.2f s/min churn %.2f s/min, %d VS %d RS %d set entries",
-		secs(r.ColdStart), secs(r.SetsDone), ms(r.P50), ms(r.P99), r.Changes, r.SteadyRSS, r.PeakRSS, r.CPUIdle, r.CPUChurn, r.VS, r.RS, r.SetEntries)
+	return fmt.Sprintf("cold start %s (sets %s s, probe answered %s), change p50 %s ms p99 %s ms (%d changes), RSS %.0f MiB (peak %.0f), CPU idle %.2f s/min churn %.2f s/min, %d VS %d RS %d set entries",
+		r.coldCell(), secs(r.SetsDone), r.probeCell(), ms(r.P50), ms(r.P99), r.Changes, r.SteadyRSS, r.PeakRSS, r.CPUIdle, r.CPUChurn, r.VS, r.RS, r.SetEntries)
 }
 
 // writeReport writes results.md, results.csv and chart.png; it is called after every
@@ -53,11 +70,13 @@ func writeReport(dir, machine, workload string, steps []int, rs []result) error 
 	}
 	w := csv.NewWriter(f)
 	_ = w.Write([]string{"services", "endpoints", "proxy", "cold_start_s", "sets_complete_s", "change_p50_ms", "change_p99_ms", "changes",
-		"rss_peak_mib", "rss_steady_mib", "cpu_idle_s_per_min", "cpu_churn_s_per_min", "virtual_servers", "real_servers", "ipset_entries", "critical_services_s", "notes"})
+		"rss_peak_mib", "rss_steady_mib", "cpu_idle_s_per_min", "cpu_churn_s_per_min", "virtual_servers", "real_servers", "ipset_entries", "critical_services_s",
+		"cluster_ports_programmed", "probe_sent", "probe_answered", "notes"})
 	for _, r := range rs {
 		_ = w.Write([]string{strconv.Itoa(r.Services), strconv.Itoa(r.Endpoints), r.Proxy, secs(r.ColdStart), secs(r.SetsDone), ms(r.P50), ms(r.P99),
 			strconv.Itoa(r.Changes), fmt.Sprintf("%.0f", r.PeakRSS), fmt.Sprintf("%.0f", r.SteadyRSS), fmt.Sprintf("%.2f", r.CPUIdle),
-			fmt.Sprintf("%.2f", r.CPUChurn), strconv.Itoa(r.VS), strconv.Itoa(r.RS), strconv.Itoa(r.SetEntries), critical(r.Critical), strings.Join(r.Notes, "; ")})
+			fmt.Sprintf("%.2f", r.CPUChurn), strconv.Itoa(r.VS), strconv.Itoa(r.RS), strconv.Itoa(r.SetEntries), critical(r.Critical),
+			strconv.Itoa(r.ClusterPorts), strconv.Itoa(r.Probed), strconv.Itoa(r.Answered), strings.Join(r.Notes, "; ")})
 	}
 	w.Flush()
 	if err := f.Close(); err != nil {
@@ -65,13 +84,18 @@ func writeReport(dir, machine, workload string, steps []int, rs []result) error 
 	}
 
 	var b strings.Builder
-	fmt.Fprintf(&b, "# Scale benchmark: ipvs-proxier vs kube-proxy (IPVS mode)\n\nRun %s on %s.\n\n", time.Now().UTC().Format("2006-01-02 15:04 MST"), machine)
-	b.WriteString("Same apiserver objects, same kernel, one proxy at a time on a wiped node. " + workload + ". Absolute times on an emulated (TCG) VM on shared cores are not stable; compare the two proxies within a row pair.\n\n")
-	b.WriteString("Cold start: process start to every ClusterIP virtual server with all its real servers; critical Services: process start to the apiserver's Service (and the cluster DNS Service where there is one) programmed ahead of the others, from ours' log; sets complete: and every ClusterIP in `KUBE-CLUSTER-IP`. CPU: the proxy's and that of the programs it runs (iptables, ipset), counted together. Set members: ipset's, or the elements of our nftables tables for `ipvs-proxier nftables` (`--rules-backend=nftables`).\n\n")
-	b.WriteString("| Services × endpoints | proxy | cold start (s) | critical Services (s) | sets complete (s) | change p50 (ms) | change p99 (ms) | changes | RSS steady / peak (MiB) | CPU idle / churn (s/min) | VS | RS | set members |\n|---|---|---|---|---|---|---|---|---|---|---|---|---|\n")
+	fmt.Fprintf(&b, "# Scale benchmark: ipvs-proxier, kube-proxy (IPVS and nftables modes), kube-router\n\nRun %s on %s.\n\n", time.Now().UTC().Format("2006-01-02 15:04 MST"), machine)
+	b.WriteString("Same apiserver objects, same kernel, one proxy at a time on a wiped node. " + workload + ". Absolute times on an emulated (TCG) VM on shared cores are not stable; compare the proxies within a step.\n\n")
+	b.WriteString("Cold start: process start to every ClusterIP port of the workload programmed in the proxy's data path: for IPVS (ours, kube-proxy's IPVS mode, kube-router) its virtual server with all its real servers; for kube-proxy's nftables mode the port's element in the `service-ips` map of `table ip kube-proxy` going to the port's chain, which sends to all its endpoints (a DNAT map, or endpoint chains); a proxy that did not get there says how many ports it had programmed when the step's budget ran out. Probe: at that moment, one HTTP request from a client netns to each of a sample of the Services (their endpoints answer in a pod netns), answered / sent. Change latency: the API write to the data path showing the change. Critical Services: process start to the apiserver's Service (and the cluster DNS Service where there is one) programmed ahead of the others, from ours' log; sets complete: and every workload ClusterIP in the proxy's ClusterIP set (`KUBE-CLUSTER-IP`, kube-router's `kube-router-svip-prt`, kube-proxy's nftables `cluster-ips`). CPU: the proxy's and that of the programs it runs (iptables, ipset), counted together. Set members: ipset's, or the elements of our nftables tables for `ipvs-proxier nftables` (`--rules-backend=nftables`).\n\n")
+	b.WriteString("| Services × endpoints | proxy | cold start (s) | probe answered | critical Services (s) | sets complete (s) | change p50 (ms) | change p99 (ms) | changes | RSS steady / peak (MiB) | CPU idle / churn (s/min) | Service ports (VS) | backends (RS) | set members |\n|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n")
+	var names []string
 	for _, r := range rs {
-		fmt.Fprintf(&b, "| %d × %d | %s | %s | %s | %s | %s | %s | %d | %.0f / %.0f | %.2f / %.2f | %d | %d | %d |\n", r.Services, r.Endpoints, r.Proxy,
-			secs(r.ColdStart), critical(r.Critical), secs(r.SetsDone), ms(r.P50), ms(r.P99), r.Changes, r.SteadyRSS, r.PeakRSS, r.CPUIdle, r.CPUChurn, r.VS, r.RS, r.SetEntries)
+		names = append(names, r.Proxy)
+		fmt.Fprintf(&b, "| %d × %d | %s | %s | %s | %s | %s | %s | %s | %d | %.0f / %.0f | %.2f / %.2f | %d | %d | %d |\n", r.Services, r.Endpoints, r.Proxy,
+			r.coldCell(), r.probeCell(), critical(r.Critical), secs(r.SetsDone), ms(r.P50), ms(r.P99), r.Changes, r.SteadyRSS, r.PeakRSS, r.CPUIdle, r.CPUChurn, r.VS, r.RS, r.SetEntries)
+	}
+	for _, c := range benchkit.Caveats(names) {
+		b.WriteString("\n" + c + ".\n")
 	}
 	if notes := benchkit.NoteLines(rs, func(r result) (string, int, []string) { return r.Proxy, r.Services, r.Notes }); notes != "" {
 		b.WriteString("\nNotes:\n" + notes)

@@ -17,14 +17,16 @@ func TestReport(t *testing.T) {
 	rs := []result{
 		{Services: 1000, Endpoints: 4, Proxy: "ipvs-proxier", ColdStart: 3 * time.Second, Critical: 1200 * time.Millisecond, SetsDone: 3 * time.Second, P50: 900 * time.Millisecond, P99: 1500 * time.Millisecond, Changes: 52, SteadyRSS: 40, PeakRSS: 60, VS: 1501, RS: 6000},
 		{Services: 1000, Endpoints: 4, Proxy: "kube-proxy", ColdStart: 9 * time.Second, P50: 1100 * time.Millisecond, P99: 2500 * time.Millisecond, Changes: 52, SteadyRSS: 80, PeakRSS: 90},
-		{Services: 5000, Endpoints: 4, Proxy: "kube-proxy", Notes: []string{"cold start unfinished after 20m0s"}},
+		{Services: 5000, Endpoints: 4, Proxy: "kube-proxy", ClusterPorts: 412, Notes: []string{"cold start unfinished after 20m0s"}},
+		{Services: 5000, Endpoints: 4, Proxy: "kube-router", ColdStart: 40 * time.Second, Probed: 20, Answered: 20, SetsDone: 41 * time.Second},
 	}
 	if err := writeReport(dir, "test machine", (&benchkit.Workload{}).Describe(), []int{1000, 5000}, rs); err != nil {
 		t.Fatal(err)
 	}
-	benchkit.CheckReport(t, dir, "results.md", []string{"| 1000 × 4 | ipvs-proxier | 3.0 | 1.2 | 3.0 | 900 | 1500 | 52 | 40 / 60 |", "| 1000 × 4 | kube-proxy | 9.0 | — |", "| 5000 × 4 | kube-proxy | unfinished |",
+	benchkit.CheckReport(t, dir, "results.md", []string{"| 1000 × 4 | ipvs-proxier | 3.0 | — | 1.2 | 3.0 | 900 | 1500 | 52 | 40 / 60 |", "| 1000 × 4 | kube-proxy | 9.0 | — | — |",
+		"| 5000 × 4 | kube-proxy | unfinished: 412 of 5000 ClusterIP ports programmed | — |", "| 5000 × 4 | kube-router | 40.0 | 20 / 20 |", "predates its externalIPs advisory GHSA-phqm-jgc3-qf8g (fixed in v2.8.0)",
 		"kube-proxy @ 5000: cold start unfinished", "`SVC_SCALE_STEPS=1000,5000 BENCH_PROXIES_1000=ipvs-proxier,kube-proxy BENCH_PROXIES_5000=\"ipvs-proxier nftables\" make bench-scale`", "test machine"},
-		"results.csv", 4, "chart.png")
+		"results.csv", 5, "chart.png")
 }
 
 // TestPollPause: the cold start looks at the kernel every second, or three times as
