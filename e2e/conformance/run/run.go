@@ -49,8 +49,8 @@ func run(o options) (int, error) {
 		return 0, writeDocs(report, out)
 	}
 	for _, p := range o.proxies {
-		if _, ok := conformance.ProxyTitle[p]; !ok {
-			return 0, fmt.Errorf("unknown proxy %q (%s)", p, strings.Join(append(append([]string(nil), conformance.Proxies...), conformance.Optional...), ", "))
+		if _, ok := conformance.Lookup(p); !ok {
+			return 0, fmt.Errorf("unknown proxy %q (%s)", p, strings.Join(conformance.Columns(), ", "))
 		}
 	}
 	bins, err := buildSuite()
@@ -137,7 +137,7 @@ func run(o options) (int, error) {
 		}
 	}
 	out := o.out
-	if out == "" && o.focus == "" && !slices.ContainsFunc(conformance.Proxies, func(p string) bool { return !slices.Contains(o.proxies, p) }) {
+	if out == "" && o.focus == "" && !slices.ContainsFunc(conformance.Defaults(), func(p string) bool { return !slices.Contains(o.proxies, p) }) {
 		out = filepath.Join(harness.RepoRoot(), "docs")
 	}
 	if out == "" {
@@ -156,8 +156,20 @@ func run(o options) (int, error) {
 	return 0, nil
 }
 
-// writeDocs writes conformance.md and conformance.csv into dir.
+// writeDocs writes conformance.md and conformance.csv into dir. A proxy the report did
+// not run keeps the column dir's previous conformance.csv gave it (Report.CarryOver):
+// the docs written from a run of some proxies lose none of the others' results.
 func writeDocs(report *conformance.Report, dir string) error {
+	if prevCSV, err := os.ReadFile(filepath.Join(dir, "conformance.csv")); err == nil {
+		prevMD, _ := os.ReadFile(filepath.Join(dir, "conformance.md"))
+		carried, err := report.CarryOver(prevCSV, prevMD)
+		if err != nil {
+			return err
+		}
+		if len(carried) > 0 {
+			harness.Logf("carried from the previous %s/conformance.csv: %s", dir, strings.Join(carried, ", "))
+		}
+	}
 	var md, csv bytes.Buffer
 	if err := report.WriteMarkdown(&md); err != nil {
 		return err
