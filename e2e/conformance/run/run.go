@@ -77,6 +77,13 @@ func run(o options) (int, error) {
 	if err != nil {
 		return 0, err
 	}
+	if slices.Contains(o.proxies, "kube-router") {
+		kr, err := buildKubeRouterImage(work, cpBins.KubeRouter)
+		if err != nil {
+			return 0, err
+		}
+		images = append(images, kr)
+	}
 	c, err := startCluster(append(images, suiteImages))
 	if err != nil {
 		return 0, err
@@ -206,7 +213,10 @@ func clusterLines() []string {
 		"the apiserver reaches the kubelets (exec, logs, port-forward) and the pods (its proxy subresources) through its egress selector: an HTTP CONNECT proxy on a unix socket that dials each node's forwarded kubelet port, or the node's agent for a pod address",
 		"cluster DNS as kubeadm deploys it (CoreDNS v1.14.6, built from its module; kubeadm's printed manifest; kube-dns 10.96.0.10)",
 		"the suite's images (agnhost, busybox, nginx, pause, distroless-iptables, regression-issue-74839, CoreDNS) built here under their upstream names and imported into each node's containerd; nothing is pulled",
-		"each proxy deployed as users deploy it: ipvs-proxier by `kubectl apply -k deploy` (its image from `make image-oci`'s build), kube-proxy by kubeadm's DaemonSet and ConfigMap with `mode: ipvs`; the nodes are power-cycled between the two",
+		"each proxy deployed as users deploy it: ipvs-proxier by `kubectl apply -k deploy` (its image from `make image-oci`'s build; with `rulesBackend: nftables` for its nftables column), " +
+			"kube-proxy by kubeadm's DaemonSet and ConfigMap with `mode: ipvs` or `mode: nftables` (its image on the same Debian base, with nft), " +
+			"kube-router " + harness.KubeRouterVersion + " as its service-proxy-only DaemonSet (`--run-router=false --run-firewall=false --run-service-proxy=true`, every Service masqueraded; built from its module, on the same base with ipset, iptables, conntrack and ip); " +
+			"the nodes are power-cycled between two proxies",
 	}
 }
 
