@@ -9,34 +9,18 @@ import (
 	"time"
 )
 
-// Proxies are the report's columns, in order: the reference first.
-var Proxies = []string{"kube-proxy-ipvs", "ipvs-proxier"}
-
-// Optional are proxies run only when asked (-proxies); each is a column after Proxies
-// in a report that has its run. ipvs-proxier-nftables is ours with `rulesBackend:
-// nftables`.
-var Optional = []string{"ipvs-proxier-nftables"}
-
-// ProxyTitle is a proxy's name in the report's prose.
-var ProxyTitle = map[string]string{"kube-proxy-ipvs": "kube-proxy IPVS", "ipvs-proxier": "ipvs-proxier",
-	"ipvs-proxier-nftables": "ipvs-proxier (nftables)"}
-
-// columns are the report's proxies: Proxies, then each of Optional that was run.
-func (r *Report) columns() []string {
-	out := append([]string(nil), Proxies...)
-	for _, p := range Optional {
-		if _, ok := r.Runs[p]; ok {
-			out = append(out, p)
-		}
-	}
-	return out
-}
+// columns are the report's proxies: every one in Table, run or not (a proxy not run
+// keeps its column, empty, or what the previous CSV held: CarryOver).
+func (r *Report) columns() []string { return Columns() }
 
 // Run is one proxy's run of the selection.
 type Run struct {
 	Proxy   string
 	Results map[string]Result
-	Wall    time.Duration
+	Wall    time.Duration // zero when unknown (a carried run without its report)
+	// Carried: the outcomes are the previous conformance.csv's (CarryOver), not this
+	// run's; a spec it lacks is not run rather than failed, and there are no messages.
+	Carried bool
 }
 
 // Report is what docs/conformance.md and .csv are written from.
@@ -70,6 +54,9 @@ func (r *Report) outcome(proxy, spec string) (Result, bool) {
 		return Result{}, false
 	}
 	res, ok := run.Results[spec]
+	if !ok && run.Carried {
+		return Result{}, false
+	}
 	if !ok {
 		return Result{Outcome: Fail, Message: "not reported by the run"}, true
 	}
@@ -80,7 +67,10 @@ func (r *Report) outcome(proxy, spec string) (Result, bool) {
 func (r *Report) Counts(proxy string) (pass, fail, skip int) {
 	sel, _ := r.selected()
 	for _, s := range sel {
-		res, _ := r.outcome(proxy, s)
+		res, ok := r.outcome(proxy, s)
+		if !ok {
+			continue
+		}
 		switch res.Outcome {
 		case Pass:
 			pass++
@@ -99,8 +89,8 @@ func (r *Report) Regressions() []string {
 	sel, _ := r.selected()
 	var out []string
 	for _, s := range sel {
-		ref, ok1 := r.outcome(Proxies[0], s)
-		ours, ok2 := r.outcome(Proxies[1], s)
+		ref, ok1 := r.outcome(Reference, s)
+		ours, ok2 := r.outcome(Main, s)
 		if ok1 && ok2 && ref.Outcome == Pass && ours.Outcome != Pass && r.Selection.Difference(s) == "" {
 			out = append(out, s)
 		}
@@ -108,9 +98,46 @@ func (r *Report) Regressions() []string {
 	return out
 }
 
-// WriteCSV writes one row per candidate spec: test,kube-proxy-ipvs,ipvs-proxier, then
-// a column per optional proxy run (a spec the selection skips, or a proxy not run, is
-// skip).
+// A PeerPass is a spec a peer (kube-proxy's nftables mode, kube-router) passes and one
+// of ours fails: a bug of ours, whatever the reference did.
+type PeerPass struct {
+	Spec     string
+	PassedBy []string // peers, by name
+	FailedBy []string // ours, by name
+}
+
+// PeerPasses are the selected specs a peer passes and one of ours fails, less those
+// that meet a documented difference.
+func (r *Report) PeerPasses() []PeerPass {
+	sel, _ := r.selected()
+	var out []PeerPass
+	for _, s := range sel {
+		if r.Selection.Difference(s) != "" {
+			continue
+		}
+		var pp PeerPass
+		for _, p := range Table {
+			res, ok := r.outcome(p.Name, s)
+			switch {
+			case !ok:
+			case !p.Ours && p.Name != Reference && res.Outcome == Pass:
+				pp.PassedBy = append(pp.PassedBy, p.Name)
+			case p.Ours && res.Outcome == Fail:
+				pp.FailedBy = append(pp.FailedBy, p.Name)
+			}
+		}
+		if len(pp.PassedBy) > 0 && len(pp.FailedBy) > 0 {
+			pp.Spec = s
+			out = append(out, pp)
+		}
+	}
+	return out
+}
+
+// WriteCSV writes one row per candidate spec and a column per proxy in Table's order
+// (test,kube-proxy-ipvs,kube-proxy-nftables,kube-router,ipvs-proxier,ipvs-proxier-nftables):
+// pass, fail or skip (a spec the selection skips is skip for every proxy run); a proxy
+// not run has an empty cell.
 func (r *Report) WriteCSV(w io.Writer) error {
 	cw := csv.NewWriter(w)
 	cols := r.columns()
@@ -123,11 +150,17 @@ func (r *Report) WriteCSV(w io.Writer) error {
 	for _, s := range specs {
 		row := []string{s}
 		for _, p := range cols {
-			v := Skip
-			if _, sk := skipped[s]; !sk {
-				if res, ok := r.outcome(p, s); ok {
-					v = res.Outcome
-				}
+			var v Outcome
+			run, ran := r.Runs[p]
+			_, sk := skipped[s]
+			switch {
+			case !ran:
+			case run.Carried && run.Results[s].Outcome == "": // not in the previous CSV
+			case sk:
+				v = Skip
+			default:
+				res, _ := r.outcome(p, s)
+				v = res.Outcome
 			}
 			row = append(row, string(v))
 		}
@@ -143,16 +176,20 @@ func (r *Report) WriteCSV(w io.Writer) error {
 func (r *Report) Summary() string {
 	sel, _ := r.selected()
 	parts := []string{}
-	cols := r.columns()
-	// Ours first, then the reference, then the optional runs: README's order.
-	order := append([]string{Proxies[1], Proxies[0]}, cols[len(Proxies):]...)
+	// Ours first, then the reference, then the others run: README's order.
+	order := []string{Main, Reference}
+	for _, p := range r.columns() {
+		if _, ok := r.Runs[p]; ok && p != Main && p != Reference {
+			order = append(order, p)
+		}
+	}
 	for _, p := range order {
 		if _, ok := r.Runs[p]; !ok {
-			parts = append(parts, ProxyTitle[p]+": not run")
+			parts = append(parts, title(p)+": not run")
 			continue
 		}
 		pass, _, _ := r.Counts(p)
-		parts = append(parts, fmt.Sprintf("%s: %d of %d", ProxyTitle[p], pass, len(sel)))
+		parts = append(parts, fmt.Sprintf("%s: %d of %d", title(p), pass, len(sel)))
 	}
 	return fmt.Sprintf("Upstream Service e2e tests passed (%s)", strings.Join(parts, "; "))
 }
@@ -163,14 +200,25 @@ func (r *Report) WriteMarkdown(w io.Writer) error {
 	var b strings.Builder
 	b.WriteString("# The upstream Kubernetes Service e2e suite\n\n")
 	b.WriteString("Kubernetes' own Service tests (`test/e2e/network` of the pinned `k8s.io/kubernetes` module), run by " +
-		"`make conformance` against a real two-node cluster, once with ipvs-proxier as its only service proxy and once " +
-		"with stock kube-proxy in IPVS mode, on the same cluster. One row per test: [conformance.csv](conformance.csv).\n\n")
+		"`make conformance` against a real two-node cluster, once per service proxy on the same cluster: ipvs-proxier as its " +
+		"only service proxy, stock kube-proxy in IPVS mode (the reference), and on request kube-proxy in nftables mode, " +
+		"kube-router's service proxy and ipvs-proxier with its nftables rules backend. One row per test: [conformance.csv](conformance.csv).\n\n")
 	b.WriteString(r.Summary() + ".\n\n")
 	cols := r.columns()
-	for _, p := range Proxies {
-		if _, ok := r.Runs[p]; !ok {
-			b.WriteString("Not run for this report: " + ProxyTitle[p] + " (its CSV column reads skip).\n\n")
+	var notRun, carried []string
+	for _, p := range cols {
+		if run, ok := r.Runs[p]; !ok {
+			notRun = append(notRun, title(p))
+		} else if run.Carried {
+			carried = append(carried, title(p))
 		}
+	}
+	if len(notRun) > 0 {
+		b.WriteString("Not run for this report: " + strings.Join(notRun, ", ") + " (empty in the CSV).\n\n")
+	}
+	if len(carried) > 0 {
+		b.WriteString("Carried from the previous conformance.csv, not run again: " + strings.Join(carried, ", ") +
+			" (outcomes and wall time only; their failure messages are in that report's history).\n\n")
 	}
 	b.WriteString("## The cluster\n\n")
 	for _, l := range r.Cluster {
@@ -194,17 +242,25 @@ func (r *Report) WriteMarkdown(w io.Writer) error {
 	}
 	b.WriteString("| wall time |")
 	for _, p := range cols {
-		if run, ok := r.Runs[p]; ok {
+		if run, ok := r.Runs[p]; ok && run.Wall > 0 {
 			fmt.Fprintf(&b, " %s |", run.Wall.Round(time.Second))
 		} else {
 			b.WriteString(" |")
 		}
 	}
-	b.WriteString("\n\n")
+	b.WriteString("\n\n" + KubeRouterAdvisory + "\n\n")
 	if reg := r.Regressions(); len(reg) > 0 {
 		fmt.Fprintf(&b, "**%d tests kube-proxy IPVS passes and ipvs-proxier fails** (no documented difference):\n\n", len(reg))
 		for _, s := range reg {
 			b.WriteString("- " + s + "\n")
+		}
+		b.WriteString("\n")
+	}
+	if pp := r.PeerPasses(); len(pp) > 0 {
+		fmt.Fprintf(&b, "## Passed by a peer, failed by ours\n\n%d tests kube-proxy nftables or kube-router passes and ipvs-proxier (either backend) fails "+
+			"(no documented difference); each is a bug of ours:\n\n", len(pp))
+		for _, p := range pp {
+			b.WriteString("- " + p.Spec + " (passed by " + titles(p.PassedBy, ", ") + "; failed by " + titles(p.FailedBy, ", ") + ")\n")
 		}
 		b.WriteString("\n")
 	}
@@ -215,12 +271,12 @@ func (r *Report) WriteMarkdown(w io.Writer) error {
 		for _, p := range cols {
 			res, ok := r.outcome(p, s)
 			if !ok {
-				b.WriteString(" not run |")
+				b.WriteString(" |")
 				continue
 			}
 			b.WriteString(" " + string(res.Outcome) + " |")
 			if res.Outcome != Pass && res.Message != "" {
-				msgs = append(msgs, ProxyTitle[p]+": "+res.Message)
+				msgs = append(msgs, title(p)+": "+res.Message)
 			}
 		}
 		note := r.Selection.Note(s)
@@ -232,6 +288,7 @@ func (r *Report) WriteMarkdown(w io.Writer) error {
 		}
 		b.WriteString(" " + mdCell(note) + " |\n")
 	}
+	b.WriteString("\n" + KubeRouterAdvisory + "\n")
 	if len(skipped) > 0 {
 		b.WriteString("\n## Not selected\n\n| test | why |\n|---|---|\n")
 		names := make([]string, 0, len(skipped))
@@ -251,7 +308,7 @@ func (r *Report) WriteMarkdown(w io.Writer) error {
 func titles(cols []string, sep string) string {
 	t := make([]string, len(cols))
 	for i, p := range cols {
-		t[i] = ProxyTitle[p]
+		t[i] = title(p)
 	}
 	return strings.Join(t, sep)
 }

@@ -8,6 +8,7 @@
 //	go run . -out FILE [-tag REF]
 //	go run . -out FILE -tag REF -pause             the pod sandbox image (e2e kubelet tier)
 //	go run . -out FILE -tag REF -kube-proxy BIN    stock kube-proxy on the same base
+//	go run . -out FILE -tag REF -kube-router BIN   kube-router on the same base
 //	go run . -out FILE -suite SPEC                 the upstream e2e suite's images (suite.go)
 package main
 
@@ -34,6 +35,7 @@ func main() {
 	tag := flag.String("tag", "", "image reference (default ghcr.io/ipvs-proxier/ipvs-proxier:RELEASE from the Makefile)")
 	pause := flag.Bool("pause", false, "build the pod sandbox image instead")
 	kubeProxy := flag.String("kube-proxy", "", "build a kube-proxy image from this binary instead")
+	kubeRouter := flag.String("kube-router", "", "build a kube-router image from this binary instead")
 	suiteSpec := flag.String("suite", "", "build the upstream e2e suite's images instead (ROLE=VALUE,...: see suite.go)")
 	flag.Parse()
 	if *out == "" {
@@ -59,6 +61,8 @@ func main() {
 		digest, err = b.writeWith(*out, b.pauseImage)
 	case *kubeProxy != "":
 		digest, err = b.writeWith(*out, func() (v1.Image, error) { return b.kubeProxyImage(*kubeProxy, b.tag) })
+	case *kubeRouter != "":
+		digest, err = b.writeWith(*out, func() (v1.Image, error) { return b.kubeRouterImage(*kubeRouter, b.tag) })
 	default:
 		digest, err = b.writeArchive(*out)
 	}

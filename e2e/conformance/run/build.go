@@ -116,3 +116,17 @@ func buildSuiteImages(dir string, b suiteBins, corednsImage string) (string, err
 	}
 	return out, nil
 }
+
+// buildKubeRouterImage writes kube-router's image (e2e/image -kube-router: the binary
+// harness.BuildKubeRouter built, on the Debian base with the programs it execs) under
+// the name the manifest runs, and returns its path.
+func buildKubeRouterImage(dir, bin string) (string, error) {
+	out := filepath.Join(dir, "kube-router.tar")
+	harness.Logf("building %s", kubeRouterImage)
+	cmd := exec.Command("go", "run", ".", "-out", out, "-tag", kubeRouterImage, "-kube-router", bin)
+	cmd.Dir = filepath.Join(harness.E2EDir(), "image")
+	if o, err := cmd.CombinedOutput(); err != nil {
+		return "", fmt.Errorf("kube-router image: %w\n%s", err, o)
+	}
+	return out, nil
+}

@@ -27,7 +27,7 @@ func fromReports(dirs []string, sel *conformance.Selection) (*conformance.Report
 			r.Candidates = append(r.Candidates, name)
 		}
 	}
-	for _, p := range append(append([]string(nil), conformance.Proxies...), conformance.Optional...) {
+	for _, p := range conformance.Columns() {
 		run := &conformance.Run{Proxy: p, Results: map[string]conformance.Result{}}
 		for _, d := range dirs {
 			wall, ok, err := mergeRun(run, filepath.Join(d, p))

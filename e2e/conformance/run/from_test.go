@@ -3,6 +3,7 @@ package main
 import (
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -87,5 +88,35 @@ func TestNarrowed(t *testing.T) {
 	}
 	if _, err := narrowed(candidates, "nothing like it"); err == nil {
 		t.Error("a focus that matches nothing accepted")
+	}
+}
+
+// TestWriteDocsKeepsColumns: docs written from a run of one proxy keep the columns the
+// previous conformance.csv in that folder held, in the report's order.
+func TestWriteDocsKeepsColumns(t *testing.T) {
+	dir := t.TempDir()
+	prev := "test,kube-proxy-ipvs,ipvs-proxier,ipvs-proxier-nftables\nServices a,pass,fail,pass\n"
+	if err := os.WriteFile(filepath.Join(dir, "conformance.csv"), []byte(prev), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	sel, err := conformance.ParseSelection([]byte("focus Services\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := &conformance.Report{Candidates: []string{"Services a"}, Selection: sel, Runs: map[string]*conformance.Run{
+		"kube-proxy-nftables": {Proxy: "kube-proxy-nftables", Results: map[string]conformance.Result{"Services a": {Outcome: conformance.Pass}}}}}
+	if err := writeDocs(r, dir); err != nil {
+		t.Fatal(err)
+	}
+	got, err := os.ReadFile(filepath.Join(dir, "conformance.csv"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := "test,kube-proxy-ipvs,kube-proxy-nftables,kube-router,ipvs-proxier,ipvs-proxier-nftables\nServices a,pass,pass,,fail,pass\n"; string(got) != want {
+		t.Errorf("csv:\n%s\nwant:\n%s", got, want)
+	}
+	md, _ := os.ReadFile(filepath.Join(dir, "conformance.md"))
+	if !strings.Contains(string(md), "- Services a (passed by kube-proxy nftables; failed by ipvs-proxier)") {
+		t.Errorf("the peer's pass against ours carried:\n%s", md)
 	}
 }

@@ -2,8 +2,8 @@
 // README says how), runs the upstream Service e2e suite against it once per proxy, and
 // writes docs/conformance.md and docs/conformance.csv.
 //
-//	go run ./conformance/run [-proxies ipvs-proxier,kube-proxy-ipvs] [-focus REGEX] [-out DIR] [-procs N] [-keep]
-//	go run ./conformance/run -from REPORTS-DIR [-out DIR]
+//	go run ./conformance/run [-proxies kube-proxy-ipvs,kube-proxy-nftables,kube-router,ipvs-proxier,ipvs-proxier-nftables] [-focus REGEX] [-out DIR] [-procs N] [-keep]
+//	go run ./conformance/run -from REPORTS-DIR[,DIR...] [-out DIR]
 package main
 
 import (
@@ -18,7 +18,7 @@ import (
 )
 
 func main() {
-	proxies := flag.String("proxies", strings.Join(conformance.Proxies, ","), "the proxies to run the selection with, in order")
+	proxies := flag.String("proxies", strings.Join(conformance.Defaults(), ","), "the proxies to run the selection with, in order")
 	focus := flag.String("focus", "", "run only the selected tests this regex also matches (a quick look; the docs are then not written)")
 	out := flag.String("out", "", "write conformance.md and conformance.csv here (default: the repository's docs/)")
 	procs := flag.Int("procs", 1, "e2e.test processes at once for the parallel tests ([Serial] and [Disruptive] always run alone)")

@@ -17,7 +17,8 @@ import (
 
 // A proxy as users deploy it: ipvs-proxier by `kubectl apply -k deploy` after the one
 // edit README asks for (the control-plane endpoint in the kubeconfig), stock kube-proxy
-// as `kubeadm init` v1.37 installs it (e2e/kubelet/testdata), in IPVS mode.
+// as `kubeadm init` v1.37 installs it (e2e/kubelet/testdata), in IPVS or nftables mode,
+// kube-router's service proxy alone as its proxy DaemonSet runs it (kuberouter.go).
 
 // deployment is a proxy's manifests and its DaemonSet.
 type deployment struct {
@@ -46,21 +47,33 @@ func prepare(proxy, dir string) (*deployment, error) {
 			}
 		}
 		return &deployment{apply: []string{"-k", dst}, daemonSet: "ipvs-proxier", manifestAt: dst}, nil
-	case "kube-proxy-ipvs":
+	case "kube-proxy-ipvs", "kube-proxy-nftables":
+		// kubeadm's manifest, its config.conf's mode set: ipvs or nftables.
+		mode := strings.TrimPrefix(proxy, "kube-proxy-")
 		src, err := os.ReadFile(filepath.Join(harness.E2EDir(), "kubelet/testdata/kubeadm-kube-proxy.yaml"))
 		if err != nil {
 			return nil, err
 		}
-		dst := filepath.Join(dir, "kube-proxy.yaml")
+		dst := filepath.Join(dir, proxy+".yaml")
 		if !strings.Contains(string(src), "mode: MODE") {
 			return nil, fmt.Errorf("kubeadm-kube-proxy.yaml has no `mode: MODE` to set")
 		}
-		if err := os.WriteFile(dst, []byte(strings.ReplaceAll(string(src), "mode: MODE", "mode: ipvs")), 0o644); err != nil {
+		if err := os.WriteFile(dst, []byte(strings.ReplaceAll(string(src), "mode: MODE", "mode: "+mode)), 0o644); err != nil {
 			return nil, err
 		}
 		return &deployment{apply: []string{"-f", dst}, daemonSet: "kube-proxy", manifestAt: dst}, nil
+	case "kube-router":
+		m, err := kubeRouterManifest()
+		if err != nil {
+			return nil, err
+		}
+		dst := filepath.Join(dir, "kube-router.yaml")
+		if err := os.WriteFile(dst, []byte(m), 0o644); err != nil {
+			return nil, err
+		}
+		return &deployment{apply: []string{"-f", dst}, daemonSet: "kube-router", manifestAt: dst}, nil
 	}
-	return nil, fmt.Errorf("unknown proxy %q (ipvs-proxier, ipvs-proxier-nftables, kube-proxy-ipvs)", proxy)
+	return nil, fmt.Errorf("unknown proxy %q (%s)", proxy, strings.Join(conformance.Columns(), ", "))
 }
 
 func replaceIn(path, old, new string) error {

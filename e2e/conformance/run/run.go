@@ -49,8 +49,8 @@ func run(o options) (int, error) {
 		return 0, writeDocs(report, out)
 	}
 	for _, p := range o.proxies {
-		if _, ok := conformance.ProxyTitle[p]; !ok {
-			return 0, fmt.Errorf("unknown proxy %q (%s)", p, strings.Join(append(append([]string(nil), conformance.Proxies...), conformance.Optional...), ", "))
+		if _, ok := conformance.Lookup(p); !ok {
+			return 0, fmt.Errorf("unknown proxy %q (%s)", p, strings.Join(conformance.Columns(), ", "))
 		}
 	}
 	bins, err := buildSuite()
@@ -76,6 +76,13 @@ func run(o options) (int, error) {
 	images, err := harness.BuildImages(work, cpBins)
 	if err != nil {
 		return 0, err
+	}
+	if slices.Contains(o.proxies, "kube-router") {
+		kr, err := buildKubeRouterImage(work, cpBins.KubeRouter)
+		if err != nil {
+			return 0, err
+		}
+		images = append(images, kr)
 	}
 	c, err := startCluster(append(images, suiteImages))
 	if err != nil {
@@ -137,7 +144,7 @@ func run(o options) (int, error) {
 		}
 	}
 	out := o.out
-	if out == "" && o.focus == "" && !slices.ContainsFunc(conformance.Proxies, func(p string) bool { return !slices.Contains(o.proxies, p) }) {
+	if out == "" && o.focus == "" && !slices.ContainsFunc(conformance.Defaults(), func(p string) bool { return !slices.Contains(o.proxies, p) }) {
 		out = filepath.Join(harness.RepoRoot(), "docs")
 	}
 	if out == "" {
@@ -156,8 +163,20 @@ func run(o options) (int, error) {
 	return 0, nil
 }
 
-// writeDocs writes conformance.md and conformance.csv into dir.
+// writeDocs writes conformance.md and conformance.csv into dir. A proxy the report did
+// not run keeps the column dir's previous conformance.csv gave it (Report.CarryOver):
+// the docs written from a run of some proxies lose none of the others' results.
 func writeDocs(report *conformance.Report, dir string) error {
+	if prevCSV, err := os.ReadFile(filepath.Join(dir, "conformance.csv")); err == nil {
+		prevMD, _ := os.ReadFile(filepath.Join(dir, "conformance.md"))
+		carried, err := report.CarryOver(prevCSV, prevMD)
+		if err != nil {
+			return err
+		}
+		if len(carried) > 0 {
+			harness.Logf("carried from the previous %s/conformance.csv: %s", dir, strings.Join(carried, ", "))
+		}
+	}
 	var md, csv bytes.Buffer
 	if err := report.WriteMarkdown(&md); err != nil {
 		return err
@@ -194,7 +213,10 @@ func clusterLines() []string {
 		"the apiserver reaches the kubelets (exec, logs, port-forward) and the pods (its proxy subresources) through its egress selector: an HTTP CONNECT proxy on a unix socket that dials each node's forwarded kubelet port, or the node's agent for a pod address",
 		"cluster DNS as kubeadm deploys it (CoreDNS v1.14.6, built from its module; kubeadm's printed manifest; kube-dns 10.96.0.10)",
 		"the suite's images (agnhost, busybox, nginx, pause, distroless-iptables, regression-issue-74839, CoreDNS) built here under their upstream names and imported into each node's containerd; nothing is pulled",
-		"each proxy deployed as users deploy it: ipvs-proxier by `kubectl apply -k deploy` (its image from `make image-oci`'s build), kube-proxy by kubeadm's DaemonSet and ConfigMap with `mode: ipvs`; the nodes are power-cycled between the two",
+		"each proxy deployed as users deploy it: ipvs-proxier by `kubectl apply -k deploy` (its image from `make image-oci`'s build; with `rulesBackend: nftables` for its nftables column), " +
+			"kube-proxy by kubeadm's DaemonSet and ConfigMap with `mode: ipvs` or `mode: nftables` (its image on the same Debian base, with nft), " +
+			"kube-router " + harness.KubeRouterVersion + " as its service-proxy-only DaemonSet (`--run-router=false --run-firewall=false --run-service-proxy=true`, every Service masqueraded; built from its module, on the same base with ipset, iptables, conntrack and ip); " +
+			"the nodes are power-cycled between two proxies",
 	}
 }
 
