@@ -202,6 +202,27 @@ const (
 // cleanupVirtualServers deletes the virtual servers the daemon would prune. Without IPVS
 // on the node there is nothing to delete.
 func cleanupVirtualServers(dummy string, exclude []netip.Prefix) (int, error) {
+	return deleteVirtualServers(dummy, func(vss []kernel.DumpedVS, nodeIPs []netip.Addr, owned ownedFunc) []kernel.VirtualServer {
+		var out []kernel.VirtualServer
+		for _, vs := range vss {
+			if owned(vs.VSKey, nodeIPs, exclude) {
+				out = append(out, vs.VirtualServer)
+			}
+		}
+		return out
+	})
+}
+
+// ownedFunc is reconcile.Owns over what the node holds: whether a virtual server is ours
+// to prune, given the node IPs and the excluded CIDRs.
+type ownedFunc func(k kernel.VSKey, nodeIPs []netip.Addr, exclude []netip.Prefix) bool
+
+// deleteVirtualServers dumps the virtual servers and deletes, in one batch, those pick
+// returns, given the node IPs and our ownership rule as this node holds it: the
+// addresses on our dummy (either mode's: bound, or local routes), the sets that name
+// node IPs (read before cleanup destroys them). Without IPVS on the node there is
+// nothing to delete.
+func deleteVirtualServers(dummy string, pick func(vss []kernel.DumpedVS, nodeIPs []netip.Addr, owned ownedFunc) []kernel.VirtualServer) (int, error) {
 	x, err := linux.NewIPVS(10 * time.Second)
 	if err != nil {
 		return 0, nil
@@ -209,7 +230,7 @@ func cleanupVirtualServers(dummy string, exclude []netip.Prefix) (int, error) {
 	defer x.Close()
 	vss, err := x.ListVirtualServers()
 	if err != nil {
-		return 0, nil // no ip_vs module: nothing of ours can exist
+		return 0, nil // no ip_vs module: no virtual server at all
 	}
 	onDummy := map[netip.Addr]bool{}
 	for _, x := range []*linux.Addresses{{}, {LocalRoutes: true}} { // either mode's Service IPs
@@ -224,15 +245,15 @@ func cleanupVirtualServers(dummy string, exclude []netip.Prefix) (int, error) {
 	if err != nil {
 		return 0, err
 	}
-	// Read before the sets are destroyed (cleanup removes virtual servers first).
 	sets := &linux.IPSets{}
 	defer sets.Close()
 	named := reconcile.ReadOwnershipSets(sets)
+	owned := func(k kernel.VSKey, nodeIPs []netip.Addr, exclude []netip.Prefix) bool {
+		return reconcile.Owns(k, onDummy[k.Address], nodeIPs, exclude, 30000, 32767, named)
+	}
 	var ops []kernel.VirtualServerOp
-	for _, vs := range vss {
-		if reconcile.Owns(vs.VSKey, onDummy[vs.Address], nodeIPs, exclude, 30000, 32767, named) {
-			ops = append(ops, kernel.VirtualServerOp{VS: vs.VirtualServer, Kind: kernel.OpDelete})
-		}
+	for _, vs := range pick(vss, nodeIPs, owned) {
+		ops = append(ops, kernel.VirtualServerOp{VS: vs, Kind: kernel.OpDelete})
 	}
 	n := 0
 	var errs []error

@@ -8,13 +8,11 @@ import (
 	"net/netip"
 	"slices"
 	"strings"
-	"time"
 
 	"go.uber.org/zap"
 
 	"github.com/ipvs-proxier/ipvs-proxier/kernel"
 	"github.com/ipvs-proxier/ipvs-proxier/kernel/linux"
-	"github.com/ipvs-proxier/ipvs-proxier/sync/reconcile"
 )
 
 // cleanupKubeRouter removes what kube-router's service proxy left on the node (it
@@ -81,48 +79,9 @@ func cleanupKubeRouterVirtualServers(dummy string, krAddrs []netip.Addr, exclude
 	if len(krAddrs) == 0 {
 		return 0, nil
 	}
-	x, err := linux.NewIPVS(10 * time.Second)
-	if err != nil {
-		return 0, nil
-	}
-	defer x.Close()
-	vss, err := x.ListVirtualServers()
-	if err != nil {
-		return 0, nil // no ip_vs module: no virtual server at all
-	}
-	onDummy := map[netip.Addr]bool{}
-	for _, x := range []*linux.Addresses{{}, {LocalRoutes: true}} { // either mode's Service IPs
-		if addrs, err := x.ListAddresses(dummy); err == nil {
-			for _, a := range addrs {
-				onDummy[a] = true
-			}
-		}
-		x.Close()
-	}
-	nodeIPs, err := linux.LocalAddresses(dummy)
-	if err != nil {
-		return 0, err
-	}
-	sets := &linux.IPSets{}
-	defer sets.Close()
-	named := reconcile.ReadOwnershipSets(sets)
-	owned := func(k kernel.VSKey, nodeIPs []netip.Addr) bool {
-		return reconcile.Owns(k, onDummy[k.Address], nodeIPs, exclude, 30000, 32767, named)
-	}
-	var ops []kernel.VirtualServerOp
-	for _, vs := range kubeRouterVirtualServers(vss, krAddrs, nodeIPs, exclude, owned) {
-		ops = append(ops, kernel.VirtualServerOp{VS: vs, Kind: kernel.OpDelete})
-	}
-	n := 0
-	var errs []error
-	for _, err := range x.WriteVirtualServers(ops) { // an absent one is no error
-		if err != nil {
-			errs = append(errs, err)
-			continue
-		}
-		n++
-	}
-	return n, errors.Join(errs...)
+	return deleteVirtualServers(dummy, func(vss []kernel.DumpedVS, nodeIPs []netip.Addr, owned ownedFunc) []kernel.VirtualServer {
+		return kubeRouterVirtualServers(vss, krAddrs, nodeIPs, exclude, func(k kernel.VSKey, nodeIPs []netip.Addr) bool { return owned(k, nodeIPs, exclude) })
+	})
 }
 
 // kubeRouterVirtualServers returns kube-router's virtual servers among vss: those on an
