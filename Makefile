@@ -17,15 +17,18 @@ help: ## List the targets
 build: ## Build the static binary into bin/
 	CGO_ENABLED=0 $(GO) build -ldflags "-X main.version=$(VERSION)" -o $(BIN) ./cmd/ipvs-proxier
 
-test: ## Everything CI runs: lint, unit, host-netns, real-kernel VM (both rules backends), e2e (and its Service tests with nftables) and image tests (the e2e's Kubernetes builds start niced beside lint)
+test: ## Everything CI runs: lint, unit, host-netns, real-kernel VM (both rules backends), e2e (with the kubelet tier) and image tests, one proof of each behaviour (the e2e's Kubernetes builds start niced beside lint)
 	@mkdir -p bin && echo "prebuild: the e2e's Kubernetes binaries build niced in the background (log: bin/prebuild.log)"
 	@# setsid gives the builds their own process group to kill, and also their own session; with
 	@# CONFIG_SCHED_AUTOGROUP a session is a scheduling group that gets an equal share of the CPU
 	@# whatever its tasks' nice (sched(7), "The autogroup feature"), so the group itself is niced too.
 	@setsid nice -n 19 sh -c 'echo 19 >/proc/self/autogroup 2>/dev/null; exec "$$0" --no-print-directory prebuild' $(MAKE) >bin/prebuild.log 2>&1 & pid=$$!; \
 	trap 'kill -- -$$pid 2>/dev/null; kill $$pid 2>/dev/null' EXIT; \
-	$(MAKE) --no-print-directory deps lint test-unit test-netns test-vm e2e e2e-nftables test-image
-	@echo "make test: all tiers passed"
+	$(MAKE) --no-print-directory deps lint test-unit test-netns test-vm e2e test-image $(TEST_ALL_TIERS)
+	@echo "make $(if $(TEST_ALL_TIERS),test-all,test): all tiers passed"
+
+test-all: ## make test and the proofs it leaves out: the e2e Service tests again on the nftables backend (e2e-nftables), the netns tests again in the VM, the reboot, the 2.5-minute outage, each migration, README's backend switch, three random differential seeds, the image's second build (not in CI)
+	IPVS_PROXIER_TEST_ALL=1 $(MAKE) --no-print-directory test TEST_ALL_TIERS=e2e-nftables
 
 deps: ## Install the host packages every tier needs (the one list: e2e/hostdeps/packages.txt); silent when all are there
 	./e2e/hostdeps/install.sh
@@ -136,4 +139,4 @@ image: ## Build the container image with docker or podman (no engine runs in CI;
 plan-example: build ## Print what the daemon would program for examples/cluster.yaml
 	$(BIN) plan -f examples/cluster.yaml --hostname-override test-node --cluster-cidr 10.244.0.0/16
 
-.PHONY: help build test deps charts prebuild test-unit test-netns test-vm e2e e2e-nftables e2e-kubelet lint fuzz bench bench-micro bench-kernel bench-scale bench-dataplane conformance demo demo-exec demo-down image image-oci test-image plan-example
+.PHONY: help build test test-all deps charts prebuild test-unit test-netns test-vm e2e e2e-nftables e2e-kubelet lint fuzz bench bench-micro bench-kernel bench-scale bench-dataplane conformance demo demo-exec demo-down image image-oci test-image plan-example

@@ -93,6 +93,7 @@ func iptablesSave(t *testing.T) string {
 // rolls back to kube-proxy's iptables mode. Failed requests are counted on both paths.
 func TestMigrateFromIptablesMode(t *testing.T) {
 	requireEnv(t)
+	harness.RequireAll(t, "the takeover from kube-proxy IPVS mode (TestTakeoverFromKubeProxy)")
 	svc := createService(t, service("mig-ipt"), 80, v1.ProtocolTCP,
 		podEP{"10.244.0.11", "node-1"}, podEP{"10.244.0.12", "node-1"})
 	vip := svc.Spec.ClusterIP + ":80"
@@ -193,6 +194,7 @@ func TestMigrateFromIptablesMode(t *testing.T) {
 // requests are counted; an endpoint change after the switch is served as programmed.
 func TestMigrateFromNftablesMode(t *testing.T) {
 	requireEnv(t)
+	harness.RequireAll(t, "the takeover from kube-proxy IPVS mode (TestTakeoverFromKubeProxy)")
 	svc := createService(t, service("mig-nft"), 80, v1.ProtocolTCP,
 		podEP{"10.244.0.11", "node-1"}, podEP{"10.244.0.12", "node-1"})
 	vip := svc.Spec.ClusterIP + ":80"
@@ -295,6 +297,7 @@ func kubeRouterLeftovers(t *testing.T) []string {
 // change is served as programmed.
 func TestMigrateFromKubeRouter(t *testing.T) {
 	requireEnv(t)
+	harness.RequireAll(t, "the takeover from kube-proxy IPVS mode (TestTakeoverFromKubeProxy)")
 	svc := createService(t, service("mig-kr"), 80, v1.ProtocolTCP,
 		podEP{"10.244.0.11", "node-1"}, podEP{"10.244.0.12", "node-1"})
 	vip := svc.Spec.ClusterIP + ":80"

@@ -86,6 +86,23 @@ func RequireE2E(t testing.TB) {
 	}
 }
 
+// TestAllEnv is the variable `make test-all` sets: the proofs that repeat one `make test`
+// already gives on another path, or that take minutes of emulated time to show one thing
+// (a reboot, a 2.5-minute outage, each migration, a second image build), run only there.
+const TestAllEnv = "IPVS_PROXIER_TEST_ALL"
+
+// TestAll reports whether the run is `make test-all`.
+func TestAll() bool { return os.Getenv(TestAllEnv) == "1" }
+
+// RequireAll skips t unless the run is `make test-all`; why says what `make test` keeps
+// of the same proof.
+func RequireAll(t testing.TB, why string) {
+	t.Helper()
+	if !TestAll() {
+		t.Skip("in `make test-all` (" + TestAllEnv + "=1); make test keeps " + why)
+	}
+}
+
 // Main is an e2e package's TestMain: without IPVS_PROXIER_E2E=1 it says the package is
 // skipped and runs the tests (which skip themselves), else it exits with run's code, or
 // prints run's error (a setup that failed) and exits 1.

@@ -14,11 +14,11 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/tarball"
 )
 
-// TestImage builds the image as `make image-oci` does, twice, and checks it: the same
-// digest both times (SOURCE_DATE_EPOCH), the binary where the DaemonSet runs it, every
-// program the daemon execs and the operators' tools, and, run from its root filesystem
-// in a fresh network and mount namespace, the binary answers, the iptables wrapper picks
-// nft on a node with no rules and creates no table doing so.
+// TestImage builds the image as `make image-oci` does and checks it: (in `make test-all`,
+// built twice) the same digest both times (SOURCE_DATE_EPOCH); the binary where the
+// DaemonSet runs it, every program the daemon execs and the operators' tools, and, run
+// from its root filesystem in a fresh network and mount namespace, the binary answers,
+// the iptables wrapper picks nft on a node with no rules and creates no table doing so.
 func TestImage(t *testing.T) {
 	if os.Getenv("IPVS_PROXIER_E2E") != "1" {
 		t.Skip("set IPVS_PROXIER_E2E=1, or run `make image-oci` / `make e2e`")
@@ -33,12 +33,15 @@ func TestImage(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	d2, err := b.writeArchive(second)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if d1 != d2 {
-		t.Errorf("two builds of one tree: %s and %s", d1, d2)
+	// The second build proves the digest is reproducible; `make test-all` runs it.
+	if os.Getenv("IPVS_PROXIER_TEST_ALL") == "1" {
+		d2, err := b.writeArchive(second)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if d1 != d2 {
+			t.Errorf("two builds of one tree: %s and %s", d1, d2)
+		}
 	}
 	t.Logf("image %s digest %s", b.tag, d1)
 

@@ -104,6 +104,7 @@ func TestRollingUpdate(t *testing.T) {
 // the apiserver is back.
 func TestAPIServerUnreachable(t *testing.T) {
 	requireEnv(t)
+	harness.RequireAll(t, "the apiserver outage (TestAPIServerOutage)")
 	before := waitPodReady(t, 2*time.Minute, nil)
 	stop := node.RequestLoop(t.Logf, "pod1", webTarget(t))
 	// The pods' logs (this one's and those of earlier pods still on the node) may hold the
@@ -186,6 +187,7 @@ func TestAPIServerUnreachable(t *testing.T) {
 // again and the Services answer again; the time from power-on is measured.
 func TestReboot(t *testing.T) {
 	requireEnv(t)
+	harness.RequireAll(t, "the restart with zero failed requests (TestDaemonRestartNoFailures, TestRollingUpdate)")
 	before := waitPodReady(t, 2*time.Minute, nil)
 	node.PowerOff()
 	on := time.Now()

@@ -20,6 +20,7 @@ import (
 // command with the field taken out moves it back.
 func TestSwitchToNftablesREADME(t *testing.T) {
 	requireEnv(t)
+	harness.RequireAll(t, "the backend switch (TestSwitchRulesBackend)")
 	cmd := readmeSwitchCommand(t)
 	for _, to := range []string{"nftables", "iptables"} {
 		old := waitPodReady(t, 2*time.Minute, nil)
