@@ -245,6 +245,10 @@ func runProxy(o *options, r *resolved, log *zap.Logger, client *kubeapi.Client, 
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
 	src.OnWatchError(func(error) { api.Suspect() })
+	src.OnServiceCIDRsAbsent(func(err error) {
+		log.Info("The API server does not serve ServiceCIDRs; the unallocated-ClusterIP check uses --service-cluster-ip-range",
+			zap.String("serviceClusterIPRange", o.serviceCIDRs), zap.Error(err))
+	})
 	src.Start(ctx.Done())
 	go watchAPIServer(ctx, log, client, api, src.HasSynced)
 	go programCriticalEarly(ctx, log, client, r.nodeName, syncer)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"io"
 	"slices"
+	gosync "sync"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
@@ -33,8 +34,11 @@ type InformerSource struct {
 	slicesSeen cache.ResourceEventHandlerRegistration
 	nodes      cache.SharedIndexInformer
 	// cidrs watches ServiceCIDRs (servicecidrs.go); not waited for by HasSynced.
-	cidrs    cache.SharedIndexInformer
-	nodeName string
+	cidrs cache.SharedIndexInformer
+	// cidrsAbsent is OnServiceCIDRsAbsent's function, called once.
+	cidrsAbsent     func(error)
+	cidrsAbsentOnce gosync.Once
+	nodeName        string
 	// client is the informers' client (informer reads whether it can watch-list).
 	client kubeapi.API
 	// triggers carries the slices' trigger times past trim (triggers.go).

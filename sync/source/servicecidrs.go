@@ -7,6 +7,7 @@ import (
 	"time"
 
 	networking "k8s.io/api/networking/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/watch"
@@ -22,7 +23,11 @@ import (
 func (s *InformerSource) watchServiceCIDRs(client kubeapi.API, resync time.Duration, tracker *Tracker) {
 	s.cidrs = s.informer(&networking.ServiceCIDR{}, resync,
 		func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
-			return client.List(ctx, kubeapi.ServiceCIDRs, "", o)
+			obj, err := client.List(ctx, kubeapi.ServiceCIDRs, "", o)
+			if apierrors.IsNotFound(err) && s.cidrsAbsent != nil {
+				s.cidrsAbsentOnce.Do(func() { s.cidrsAbsent(err) })
+			}
+			return obj, err
 		},
 		func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
 			return client.Watch(ctx, kubeapi.ServiceCIDRs, "", o)
@@ -37,6 +42,14 @@ func (s *InformerSource) watchServiceCIDRs(client kubeapi.API, resync time.Durat
 		},
 	})
 }
+
+// OnServiceCIDRsAbsent calls fn once, the first time the apiserver answers the list of
+// ServiceCIDRs with 404 Not Found: it does not serve networking.k8s.io/v1 servicecidrs
+// (turned off by --runtime-config, or an apiserver before 1.33). ServiceCIDRs then
+// stays nil, so the unallocated-ClusterIP check uses --service-cluster-ip-range; the
+// informer keeps retrying, and follows the objects once they are served. Call it
+// before Start.
+func (s *InformerSource) OnServiceCIDRsAbsent(fn func(error)) { s.cidrsAbsent = fn }
 
 // ServiceCIDRs implements Source: every range of every ServiceCIDR object, sorted, or
 // nil until the informer has listed them.
