@@ -27,8 +27,8 @@ test: ## Everything CI runs: lint, unit, host-netns, real-kernel VM (both rules 
 	$(MAKE) --no-print-directory deps lint test-unit test-netns test-vm e2e test-image $(TEST_ALL_TIERS)
 	@echo "make $(if $(TEST_ALL_TIERS),test-all,test): all tiers passed"
 
-test-all: ## make test and the proofs it leaves out: the e2e Service tests again on the nftables backend (e2e-nftables), the netns tests again in the VM, the reboot, the 2.5-minute outage, each migration, README's backend switch, three random differential seeds, the image's second build (not in CI)
-	IPVS_PROXIER_TEST_ALL=1 $(MAKE) --no-print-directory test TEST_ALL_TIERS=e2e-nftables
+test-all: ## make test and the proofs it leaves out: the e2e Service tests again on the nftables backend (e2e-nftables), the apiserver versions (e2e-skew), the netns tests again in the VM, the reboot, the 2.5-minute outage, each migration, README's backend switch, three random differential seeds, the image's second build (not in CI)
+	IPVS_PROXIER_TEST_ALL=1 $(MAKE) --no-print-directory test TEST_ALL_TIERS='e2e-nftables e2e-skew'
 
 deps: ## Install the host packages every tier needs (the one list: e2e/hostdeps/packages.txt); silent when all are there
 	./e2e/hostdeps/install.sh
@@ -106,6 +106,9 @@ e2e-nftables: deps ## The e2e tier's Service behaviour tests again, with the dae
 	cd e2e && set -o pipefail && IPVS_PROXIER_E2E=1 IPVS_PROXIER_E2E_RULES=nftables $(GO) test -count=1 -v -timeout 30m -run '$(E2E_NFT_TESTS)' . 2>&1 | tee ../bin/e2e-nftables.log \
 	  || { awk -f failsummary.awk ../bin/e2e-nftables.log; exit 1; }
 
+e2e-skew: deps ## The daemon against kube-apiserver v1.34, v1.35, v1.36 and v1.37 (each with the etcd its kubeadm deploys, built from e2e/skew/apiservers) and against one that does not serve ServiceCIDRs (in make test-all)
+	cd e2e && IPVS_PROXIER_E2E=1 IPVS_PROXIER_E2E_SKEW=1 $(GO) test -count=1 -v -timeout 90m ./skew
+
 e2e-kubelet: deps ## Only the kubelet tier: the image under a real kubelet and containerd in the VM (apply, rolling update, outage, reboot, the migration guide)
 	cd e2e && IPVS_PROXIER_E2E=1 $(GO) test -count=1 -v -timeout 60m ./kubelet
 
@@ -139,4 +142,4 @@ image: ## Build the container image with docker or podman (no engine runs in CI;
 plan-example: build ## Print what the daemon would program for examples/cluster.yaml
 	$(BIN) plan -f examples/cluster.yaml --hostname-override test-node --cluster-cidr 10.244.0.0/16
 
-.PHONY: help build test test-all deps charts prebuild test-unit test-netns test-vm e2e e2e-nftables e2e-kubelet lint fuzz bench bench-micro bench-kernel bench-scale bench-dataplane conformance demo demo-exec demo-down image image-oci test-image plan-example
+.PHONY: help build test test-all deps charts prebuild test-unit test-netns test-vm e2e e2e-nftables e2e-skew e2e-kubelet lint fuzz bench bench-micro bench-kernel bench-scale bench-dataplane conformance demo demo-exec demo-down image image-oci test-image plan-example

@@ -26,10 +26,13 @@ const buildRecipe = "r3"
 //
 // -s -w drop the symbol table and DWARF (stack traces keep their names): less to link on
 // the cold path of every fresh CI machine, and smaller binaries to copy into the VMs.
-var versionLDFlags = "-s -w -X k8s.io/component-base/version.gitVersion=" + KubeVersion +
-	" -X k8s.io/component-base/version.gitMajor=1 -X k8s.io/component-base/version.gitMinor=37" +
-	" -X k8s.io/component-base/version.gitTreeState=clean" +
-	" -X k8s.io/client-go/pkg/version.gitVersion=" + KubeVersion
+func versionLDFlags(version string) string {
+	minor := strings.SplitN(strings.TrimPrefix(version, "v"), ".", 3)[1]
+	return "-s -w -X k8s.io/component-base/version.gitVersion=" + version +
+		" -X k8s.io/component-base/version.gitMajor=1 -X k8s.io/component-base/version.gitMinor=" + minor +
+		" -X k8s.io/component-base/version.gitTreeState=clean" +
+		" -X k8s.io/client-go/pkg/version.gitVersion=" + version
+}
 
 // BuildControlPlane builds kube-apiserver, etcd, kube-proxy and kubectl (pinned in
 // e2e/go.mod), and kube-router (BuildKubeRouter), into the cache, once. The first build takes about ten minutes on two cores.
@@ -69,12 +72,18 @@ func binDir() string { return filepath.Join(Cache(), "bin-"+KubeVersion+"-"+buil
 // A target is a main package and the cache path of its binary.
 type target struct{ pkg, out string }
 
-// buildKube builds the targets the cache lacks as static, version-stamped binaries, in
-// one go build: its compiles and links overlap on both cores, where one build per binary
-// leaves a core idle through each link. A lock on the cache folder makes a second builder
-// (make test's niced prebuild, started before lint, and the test that needs a binary)
-// wait for the first instead of building the same binaries beside it.
+// buildKube builds the targets the cache lacks from the e2e module's pinned Kubernetes.
 func buildKube(targets []target) error {
+	return buildKubeFrom(E2EDir(), KubeVersion, binDir(), targets)
+}
+
+// buildKubeFrom builds the targets the cache folder dir lacks as static binaries stamped
+// with version, from the module in moduleDir, in one go build: its compiles and links
+// overlap on both cores, where one build per binary leaves a core idle through each
+// link. A lock on the cache folder makes a second builder (make test's niced prebuild,
+// started before lint, and the test that needs a binary) wait for the first instead of
+// building the same binaries beside it.
+func buildKubeFrom(moduleDir, version, dir string, targets []target) error {
 	missing := func() []target {
 		var m []target
 		for _, t := range targets {
@@ -87,7 +96,6 @@ func buildKube(targets []target) error {
 	if len(missing()) == 0 {
 		return nil
 	}
-	dir := binDir()
 	unlock, err := lockDir(dir)
 	if err != nil {
 		return err
@@ -102,13 +110,13 @@ func buildKube(targets []target) error {
 		return err
 	}
 	defer os.RemoveAll(tmp)
-	args := []string{"build", "-ldflags", versionLDFlags, "-o", tmp + "/"}
+	args := []string{"build", "-ldflags", versionLDFlags(version), "-o", tmp + "/"}
 	for _, t := range todo {
-		Logf("building %s %s (first run only; minutes on 2 cores)", t.pkg, KubeVersion)
+		Logf("building %s %s (first run only; minutes on 2 cores)", t.pkg, version)
 		args = append(args, t.pkg)
 	}
 	cmd := exec.Command("go", args...)
-	cmd.Dir = E2EDir()
+	cmd.Dir = moduleDir
 	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
 	if o, err := cmd.CombinedOutput(); err != nil {
 		return fmt.Errorf("go %s: %w\n%s", strings.Join(args, " "), err, o)

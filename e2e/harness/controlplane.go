@@ -50,6 +50,12 @@ func StartControlPlane(extraArgs ...string) (*ControlPlane, error) {
 	if err != nil {
 		return nil, err
 	}
+	return StartControlPlaneWith(bins, extraArgs...)
+}
+
+// StartControlPlaneWith starts bins' etcd and kube-apiserver (another version's, for
+// the skew tests: BuildAPIServerAt) as StartControlPlane does.
+func StartControlPlaneWith(bins Binaries, extraArgs ...string) (*ControlPlane, error) {
 	dir, err := os.MkdirTemp("", "ipvs-proxier-e2e-")
 	if err != nil {
 		return nil, err

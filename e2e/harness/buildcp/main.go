@@ -1,6 +1,6 @@
 // Command buildcp builds the Kubernetes binaries the e2e tiers run into the cache: the
 // control plane, kubectl and kube-router, with -kubeadm kubeadm, with -kubelet the
-// kubelet tier's.
+// kubelet tier's, with -skew the older apiservers and their etcd (`make e2e-skew`).
 // `make test` starts it niced before lint (make prebuild), so that the builds use the
 // CPU the earlier tiers leave idle; the tests wait on the cache's lock for a binary
 // still being built.
@@ -17,6 +17,7 @@ import (
 func main() {
 	kubeadm := flag.Bool("kubeadm", false, "also build kubeadm")
 	kubelet := flag.Bool("kubelet", false, "also build kube-controller-manager, kube-scheduler and kubelet")
+	skew := flag.Bool("skew", false, "also build kube-apiserver and etcd of every version in harness.SkewMinors")
 	flag.Parse()
 	b, err := harness.BuildControlPlane()
 	check(err)
@@ -30,6 +31,13 @@ func main() {
 		k, err := harness.BuildKubeletTier()
 		check(err)
 		fmt.Println(k.ControllerManager, k.Scheduler, k.Kubelet)
+	}
+	if *skew {
+		for _, minor := range harness.SkewMinors {
+			b, err := harness.BuildAPIServerAt(minor)
+			check(err)
+			fmt.Println(b.APIServer, b.Etcd)
+		}
 	}
 }
 
