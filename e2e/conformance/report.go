@@ -28,8 +28,11 @@ type Report struct {
 	Candidates []string // every spec the focus picks (a dry run of e2e.test)
 	Selection  *Selection
 	Runs       map[string]*Run // by proxy; a proxy not run is absent
-	Cluster    []string        // lines describing the cluster and the versions
-	Reproduce  string
+	Shape      string          // the cluster shape the runs were on
+	// ShapesTable is the "Cluster shapes" block (ShapesTable), every shape's counts.
+	ShapesTable string
+	Cluster     []string // lines describing the cluster and the versions
+	Reproduce   string
 }
 
 // selected is the candidates that run, sorted.
@@ -198,11 +201,15 @@ func (r *Report) Summary() string {
 func (r *Report) WriteMarkdown(w io.Writer) error {
 	sel, skipped := r.selected()
 	var b strings.Builder
-	b.WriteString("# The upstream Kubernetes Service e2e suite\n\n")
+	shape := r.Shape
+	if shape == "" {
+		shape = "ipv4"
+	}
+	b.WriteString("# The upstream Kubernetes Service e2e suite: the " + shape + " cluster\n\n")
 	b.WriteString("Kubernetes' own Service tests (`test/e2e/network` of the pinned `k8s.io/kubernetes` module), run by " +
-		"`make conformance` against a real two-node cluster, once per service proxy on the same cluster: ipvs-proxier as its " +
+		"`make conformance` against a real cluster of one shape (this page: `" + shape + "`, below), once per service proxy on the same cluster: ipvs-proxier as its " +
 		"only service proxy, stock kube-proxy in IPVS mode (the reference), and on request kube-proxy in nftables mode, " +
-		"kube-router's service proxy and ipvs-proxier with its nftables rules backend. One row per test: [conformance.csv](conformance.csv).\n\n")
+		"kube-router's service proxy and ipvs-proxier with its nftables rules backend. One row per test: [" + DocsName(r.Shape) + ".csv](" + DocsName(r.Shape) + ".csv).\n\n")
 	b.WriteString(r.Summary() + ".\n\n")
 	cols := r.columns()
 	var notRun, carried []string
@@ -217,8 +224,11 @@ func (r *Report) WriteMarkdown(w io.Writer) error {
 		b.WriteString("Not run for this report: " + strings.Join(notRun, ", ") + " (empty in the CSV).\n\n")
 	}
 	if len(carried) > 0 {
-		b.WriteString("Carried from the previous conformance.csv, not run again: " + strings.Join(carried, ", ") +
+		b.WriteString("Carried from the previous " + DocsName(r.Shape) + ".csv, not run again: " + strings.Join(carried, ", ") +
 			" (outcomes and wall time only; their failure messages are in that report's history).\n\n")
+	}
+	if r.ShapesTable != "" {
+		b.WriteString("## Cluster shapes\n\nTests passed per proxy on each shape (`CONFORMANCE_SHAPE`), of the tests selected there; each shape's page has its own tables.\n\n" + r.ShapesTable + "\n\n")
 	}
 	b.WriteString("## The cluster\n\n")
 	for _, l := range r.Cluster {

@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"fmt"
 	"regexp"
+	"slices"
 	"strings"
 )
 
@@ -25,11 +26,15 @@ type Selection struct {
 type Rule struct {
 	Pattern *regexp.Regexp
 	Text    string
+	// Shapes are the cluster shapes the rule holds on (`skip[ipv4,ipv6-first]`); none:
+	// every shape.
+	Shapes []string
 }
 
 // ParseSelection reads selection.txt: blank lines and # comments aside, each line is
 // `focus REGEX`, `skip REGEX -- REASON` (the reason is required: every skipped test
-// says why), `note REGEX -- TEXT` or `difference REGEX -- ROW`.
+// says why), `note REGEX -- TEXT` or `difference REGEX -- ROW`. A skip, note or
+// difference may name the cluster shapes it holds on: `skip[ipv4,ipv6-first] ...`.
 func ParseSelection(text []byte) (*Selection, error) {
 	s := &Selection{}
 	sc := bufio.NewScanner(bytes.NewReader(text))
@@ -40,6 +45,15 @@ func ParseSelection(text []byte) (*Selection, error) {
 		}
 		kind, rest, _ := strings.Cut(line, " ")
 		rest = strings.TrimSpace(rest)
+		var shapes []string
+		if k, list, ok := strings.Cut(kind, "["); ok && strings.HasSuffix(list, "]") && k != "focus" {
+			kind, shapes = k, strings.Split(strings.TrimSuffix(list, "]"), ",")
+			for _, sh := range shapes {
+				if _, err := LookupShape(sh); err != nil {
+					return nil, fmt.Errorf("selection line %d: %v", n, err)
+				}
+			}
+		}
 		switch kind {
 		case "focus":
 			re, err := regexp.Compile(rest)
@@ -57,13 +71,14 @@ func ParseSelection(text []byte) (*Selection, error) {
 			if err != nil {
 				return nil, fmt.Errorf("selection line %d: %v", n, err)
 			}
+			rule := Rule{Pattern: re, Text: text, Shapes: shapes}
 			switch kind {
 			case "skip":
-				s.Skips = append(s.Skips, Rule{re, text})
+				s.Skips = append(s.Skips, rule)
 			case "note":
-				s.Notes = append(s.Notes, Rule{re, text})
+				s.Notes = append(s.Notes, rule)
 			default:
-				s.Differences = append(s.Differences, Rule{re, text})
+				s.Differences = append(s.Differences, rule)
 			}
 		default:
 			return nil, fmt.Errorf("selection line %d: %q is not focus, skip, note or difference", n, kind)
@@ -73,6 +88,20 @@ func ParseSelection(text []byte) (*Selection, error) {
 		return nil, fmt.Errorf("selection: no focus")
 	}
 	return s, sc.Err()
+}
+
+// ForShape is the selection on one cluster shape: the rules that hold on it.
+func (s *Selection) ForShape(shape string) *Selection {
+	keep := func(rules []Rule) []Rule {
+		var out []Rule
+		for _, r := range rules {
+			if len(r.Shapes) == 0 || slices.Contains(r.Shapes, shape) {
+				out = append(out, r)
+			}
+		}
+		return out
+	}
+	return &Selection{Focus: s.Focus, Skips: keep(s.Skips), Notes: keep(s.Notes), Differences: keep(s.Differences)}
 }
 
 // FocusRegex and SkipRegex are the e2e.test --ginkgo.focus and --ginkgo.skip values.

@@ -1,6 +1,7 @@
 package harness
 
 import (
+	"cmp"
 	"fmt"
 	"os"
 	"os/exec"
@@ -43,6 +44,9 @@ type KubeletNodeOptions struct {
 	// LocalStorageIsolation turns the kubelet's local (ephemeral) storage accounting on,
 	// as kubelets run by default: pods over their ephemeral-storage limit are evicted.
 	LocalStorageIsolation bool
+	// NodeIPs is the kubelet's --node-ip (both families, the primary first, on a
+	// dual-stack node); the node's one IP when empty.
+	NodeIPs string
 }
 
 // BuildImages writes the docker archives the kubelet node imports into dir: ours
@@ -105,7 +109,7 @@ func (cp *ControlPlane) StartKubeletNodeWith(name string, kb KubeletBinaries, im
 		"etc/resolv.conf":              "nameserver 127.0.0.1\n",
 		"etc/hostname":                 name + "\n",
 		"etc/machine-id":               fmt.Sprintf("%032x\n", time.Now().UnixNano()),
-		"scenario.sh":                  kubeletScenario(name, n.IP, opts.Link),
+		"scenario.sh":                  kubeletScenario(name, cmp.Or(opts.NodeIPs, n.IP), opts.Link),
 		"usr/local/bin/kubelet-images": strings.Join(baseNames(images), "\n") + "\n",
 	}
 	for p, c := range files {

@@ -46,6 +46,7 @@ type Link struct {
 	Port   int    // host loopback port of the socket network
 	Listen bool   // this node's qemu listens; start it first
 	IP     string // the node's address on the link, /24
+	IP6    string // and its IPv6 address there, /64 (none when empty)
 	MAC    string // distinct per node
 	// Routes: destination CIDR -> gateway on the link.
 	Routes map[string]string
@@ -66,6 +67,9 @@ func (l *Link) setup() string {
 		return ""
 	}
 	s := "/usr/sbin/ip link set eth1 up\n/usr/sbin/ip addr add " + l.IP + "/24 dev eth1\n"
+	if l.IP6 != "" {
+		s += "/usr/sbin/ip -6 addr add " + l.IP6 + "/64 dev eth1 nodad\n"
+	}
 	for cidr, gw := range l.Routes {
 		s += "/usr/sbin/ip route add " + cidr + " via " + gw + "\n"
 	}

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	discovery "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
@@ -18,20 +19,45 @@ import (
 
 // The cluster: the control plane on the host (the e2e harness's apiserver and etcd, with
 // kube-controller-manager running its default controllers and node IPAM, and the
-// scheduler), two kubelet node VMs joined by a link that carries the pod network.
+// scheduler), the shape's kubelet node VMs joined by a link that carries the pod network.
 
-// clusterCIDR is the pod network; node IPAM gives each node a /24 of it.
-const clusterCIDR = "10.244.0.0/16"
-
-// nodeSpec is one node VM.
+// nodeSpec is one node VM: its name, its link address of each family (the primary
+// first), its MAC on the link.
 type nodeSpec struct {
-	name, ip, mac string
+	name string
+	ips  []string
+	mac  string
 }
 
-var nodeSpecs = []nodeSpec{{"node-1", "192.168.100.11", "52:54:00:00:02:01"}, {"node-2", "192.168.100.12", "52:54:00:00:02:02"}}
+// nodeSpecs are the shape's node VMs.
+func nodeSpecs(shape conformance.Shape) []nodeSpec {
+	var out []nodeSpec
+	for i := range shape.Nodes {
+		ns := nodeSpec{name: fmt.Sprintf("node-%d", i+1), mac: fmt.Sprintf("52:54:00:00:02:%02x", i+1)}
+		for _, f := range shape.Families {
+			ns.ips = append(ns.ips, f.NodeIP(i))
+		}
+		out = append(out, ns)
+	}
+	return out
+}
+
+// linkIPs are the node's link addresses by family, for harness.Link.
+func (ns nodeSpec) linkIPs() (v4, v6 string) {
+	for _, ip := range ns.ips {
+		if strings.Contains(ip, ":") {
+			v6 = ip
+		} else {
+			v4 = ip
+		}
+	}
+	return v4, v6
+}
 
 // cluster is the running cluster.
 type cluster struct {
+	shape      conformance.Shape
+	specs      []nodeSpec
 	cp         *harness.ControlPlane
 	kb         harness.KubeletBinaries
 	proxy      *conformance.KubeletProxy
@@ -40,10 +66,10 @@ type cluster struct {
 	linkPort   int
 }
 
-// startCluster starts the control plane and the nodes with these image archives on
-// their disks, and waits until both nodes are Ready on the pod network.
-func startCluster(images []string) (*cluster, error) {
-	c := &cluster{}
+// startCluster starts the control plane and the shape's nodes with these image
+// archives on their disks, and waits until every node is Ready on the pod network.
+func startCluster(images []string, shape conformance.Shape) (*cluster, error) {
+	c := &cluster{shape: shape, specs: nodeSpecs(shape)}
 	var err error
 	if c.kb, err = harness.BuildKubeletTier(); err != nil {
 		return nil, err
@@ -60,20 +86,28 @@ func startCluster(images []string) (*cluster, error) {
 	if err := os.WriteFile(egress, []byte(conformance.EgressSelectorConfig(sock)), 0o644); err != nil {
 		return nil, err
 	}
-	if c.cp, err = harness.StartControlPlane("--egress-selector-config-file", egress); err != nil {
+	// The apiserver's Service range with the shape's primary family first (the harness's
+	// own is IPv4 first; the last --service-cluster-ip-range given wins).
+	if c.cp, err = harness.StartControlPlane("--egress-selector-config-file", egress, "--service-cluster-ip-range", shape.ServiceCIDRs()); err != nil {
 		c.stop()
 		return nil, err
 	}
 	// Every controller kube-controller-manager runs by default (endpoints, endpoint
 	// slices and their mirroring, replication, deployments, jobs, namespaces, garbage
 	// collection, node lifecycle, service accounts...), and node IPAM for the podCIDRs.
-	if err := c.cp.StartControllersWith(c.kb, []string{"*"}, "--allocate-node-cidrs", "--cluster-cidr", clusterCIDR,
-		"--node-cidr-mask-size", "24", "--service-cluster-ip-range", "10.96.0.0/16"); err != nil {
+	if err := c.cp.StartControllersWith(c.kb, []string{"*"}, shape.ControllerArgs()...); err != nil {
 		c.stop()
 		return nil, err
 	}
 	c.kubeconfig = filepath.Join(c.cp.Dir, "admin.kubeconfig")
-	if _, err := c.cp.Admin.DiscoveryV1().EndpointSlices("default").Create(context.Background(), harness.KubernetesEndpointSlice(), metav1.CreateOptions{}); err != nil {
+	// The `kubernetes` Service is of the primary family; on IPv6 its endpoint is the relay
+	// every node runs (conformance.APIServerRelay).
+	kube := harness.KubernetesEndpointSlice()
+	if shape.Primary().Name == conformance.IPv6.Name {
+		kube.AddressType = discovery.AddressTypeIPv6
+		kube.Endpoints[0].Addresses = []string{conformance.IPv6.APIServer}
+	}
+	if _, err := c.cp.Admin.DiscoveryV1().EndpointSlices("default").Create(context.Background(), kube, metav1.CreateOptions{}); err != nil {
 		c.stop()
 		return nil, err
 	}
@@ -83,16 +117,19 @@ func startCluster(images []string) (*cluster, error) {
 		return nil, err
 	}
 	c.linkPort = linkPort
-	for i, ns := range nodeSpecs {
-		link := &harness.Link{Port: linkPort, Listen: i == 0, IP: ns.ip, MAC: ns.mac}
+	for i, ns := range c.specs {
+		v4, v6 := ns.linkIPs()
+		link := &harness.Link{Port: linkPort, Listen: i == 0, IP: v4, IP6: v6, MAC: ns.mac}
 		n, err := c.cp.StartKubeletNodeWith(ns.name, c.kb, images, harness.KubeletNodeOptions{Link: link, MemoryMB: 3072,
-			ClusterDNS: conformance.DNSServiceIP, LocalStorageIsolation: true})
+			ClusterDNS: shape.Primary().DNSServiceIP, LocalStorageIsolation: true, NodeIPs: shape.NodeIPs(i)})
 		if err != nil {
 			c.stop()
 			return nil, err
 		}
 		c.nodes = append(c.nodes, n)
-		c.proxy.Route(n.KubeletPort, 10250, ns.name, ns.ip)
+		for _, ip := range ns.ips {
+			c.proxy.Route(n.KubeletPort, 10250, ns.name, ip)
+		}
 		if i == 0 {
 			// The second node's qemu connects to the first one's socket.
 			if err := harness.WaitListening(linkPort, 5*time.Minute); err != nil {
@@ -112,39 +149,49 @@ func startCluster(images []string) (*cluster, error) {
 // network up on every node, and waits until the nodes are Ready.
 func (c *cluster) podNetwork() error {
 	ctx := context.Background()
-	cidrs := map[string]string{}
+	cidrs := map[string][]string{}
 	if err := waitFor(8*time.Minute, func() bool {
-		for _, ns := range nodeSpecs {
+		for _, ns := range c.specs {
 			n, err := c.cp.Admin.CoreV1().Nodes().Get(ctx, ns.name, metav1.GetOptions{})
-			if err != nil || n.Spec.PodCIDR == "" {
+			if err != nil || len(n.Spec.PodCIDRs) != len(c.shape.Families) {
 				return false
 			}
-			cidrs[ns.name] = n.Spec.PodCIDR
+			cidrs[ns.name] = n.Spec.PodCIDRs
 		}
 		return true
 	}); err != nil {
-		return fmt.Errorf("the nodes registered with no podCIDR (%v): %w\n%s", cidrs, err, c.nodeLogs())
+		return fmt.Errorf("the nodes registered without a podCIDR per family (%v): %w\n%s", cidrs, err, c.nodeLogs())
 	}
-	for i, ns := range nodeSpecs {
-		pn := conformance.PodNetwork{PodCIDR: cidrs[ns.name], ClusterCIDR: clusterCIDR, Peers: map[string]string{}}
-		for _, peer := range nodeSpecs {
+	for i, ns := range c.specs {
+		pn := conformance.PodNetwork{PodCIDRs: cidrs[ns.name], ClusterCIDRs: strings.Split(c.shape.ClusterCIDRs(), ","), Peers: map[string]string{}}
+		for _, peer := range c.specs {
 			if peer.name != ns.name {
-				pn.Peers[cidrs[peer.name]] = peer.ip
+				// Node IPAM allocates each node's podCIDRs in the cluster CIDRs' order,
+				// which is the order of the node's link addresses.
+				for j, pc := range cidrs[peer.name] {
+					pn.Peers[pc] = peer.ips[j]
+				}
 			}
 		}
 		script, err := pn.Script()
 		if err != nil {
 			return err
 		}
+		if c.shape.Primary().Name == conformance.IPv6.Name {
+			script += conformance.APIServerRelay(6443)
+		}
 		// The apiserver's connections to this node's pods go through its agent.
-		c.proxy.RoutePods(netip.MustParsePrefix(cidrs[ns.name]), strings.TrimPrefix(c.nodes[i].AgentURL(), "http://"))
+		for _, pc := range cidrs[ns.name] {
+			c.proxy.RoutePods(netip.MustParsePrefix(pc), strings.TrimPrefix(c.nodes[i].AgentURL(), "http://"))
+		}
 		if out, err := c.nodes[i].MustExec(script); err != nil {
 			return fmt.Errorf("pod network on %s: %w\n%s", ns.name, err, out)
 		}
 	}
-	// One zone per node: the topology-aware tests look for two.
-	for i, ns := range nodeSpecs {
-		patch := fmt.Sprintf(`{"metadata":{"labels":{"topology.kubernetes.io/zone":"zone-%c"}}}`, 'a'+i)
+	// One zone per node: the topology-aware tests look for two, Traffic Distribution's
+	// for three.
+	for i, ns := range c.specs {
+		patch := fmt.Sprintf(`{"metadata":{"labels":{"topology.kubernetes.io/zone":%q}}}`, conformance.Zone(i))
 		if _, err := c.cp.Admin.CoreV1().Nodes().Patch(ctx, ns.name, types.MergePatchType, []byte(patch), metav1.PatchOptions{}); err != nil {
 			return err
 		}
@@ -157,7 +204,7 @@ func (c *cluster) podNetwork() error {
 func (c *cluster) waitNodesReady(d time.Duration) error {
 	ctx := context.Background()
 	if err := waitFor(d, func() bool {
-		for _, ns := range nodeSpecs {
+		for _, ns := range c.specs {
 			n, err := c.cp.Admin.CoreV1().Nodes().Get(ctx, ns.name, metav1.GetOptions{})
 			if err != nil {
 				return false

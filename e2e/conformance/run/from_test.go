@@ -120,3 +120,41 @@ func TestWriteDocsKeepsColumns(t *testing.T) {
 		t.Errorf("the peer's pass against ours carried:\n%s", md)
 	}
 }
+
+// TestWriteDocsShapes: each shape's docs go to their own files, and every page's shapes
+// table has each shape's counts, a shape's row from its own run.
+func TestWriteDocsShapes(t *testing.T) {
+	dir := t.TempDir()
+	sel, err := conformance.ParseSelection([]byte("focus Services\nskip[ipv4] Services dual -- no IPv6 here\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	report := func(shape string, results map[string]conformance.Outcome) *conformance.Report {
+		run := &conformance.Run{Proxy: "ipvs-proxier", Results: map[string]conformance.Result{}}
+		for spec, o := range results {
+			run.Results[spec] = conformance.Result{Outcome: o}
+		}
+		return &conformance.Report{Candidates: []string{"Services a", "Services dual"}, Selection: sel.ForShape(shape), Shape: shape,
+			Runs: map[string]*conformance.Run{"ipvs-proxier": run}}
+	}
+	if err := writeDocs(report("ipv4", map[string]conformance.Outcome{"Services a": conformance.Pass}), dir); err != nil {
+		t.Fatal(err)
+	}
+	if err := writeDocs(report("dual-stack", map[string]conformance.Outcome{"Services a": conformance.Pass, "Services dual": conformance.Fail}), dir); err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range []string{"conformance.md", "conformance-dual-stack.md"} {
+		md, err := os.ReadFile(filepath.Join(dir, f))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, row := range []string{"| [ipv4](conformance.md) | 1 | — | — | — | 1 | — |", "| [dual-stack](conformance-dual-stack.md) | 2 | — | — | — | 1 | — |", "| three-zones | not run yet |"} {
+			if !strings.Contains(string(md), row) {
+				t.Errorf("%s lacks the row %q:\n%s", f, row, md)
+			}
+		}
+	}
+	if _, err := os.Stat(filepath.Join(dir, "conformance-dual-stack.csv")); err != nil {
+		t.Error(err)
+	}
+}

@@ -111,11 +111,11 @@ func (c *cluster) deploy(d *deployment) error {
 		}
 		st := ds.Status
 		last = fmt.Sprintf("desired %d, ready %d", st.DesiredNumberScheduled, st.NumberReady)
-		return st.DesiredNumberScheduled == int32(len(nodeSpecs)) && st.NumberReady == st.DesiredNumberScheduled
+		return st.DesiredNumberScheduled == int32(len(c.specs)) && st.NumberReady == st.DesiredNumberScheduled
 	}); err != nil {
 		return fmt.Errorf("DaemonSet %s not ready (%s): %w\n%s", d.daemonSet, last, err, c.nodeLogs())
 	}
-	harness.Logf("%s ready on %d nodes", d.daemonSet, len(nodeSpecs))
+	harness.Logf("%s ready on %d nodes", d.daemonSet, len(c.specs))
 	return nil
 }
 
@@ -131,13 +131,13 @@ func (c *cluster) remove(d *deployment) error {
 // corednsManifest writes kubeadm's CoreDNS manifests (`kubeadm init phase addon coredns
 // --print-manifest`, the pinned kubeadm, this cluster's Service range) under dir and
 // returns their path and image, which must be the version the coredns module builds.
-func corednsManifest(dir string) (string, string, error) {
+func corednsManifest(dir string, shape conformance.Shape) (string, string, error) {
 	kubeadm, err := harness.BuildKubeadm()
 	if err != nil {
 		return "", "", err
 	}
 	out, err := exec.Command(kubeadm, "init", "phase", "addon", "coredns", "--print-manifest",
-		"--kubernetes-version", harness.KubeVersion, "--service-cidr", "10.96.0.0/16").Output()
+		"--kubernetes-version", harness.KubeVersion, "--service-cidr", shape.ServiceCIDRs()).Output()
 	if err != nil {
 		return "", "", fmt.Errorf("kubeadm init phase addon coredns: %w", err)
 	}
@@ -163,6 +163,6 @@ func (c *cluster) clusterDNS(manifest string) error {
 		out, _ := c.kubectl("-n", "kube-system", "logs", "-l", "k8s-app=kube-dns", "--tail=20")
 		return fmt.Errorf("%w\n%s", err, out)
 	}
-	harness.Logf("CoreDNS ready (kube-dns %s)", conformance.DNSServiceIP)
+	harness.Logf("CoreDNS ready (kube-dns %s)", c.shape.Primary().DNSServiceIP)
 	return nil
 }

@@ -24,6 +24,7 @@ type options struct {
 	procs   int
 	keep    bool
 	from    string
+	shape   string
 }
 
 func run(o options) (int, error) {
@@ -32,16 +33,21 @@ func run(o options) (int, error) {
 	if err != nil {
 		return 0, err
 	}
-	sel, err := conformance.ParseSelection(selText)
+	all, err := conformance.ParseSelection(selText)
 	if err != nil {
 		return 0, err
 	}
+	shape, err := conformance.LookupShape(o.shape)
+	if err != nil {
+		return 0, err
+	}
+	sel := all.ForShape(shape.Name)
 	if o.from != "" {
 		report, err := fromReports(strings.Split(o.from, ","), sel)
 		if err != nil {
 			return 0, err
 		}
-		report.Cluster, report.Reproduce = clusterLines(), reproduce(o.procs)
+		report.Shape, report.Cluster, report.Reproduce = shape.Name, clusterLines(shape), reproduce(o.procs, shape)
 		out := o.out
 		if out == "" {
 			out = filepath.Join(harness.RepoRoot(), "docs")
@@ -61,7 +67,7 @@ func run(o options) (int, error) {
 	if err != nil {
 		return 0, err
 	}
-	dnsManifest, dnsImage, err := corednsManifest(work)
+	dnsManifest, dnsImage, err := corednsManifest(work, shape)
 	if err != nil {
 		return 0, err
 	}
@@ -84,14 +90,14 @@ func run(o options) (int, error) {
 		}
 		images = append(images, kr)
 	}
-	c, err := startCluster(append(images, suiteImages))
+	c, err := startCluster(append(images, suiteImages), shape)
 	if err != nil {
 		return 0, err
 	}
 	defer c.stop()
 	stopOnSignal(c)
 	harness.Logf("cluster up in %v (kubeconfig %s)", time.Since(start).Round(time.Second), c.kubeconfig)
-	s := suiteRun{bins: bins, kubectl: c.cp.Bins.Kubectl, kubeconfig: c.kubeconfig, dir: filepath.Join(work, "reports")}
+	s := suiteRun{bins: bins, kubectl: c.cp.Bins.Kubectl, kubeconfig: c.kubeconfig, dir: filepath.Join(work, "reports"), nodes: len(c.specs)}
 	if err := os.MkdirAll(s.dir, 0o755); err != nil {
 		return 0, err
 	}
@@ -114,7 +120,7 @@ func run(o options) (int, error) {
 		candidates = keep
 	}
 	report := &conformance.Report{Candidates: candidates, Selection: sel, Runs: map[string]*conformance.Run{},
-		Cluster: clusterLines(), Reproduce: reproduce(o.procs)}
+		Shape: shape.Name, Cluster: clusterLines(shape), Reproduce: reproduce(o.procs, shape)}
 	for i, p := range o.proxies {
 		d, err := prepare(p, work)
 		if err != nil {
@@ -163,12 +169,15 @@ func run(o options) (int, error) {
 	return 0, nil
 }
 
-// writeDocs writes conformance.md and conformance.csv into dir. A proxy the report did
-// not run keeps the column dir's previous conformance.csv gave it (Report.CarryOver):
-// the docs written from a run of some proxies lose none of the others' results.
+// writeDocs writes the shape's conformance.md and conformance.csv into dir
+// (conformance-SHAPE.* for a shape other than ipv4: conformance.DocsName). A proxy the
+// report did not run keeps the column dir's previous CSV of that shape gave it
+// (Report.CarryOver): the docs written from a run of some proxies lose none of the
+// others' results.
 func writeDocs(report *conformance.Report, dir string) error {
-	if prevCSV, err := os.ReadFile(filepath.Join(dir, "conformance.csv")); err == nil {
-		prevMD, _ := os.ReadFile(filepath.Join(dir, "conformance.md"))
+	base := conformance.DocsName(report.Shape)
+	if prevCSV, err := os.ReadFile(filepath.Join(dir, base+".csv")); err == nil {
+		prevMD, _ := os.ReadFile(filepath.Join(dir, base+".md"))
 		carried, err := report.CarryOver(prevCSV, prevMD)
 		if err != nil {
 			return err
@@ -177,6 +186,21 @@ func writeDocs(report *conformance.Report, dir string) error {
 			harness.Logf("carried from the previous %s/conformance.csv: %s", dir, strings.Join(carried, ", "))
 		}
 	}
+	// The shapes table: this report's row, and each other shape's from its own page.
+	rows := map[string]string{report.Shape: report.ShapeRow()}
+	pages := map[string][]byte{}
+	for _, sh := range conformance.Shapes {
+		if sh.Name == report.Shape {
+			continue
+		}
+		if page, err := os.ReadFile(filepath.Join(dir, conformance.DocsName(sh.Name)+".md")); err == nil {
+			pages[sh.Name] = page
+			if row := conformance.OwnShapeRow(page, sh.Name); row != "" {
+				rows[sh.Name] = row
+			}
+		}
+	}
+	report.ShapesTable = conformance.ShapesTable(rows)
 	var md, csv bytes.Buffer
 	if err := report.WriteMarkdown(&md); err != nil {
 		return err
@@ -184,40 +208,64 @@ func writeDocs(report *conformance.Report, dir string) error {
 	if err := report.WriteCSV(&csv); err != nil {
 		return err
 	}
-	if err := os.WriteFile(filepath.Join(dir, "conformance.md"), md.Bytes(), 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(dir, base+".md"), md.Bytes(), 0o644); err != nil {
 		return err
 	}
-	if err := os.WriteFile(filepath.Join(dir, "conformance.csv"), csv.Bytes(), 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(dir, base+".csv"), csv.Bytes(), 0o644); err != nil {
 		return err
 	}
-	harness.Logf("%s; written to %s/conformance.{md,csv}", report.Summary(), dir)
+	for name, page := range pages {
+		if updated, ok := conformance.ReplaceShapesTable(page, report.ShapesTable); ok {
+			if err := os.WriteFile(filepath.Join(dir, conformance.DocsName(name)+".md"), updated, 0o644); err != nil {
+				return err
+			}
+		}
+	}
+	harness.Logf("%s; written to %s/%s.{md,csv}", report.Summary(), dir, base)
 	return nil
 }
 
 // reproduce is the report's Reproduce section.
-func reproduce(procs int) string {
-	return "`make conformance` (CONFORMANCE_PROCS=" + fmt.Sprint(procs) + "); [e2e/conformance](../e2e/conformance/README.md) says what it builds. " +
+func reproduce(procs int, shape conformance.Shape) string {
+	return "`make conformance` (CONFORMANCE_SHAPE=" + shape.Name + " CONFORMANCE_PROCS=" + fmt.Sprint(procs) + "); [e2e/conformance](../e2e/conformance/README.md) says what it builds. " +
 		"`cd e2e && go run ./conformance/run -from DIR` writes the report again from a run's reports folder."
 }
 
 // clusterLines describe the cluster in the report.
-func clusterLines() []string {
+func clusterLines(shape conformance.Shape) []string {
 	kernel := "the Debian kernel of e2e/vm"
 	if out, err := exec.Command(filepath.Join(harness.RepoRoot(), "e2e/vm/vm.sh"), "kernel").Output(); err == nil {
 		kernel = "Linux " + strings.TrimPrefix(filepath.Base(strings.TrimSpace(string(out))), "vmlinuz-") + " (Debian)"
 	}
-	return []string{
+	var fams, links, cidrs, services []string
+	for _, f := range shape.Families {
+		fams = append(fams, f.Name)
+		links = append(links, fmt.Sprintf("%s0/%d", f.LinkPrefix, f.LinkBits))
+		cidrs = append(cidrs, f.ClusterCIDR)
+		services = append(services, f.ServiceCIDR)
+	}
+	family := "IPv4 only"
+	if shape.DualStack() {
+		family = "dual-stack, " + fams[0] + " primary (the `kubernetes` Service, kube-dns and single-stack Services are " + fams[0] + "; every node and pod has an address of each family)"
+	}
+	lines := []string{
+		"shape `" + shape.Name + "`: " + family + "; " + fmt.Sprint(shape.Nodes) + " nodes, one zone each (`zone-a`…)",
 		"Kubernetes " + harness.KubeVersion + ": kube-apiserver, etcd, kube-controller-manager (its default controllers and node IPAM) and kube-scheduler on the host; e2e.test, agnhost and the ginkgo CLI built from the same `k8s.io/kubernetes` module",
-		"two node VMs (qemu TCG, one vCPU and 3 GiB each, " + kernel + ") running kubelet " + harness.KubeVersion + ", containerd and runc from Debian bookworm",
-		"pod network: Debian's CNI plugins (bridge with host-local IPAM, loopback, portmap) on each node's podCIDR from " + clusterCIDR + ", routed between the nodes over their shared link (192.168.100.0/24, the nodes' InternalIPs); Service range 10.96.0.0/16",
+		fmt.Sprint(shape.Nodes) + " node VMs (qemu TCG, one vCPU and 3 GiB each, " + kernel + ") running kubelet " + harness.KubeVersion + ", containerd and runc from Debian bookworm",
+		"pod network: Debian's CNI plugins (bridge with host-local IPAM, loopback, portmap) on each node's podCIDRs from " + strings.Join(cidrs, " and ") + ", routed between the nodes over their shared link (" + strings.Join(links, ", ") + ", the nodes' InternalIPs); Service range " + strings.Join(services, ", "),
 		"the apiserver reaches the kubelets (exec, logs, port-forward) and the pods (its proxy subresources) through its egress selector: an HTTP CONNECT proxy on a unix socket that dials each node's forwarded kubelet port, or the node's agent for a pod address",
-		"cluster DNS as kubeadm deploys it (CoreDNS v1.14.6, built from its module; kubeadm's printed manifest; kube-dns 10.96.0.10)",
+		"cluster DNS as kubeadm deploys it (CoreDNS v1.14.6, built from its module; kubeadm's printed manifest; kube-dns " + shape.Primary().DNSServiceIP + ")",
 		"the suite's images (agnhost, busybox, nginx, pause, distroless-iptables, regression-issue-74839, CoreDNS) built here under their upstream names and imported into each node's containerd; nothing is pulled",
 		"each proxy deployed as users deploy it: ipvs-proxier by `kubectl apply -k deploy` (its image from `make image-oci`'s build; with `rulesBackend: nftables` for its nftables column), " +
 			"kube-proxy by kubeadm's DaemonSet and ConfigMap with `mode: ipvs` or `mode: nftables` (its image on the same Debian base, with nft), " +
 			"kube-router " + harness.KubeRouterVersion + " as its service-proxy-only DaemonSet (`--run-router=false --run-firewall=false --run-service-proxy=true`, every Service masqueraded; built from its module, on the same base with ipset, iptables, conntrack and ip); " +
 			"the nodes are power-cycled between two proxies",
 	}
+	if shape.Primary().Name == conformance.IPv6.Name {
+		lines = append(lines, "pods reach the apiserver over IPv6 through the `kubernetes` Service's endpoint "+conformance.IPv6.APIServer+
+			", an address on every node's loopback where the node's agent relays to the apiserver (qemu's user network forwards IPv4 only)")
+	}
+	return lines
 }
 
 // stopOnSignal stops the cluster's VMs and processes on an interrupt.

@@ -19,6 +19,7 @@ type suiteRun struct {
 	kubectl    string
 	kubeconfig string
 	dir        string // reports and logs
+	nodes      int
 }
 
 // e2eFlags are e2e.test's own flags: the cluster, the local provider (no cloud), the
@@ -26,7 +27,7 @@ type suiteRun struct {
 // hack/ginkgo-e2e.sh tells them with --num-nodes), the pinned kubectl, a Debian node OS,
 // reports in dir.
 func (s suiteRun) e2eFlags(reportDir string) []string {
-	return []string{"--kubeconfig=" + s.kubeconfig, "--provider=local", "--kubectl-path=" + s.kubectl, "--num-nodes=" + fmt.Sprint(len(nodeSpecs)),
+	return []string{"--kubeconfig=" + s.kubeconfig, "--provider=local", "--kubectl-path=" + s.kubectl, "--num-nodes=" + fmt.Sprint(s.nodes),
 		"--node-os-distro=debian", "--report-dir=" + reportDir, "--e2e-output-dir=" + reportDir,
 		"--dump-logs-on-failure=false", "--allowed-not-ready-nodes=0"}
 }
