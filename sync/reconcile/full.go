@@ -104,9 +104,10 @@ func (s *Syncer) prepareFull(f *fullPass, keys map[proxier.ServiceKey]struct{}, 
 func (s *Syncer) readKernel(f *fullPass, ph *phases) error {
 	var err error
 	dev := s.cfg.DummyDevice
+	f.round = s.fullRound + 1
 	f.dumpAll = s.dumpAllDue()
 	if !f.dumpAll {
-		f.looked = s.lookupKeys()
+		f.looked = s.ipvs.LookupKeys(f.round)
 	}
 	f.dumpAddrs = s.addressesDue(f.dumpAll)
 	s.unlocked(func() {
@@ -123,7 +124,7 @@ func (s *Syncer) readKernel(f *fullPass, ph *phases) error {
 	})
 	if err == nil && !f.dumpAll {
 		var missing int
-		if f.vss, missing = s.lookedUp(f.looked, f.vss); missing > 0 {
+		if f.vss, missing = s.ipvs.LookedUp(f.looked, f.vss); missing > 0 {
 			s.log.Info("Virtual servers gone from the kernel behind our back; reading them all", zap.Int("missing", missing), zap.Int("lookedUp", len(f.looked)))
 			s.unlocked(func() { f.vss, err = s.k.IPVS.ListVirtualServers() })
 			f.dumpAll = true
@@ -140,11 +141,10 @@ func (s *Syncer) readKernel(f *fullPass, ph *phases) error {
 	} else if f.dumpAll { // the lookups found drift: everything is compared, the cached addresses too
 		f.addrs = s.cachedAddresses() // addrwatch.go
 	}
-	reads := s.realServersToRead(f.vss)
-	s.unlocked(func() { s.readRealServers(f.vss, reads) })
-	f.round = s.fullRound + 1
-	f.errs = append(f.errs, s.refreshCache(f.vss, f.dumpAll, f.round, reads, s.endRead())...)
-	s.refreshStats()
+	reads := s.ipvs.RealServersToRead(f.vss, f.round)
+	s.unlocked(func() { s.ipvs.ReadRealServers(f.vss, reads) })
+	f.errs = append(f.errs, s.ipvs.RefreshCache(f.vss, f.dumpAll, f.round, reads, s.endRead())...)
+	s.ipvs.RefreshStats()
 	ph.mark("readRealServers")
 	return nil
 }
@@ -163,11 +163,12 @@ func (s *Syncer) repairKernel(f *fullPass, ph *phases) {
 	batch := s.startAddresses()
 	f.errs = append(f.errs, s.syncSets(f.sets, f.changed, f.listAll, ph))
 	ph.mark("sets")
-	if rsDue := s.realServersDue(f.changed, f.listAll, f.round); f.dumpAll {
-		s.applyEverything(rsDue, &f.errs, ph)
+	if rsDue := s.ipvs.RealServersDue(f.changed, f.listAll, f.round); f.dumpAll {
+		s.ipvs.ApplyAll(rsDue, &f.errs)
 	} else {
-		s.applyLooked(f.looked, f.changed, rsDue, &f.errs, ph)
+		s.ipvs.ApplyLooked(f.looked, f.changed, rsDue, &f.errs)
 	}
+	ph.mark("ipvs")
 	s.finishMembers(s.memberBatch, &f.errs)
 	s.memberBatch = nil
 	s.finishAddresses(batch, &f.errs)
@@ -194,7 +195,8 @@ func (s *Syncer) refreshDesired(keys map[proxier.ServiceKey]struct{}, changed *p
 		s.logNodeCIDRs(cfg.NodePodCIDRs)
 	}
 	s.cfg = cfg
-	s.desired, s.statsRebuild = proxier.NewDesired(), true
+	s.desired = proxier.NewDesired()
+	s.ipvs.RebuildStats()
 	s.rebuildDesired(s.src.ServiceKeys())
 	s.built = true
 	return true

@@ -7,6 +7,7 @@ import (
 	"github.com/ipvs-proxier/ipvs-proxier/kernel"
 	"github.com/ipvs-proxier/ipvs-proxier/proxier"
 	"github.com/ipvs-proxier/ipvs-proxier/sync/metrics"
+	"github.com/ipvs-proxier/ipvs-proxier/sync/reconcile/ipvs"
 )
 
 // Snapshot is what the readers off the sync path (/metrics, /status, the health
@@ -22,13 +23,17 @@ type Snapshot struct {
 	// ([f][1]) Local traffic policy, per family index f (proxier.FamilyIndex).
 	NoLocal [2][2]int
 	// VSStats are our virtual servers' counters as the last full sync read them
-	// (vsstats.go; shared, read-only; nil before the first); DumpFailed is set when the
+	// (ipvs/stats.go; shared, read-only; nil before the first); DumpFailed is set when the
 	// last full sync could not read them (VSStats are then the read's before).
 	VSStats    *metrics.VSStats
 	DumpFailed bool
 	// FullDue is when the next periodic full sync is due (zero: at once).
 	FullDue time.Time
 }
+
+// StatusBusiest is how many of our busiest virtual servers `ipvs-proxier status`
+// shows; the snapshot keeps at least that many, whatever the metrics' series limit.
+const StatusBusiest = ipvs.StatusBusiest
 
 // Snapshot returns the state as of the end of the last sync.
 func (s *Syncer) Snapshot() *Snapshot { return s.snap.Load() }
@@ -52,12 +57,12 @@ func (s *Syncer) FullDueIn() time.Duration { return s.snap.Load().FullDue.Sub(s.
 
 // publish builds and publishes the snapshot; s.mu is held.
 func (s *Syncer) publish() {
-	n := &Snapshot{Status: s.status, Draining: len(s.drain), VSStats: s.stats, DumpFailed: s.dumpFailed, FullDue: s.fullDue()}
+	n := &Snapshot{Status: s.status, Draining: s.ipvs.Draining(), VSStats: s.ipvs.Stats(), DumpFailed: s.dumpFailed, FullDue: s.fullDue()}
 	for _, f := range []kernel.Family{kernel.IPv4, kernel.IPv6} {
 		in, ex := s.desired.NoLocal(f)
 		n.NoLocal[proxier.FamilyIndex(f)] = [2]int{in, ex}
 	}
-	n.Counts = metrics.Counts{Services: s.desired.Len(), VirtualServers: s.vs.Len(), RealServers: s.rsTotal, Addresses: s.addrs.Len()}
+	n.Counts = metrics.Counts{Services: s.desired.Len(), VirtualServers: s.ipvs.Len(), RealServers: s.ipvs.RealServerCount(), Addresses: s.addrs.Len()}
 	if s.setsOf == nil || !slices.Equal(s.setsOf, s.cfg.Families) {
 		// proxier.Sets builds ~30 values: once per family list, not once per sync.
 		s.sets, s.setsOf = proxier.Sets(s.cfg.Families), slices.Clone(s.cfg.Families)

@@ -11,6 +11,7 @@ import (
 	"github.com/ipvs-proxier/ipvs-proxier/kernel"
 	"github.com/ipvs-proxier/ipvs-proxier/proxier"
 	"github.com/ipvs-proxier/ipvs-proxier/sync/metrics"
+	"github.com/ipvs-proxier/ipvs-proxier/sync/reconcile/ipvs"
 	"github.com/ipvs-proxier/ipvs-proxier/sync/source"
 )
 
@@ -41,7 +42,7 @@ type Options struct {
 	// every time.
 	CheckEvery int
 	// VSSeriesLimit is the metrics' --metrics-per-vs-limit: how many of the busiest
-	// virtual servers the snapshot keeps with their counters (vsstats.go); 0 keeps all.
+	// virtual servers the snapshot keeps with their counters (ipvs/stats.go); 0 keeps all.
 	VSSeriesLimit int
 	// NodePortMin and NodePortMax bound the ports of NodePort virtual servers we own on
 	// node IPs; others on node IPs belong to someone else.
@@ -56,35 +57,6 @@ type Options struct {
 	HealthChecks HealthCheckSink
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
-}
-
-// programmedVS is what we believe the kernel holds for one virtual server.
-type programmedVS struct {
-	settings vsSettings
-	rss      realServers
-	// stats are its counters as last read (a dump or a lookup), for the snapshot.
-	stats kernel.VSStats
-	// seen is the full-sync round that last found it in the kernel; read the one that
-	// last read its real servers from it.
-	seen, read int32
-}
-
-// vsSettings are a virtual server's settings without its key, which the cache's map
-// holds: 24 bytes against 64 for a kernel.VirtualServer, of each of 125,000 cached
-// virtual servers at 100,000 Services.
-type vsSettings struct {
-	scheduler      string
-	flags, timeout uint32
-}
-
-// settingsOf returns vs's settings (its flags: only those we own).
-func settingsOf(vs kernel.VirtualServer) vsSettings {
-	return vsSettings{scheduler: vs.Scheduler, flags: vs.Flags & kernel.OwnFlags, timeout: vs.Timeout}
-}
-
-type drainKey struct {
-	vs   kernel.VSKey
-	dest netip.AddrPort
 }
 
 // Syncer computes desired state from a Source and applies it to a Kernel. Sync is its
@@ -106,15 +78,15 @@ type Syncer struct {
 	desired *proxier.Desired
 	// built is set once desired holds every Service.
 	built bool
+	// ipvs keeps the virtual and real servers we programmed, and writes them.
+	ipvs *ipvs.Reconciler
 	// The rest of the state, each part kept by the file that works on it.
 	fullState                // full.go: when full syncs run, and which round
 	lookupState              // lookup.go: dumps or lookups
-	kernelCache              // cache.go: what we programmed
-	statsState               // vsstats.go: the counters published
+	kernelCache              // apply.go: the addresses we programmed
 	writeQueue               // apply.go: this apply's batched writes and the retries
 	setState                 // sets.go, setcapacity.go: the sets and their repair
 	ownershipState           // ownership.go
-	drainState               // drain.go
 	rulesState               // rules.go
 	readState                // read.go
 	addrWatch      addrWatch // addrwatch.go
@@ -162,10 +134,22 @@ func NewSyncer(opts Options, k kernel.Kernel, src source.Source, tracker *source
 		writeQueue:   writeQueue{retry: proxier.NewDelta()},
 		setState:     setState{pendingSets: map[string]struct{}{}},
 		refusedState: refusedState{unowned: map[string]struct{}{}, refusedSaid: map[proxier.ServiceKey]struct{}{}},
-		drainState:   drainState{drain: map[drainKey]time.Time{}},
 		rulesState:   rulesState{rules: map[kernel.Family]string{}, saved: map[kernel.Family]string{}},
 		observeState: observeState{started: opts.Now(), triggerSeen: map[proxier.ServiceKey]time.Time{}},
 	}
+	s.ipvs = ipvs.New(ipvs.Config{
+		IPVS: k.IPVS, Conntrack: k.Conntrack, Log: opts.Logger,
+		Now:             func() time.Time { return s.opts.Now() },
+		GracefulTimeout: opts.GracefulTimeout, CheckEvery: opts.CheckEvery, VSSeriesLimit: opts.VSSeriesLimit,
+		Desired: func() *proxier.Desired { return s.desired },
+		Owns:    s.owns,
+		Failed: func(kind string, key kernel.VSKey, err error) bool {
+			refused := s.isolated(err, refusedWrite{kind: kind, vs: key})
+			s.retry.VirtualServers[key] = struct{}{}
+			return refused
+		},
+		Yield: s.yieldLock,
+	})
 	s.publish()
 	return s
 }
@@ -218,7 +202,7 @@ func (s *Syncer) run(start time.Time, keys map[proxier.ServiceKey]struct{}, full
 	} else {
 		err = s.syncPartial(keys, ph)
 	}
-	err = errors.Join(err, s.reapDrained())
+	err = errors.Join(err, s.ipvs.Reap())
 	s.reportRefused()
 	if hc := s.opts.HealthChecks; hc != nil {
 		hc.Apply()
@@ -277,7 +261,7 @@ func (s *Syncer) logFullSync(first bool, took time.Duration, ph *phases) {
 		return
 	}
 	fields := []zap.Field{zap.Duration("took", took), zap.Duration("sinceStart", s.opts.Now().Sub(s.started)),
-		zap.Int("services", s.desired.Len()), zap.Int("virtualServers", s.vs.Len()), zap.Int("realServers", s.rsTotal),
+		zap.Int("services", s.desired.Len()), zap.Int("virtualServers", s.ipvs.Len()), zap.Int("realServers", s.ipvs.RealServerCount()),
 		zap.String("why", s.fullWhy), zap.Bool("dumpedAll", s.dumpedAll), zap.Bool("dumpedAddresses", s.dumpedAddrs)}
 	ce.Write(append(fields, ph.fields...)...)
 }
@@ -322,7 +306,7 @@ func (s *Syncer) updateServiceWith(k proxier.ServiceKey, t translated, delta *pr
 	s.problems.report(k, st.Problems)
 	delete(s.refusedSaid, k) // a refusal of its new state is reported anew
 	if s.desired.Set(st, delta) {
-		s.statsRebuild = true // a virtual server's owner may have changed
+		s.ipvs.RebuildStats() // a virtual server's owner may have changed
 	}
 	for _, c := range s.desired.TakeConflictChanges() {
 		s.conflicts.report(c, s.desired.Conflicts(c))

@@ -159,9 +159,9 @@ func TestVSStatsUpdateIsTheWalk(t *testing.T) {
 		}
 		fullSyncOps(t, h)
 		light, _ := h.syncer.VSStats()
-		h.syncer.statsRebuild = true
-		h.syncer.refreshStats()
-		walked := h.syncer.stats
+		h.syncer.ipvs.RebuildStats()
+		h.syncer.ipvs.RefreshStats()
+		walked := h.syncer.ipvs.Stats()
 		if !slices.Equal(light.Busiest, walked.Busiest) || light.Totals != walked.Totals || light.Owned != walked.Owned {
 			t.Fatalf("round %d: the light refresh kept %+v, the walk %+v", round, light.Busiest, walked.Busiest)
 		}

@@ -1,4 +1,4 @@
-package reconcile
+package ipvs
 
 import (
 	"github.com/ipvs-proxier/ipvs-proxier/kernel"
@@ -15,7 +15,7 @@ const StatusBusiest = 10
 type statsState struct {
 	totals metrics.Totals
 	stats  *metrics.VSStats
-	// statsRebuild says the next refreshStats walks every cached virtual server: one
+	// statsRebuild says the next RefreshStats walks every cached virtual server: one
 	// came or went, a Service's state changed (an owner may have), or a counter went
 	// back (a virtual server re-created behind our back). Otherwise the busiest can only
 	// be among those kept and those whose counters grew since (statsMoved), so a light
@@ -26,18 +26,22 @@ type statsState struct {
 	statsMoved   []kernel.VSKey
 }
 
+// RebuildStats makes the next RefreshStats walk every cached virtual server: a
+// Service's state changed, so the owner of one may have.
+func (r *Reconciler) RebuildStats() { r.statsRebuild = true }
+
 // readStats records cur as what the virtual server at key (cached as p) counted at this
 // read, adding what it counted since the last one to the totals.
-func (s *Syncer) readStats(key kernel.VSKey, p *programmedVS, cur kernel.VSStats) {
+func (r *Reconciler) readStats(key kernel.VSKey, p *programmedVS, cur kernel.VSStats) {
 	if cur == p.stats {
 		return
 	}
 	if grew(p.stats, cur) {
-		s.statsMoved = append(s.statsMoved, key)
+		r.statsMoved = append(r.statsMoved, key)
 	} else {
-		s.statsRebuild = true
+		r.statsRebuild = true
 	}
-	s.totals.Add(p.stats, cur)
+	r.totals.Add(p.stats, cur)
 	p.stats = cur
 }
 
@@ -47,57 +51,57 @@ func grew(prev, cur kernel.VSStats) bool {
 		cur.BytesIn >= prev.BytesIn && cur.BytesOut >= prev.BytesOut
 }
 
-// refreshStats builds the counters published after a full sync's read: the totals, how
+// RefreshStats builds the counters published after a full sync's read: the totals, how
 // many virtual servers we own (the cache's), and of those a Service wants the busiest
-// Options.VSSeriesLimit (at least StatusBusiest; 0 keeps every one) with their Service.
+// Config.VSSeriesLimit (at least StatusBusiest; 0 keeps every one) with their Service.
 // Only those are held: the whole dump, an owner map and the previous counters of every
 // virtual server were 58 MB of the heap at 100,000 Services (`make bench-scale` heap
 // profile).
-func (s *Syncer) refreshStats() {
-	moved := s.statsMoved
-	s.statsMoved = s.statsMoved[:0]
-	if s.stats != nil && !s.statsRebuild && len(moved) == 0 {
+func (r *Reconciler) RefreshStats() {
+	moved := r.statsMoved
+	r.statsMoved = r.statsMoved[:0]
+	if r.stats != nil && !r.statsRebuild && len(moved) == 0 {
 		return // nothing read moved: what is published still holds
 	}
 	keep := 0
-	if s.opts.VSSeriesLimit > 0 {
-		keep = max(s.opts.VSSeriesLimit, StatusBusiest)
+	if r.cfg.VSSeriesLimit > 0 {
+		keep = max(r.cfg.VSSeriesLimit, StatusBusiest)
 	}
 	var b *metrics.Busiest
-	if s.stats == nil || s.statsRebuild {
-		b = metrics.NewBusiest(keep, s.vs.Len())
-		for key, p := range s.vs.All() {
-			s.offerStats(b, key, p.stats)
+	if r.stats == nil || r.statsRebuild {
+		b = metrics.NewBusiest(keep, r.vs.Len())
+		for key, p := range r.vs.All() {
+			r.offerStats(b, key, p.stats)
 		}
 	} else {
 		// The others' counters are as they were when they ranked below those kept.
-		b = metrics.NewBusiest(keep, len(s.stats.Busiest)+len(moved))
+		b = metrics.NewBusiest(keep, len(r.stats.Busiest)+len(moved))
 		again := make(map[kernel.VSKey]struct{}, len(moved))
 		for _, key := range moved {
 			again[key] = struct{}{}
 		}
-		for _, o := range s.stats.Busiest {
+		for _, o := range r.stats.Busiest {
 			if _, ok := again[o.Key]; !ok {
 				b.Offer(o)
 			}
 		}
 		for key := range again {
-			if p := s.vs.Get(key); p != nil {
-				s.offerStats(b, key, p.stats)
+			if p := r.vs.Get(key); p != nil {
+				r.offerStats(b, key, p.stats)
 			}
 		}
 	}
-	s.statsRebuild = false
-	s.stats = &metrics.VSStats{Totals: s.totals, Busiest: b.Sorted(), Owned: s.vs.Len()}
+	r.statsRebuild = false
+	r.stats = &metrics.VSStats{Totals: r.totals, Busiest: b.Sorted(), Owned: r.vs.Len()}
 }
 
 // offerStats offers the virtual server at key to b with its owner, if a Service wants
 // it; the owner is looked up only if b would keep it.
-func (s *Syncer) offerStats(b *metrics.Busiest, key kernel.VSKey, stats kernel.VSStats) {
+func (r *Reconciler) offerStats(b *metrics.Busiest, key kernel.VSKey, stats kernel.VSStats) {
 	if !b.Wants(key, stats) {
 		return
 	}
-	if _, owner, wanted := s.desired.VirtualServer(key); wanted {
+	if _, owner, wanted := r.cfg.Desired().VirtualServer(key); wanted {
 		b.Offer(metrics.OwnedStats{Key: key, Owner: metrics.Owner{Namespace: owner.Namespace, Name: owner.Name}, Stats: stats})
 	}
 }
