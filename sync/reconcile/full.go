@@ -100,7 +100,7 @@ func (s *Syncer) prepareFull(f *fullPass, keys map[proxier.ServiceKey]struct{}, 
 
 // readKernel reads, with s.mu released (read.go): every virtual server dumped, or those
 // checked this round looked up (lookup.go); the addresses, unless the address watch
-// says they did not change (addrwatch.go); the real servers due. It refreshes the cache.
+// says they did not change (addrs/watch.go); the real servers due. It refreshes the cache.
 func (s *Syncer) readKernel(f *fullPass, ph *phases) error {
 	var err error
 	dev := s.cfg.DummyDevice
@@ -109,10 +109,10 @@ func (s *Syncer) readKernel(f *fullPass, ph *phases) error {
 	if !f.dumpAll {
 		f.looked = s.ipvs.LookupKeys(f.round)
 	}
-	f.dumpAddrs = s.addressesDue(f.dumpAll)
+	f.dumpAddrs = s.addrs.Due(f.dumpAll)
 	s.unlocked(func() {
 		if f.dumpAddrs {
-			f.addrs, err = s.k.Addresses.ListAddresses(dev)
+			f.addrs, err = s.addrs.Dump(dev)
 		}
 		if err == nil {
 			if f.dumpAll {
@@ -137,9 +137,9 @@ func (s *Syncer) readKernel(f *fullPass, ph *phases) error {
 	}
 	ph.mark("dump")
 	if f.dumpAddrs {
-		s.mergeAddresses(f.addrs)
+		s.addrs.Merge(f.addrs)
 	} else if f.dumpAll { // the lookups found drift: everything is compared, the cached addresses too
-		f.addrs = s.cachedAddresses() // addrwatch.go
+		f.addrs = s.addrs.Cached() // addrs/watch.go
 	}
 	reads := s.ipvs.RealServersToRead(f.vss, f.round)
 	s.unlocked(func() { s.ipvs.ReadRealServers(f.vss, reads) })
@@ -152,15 +152,15 @@ func (s *Syncer) readKernel(f *fullPass, ph *phases) error {
 // repairKernel writes every difference: the addresses, the sets, the virtual and real
 // servers, the iptables rules; then the UDP conntrack reconcile.
 func (s *Syncer) repairKernel(f *fullPass, ph *phases) {
-	// The addresses first: if many, they are written alongside the rest (addrbatch.go).
+	// The addresses first: if many, they are written alongside the rest (addrs/batch.go).
 	if f.dumpAll || f.dumpAddrs {
-		s.applyAllAddresses(f.addrs)
+		s.addrs.ApplyAll(f.addrs)
 	} else {
 		for a := range f.changed.Addresses {
-			s.applyAddress(a)
+			s.addrs.Apply(a)
 		}
 	}
-	batch := s.startAddresses()
+	batch := s.addrs.Start()
 	f.errs = append(f.errs, s.syncSets(f.sets, f.changed, f.listAll, ph))
 	ph.mark("sets")
 	if rsDue := s.ipvs.RealServersDue(f.changed, f.listAll, f.round); f.dumpAll {
@@ -171,8 +171,8 @@ func (s *Syncer) repairKernel(f *fullPass, ph *phases) {
 	ph.mark("ipvs")
 	s.finishMembers(s.memberBatch, &f.errs)
 	s.memberBatch = nil
-	s.finishAddresses(batch, &f.errs)
-	s.flushAddresses(&f.errs)
+	s.addrs.Finish(batch, &f.errs)
+	s.addrs.Flush(&f.errs)
 	ph.mark("addresses")
 	f.errs = append(f.errs, s.syncRules(true))
 	ph.mark("iptables")
@@ -226,6 +226,8 @@ type fullState struct {
 	// criticalDone: the critical Services were programmed ahead of the first full sync
 	// (critical.go), once.
 	criticalDone bool
+	// dumpFailed is set when the last full sync's read of the virtual servers failed.
+	dumpFailed bool
 	// fullRound counts full syncs, to rotate the real-server checks. lastHeavy is the
 	// round of the last heavy one (heavyDue), heavy says the running one is.
 	fullRound, lastHeavy int

@@ -10,7 +10,7 @@ import (
 
 // owns reports whether a virtual server found in the kernel is ours to prune.
 func (s *Syncer) owns(key kernel.VSKey) bool {
-	onDummy := s.addrs.Has(key.Address)
+	onDummy := s.addrs.Bound(key.Address)
 	if !onDummy && (slices.Contains(s.cfg.NodeIPs, key.Address) || key.Address.IsLinkLocalUnicast()) && s.named == nil {
 		// A virtual server on a node IP that we neither want nor know: read once per
 		// full sync whether our sets name it (a restart after its Service went).

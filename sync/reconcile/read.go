@@ -1,9 +1,8 @@
 package reconcile
 
 import (
-	"net/netip"
+	"sync"
 
-	"github.com/ipvs-proxier/ipvs-proxier/kernel"
 	"github.com/ipvs-proxier/ipvs-proxier/sync/reconcile/ipvs"
 )
 
@@ -19,26 +18,11 @@ import (
 // re-adding it meets "exists", which adopts it (reads its real servers): a few extra
 // writes, never a wrong state.
 
-// touched names the addresses syncs wrote while a full sync read the kernel (the
-// virtual servers: ipvs.Touched).
-type touched struct {
-	addrs map[netip.Addr]struct{}
-}
-
-// touchAddr records a cache change of the address a while a full sync reads.
-func (s *Syncer) touchAddr(a netip.Addr) {
-	if s.touched != nil {
-		s.touched.addrs[a] = struct{}{}
-	}
-}
-
 // unlocked runs read with s.mu released, recording from then on what syncs write
 // (until endRead). Called with s.mu held; returns with it held.
 func (s *Syncer) unlocked(read func()) {
-	if s.touched == nil {
-		s.touched = &touched{addrs: map[netip.Addr]struct{}{}}
-	}
 	s.ipvs.Record()
+	s.addrs.Record()
 	s.mu.Unlock()
 	defer s.mu.Lock()
 	read()
@@ -58,29 +42,36 @@ func (s *Syncer) yieldLock() {
 // endRead stops recording writes and returns the virtual servers written since the read
 // began (none if no read did).
 func (s *Syncer) endRead() ipvs.Touched {
-	s.touched = nil
+	s.addrs.EndRecord()
 	return s.ipvs.EndRecord()
 }
 
-// mergeAddresses makes the address cache the dumped addresses, except for those a sync
-// wrote during the read, which keep their cached state.
-func (s *Syncer) mergeAddresses(dumped []netip.Addr) {
-	old := s.addrs
-	s.addrs = kernel.AddrMap[struct{}]{}
-	s.addrs.Clear(len(dumped))
-	for _, a := range dumped {
-		s.addrs.Set(a, struct{}{})
+// waitReleased waits for done, with s.mu released if it is not closed yet. Called with
+// s.mu held; returns with it held.
+func (s *Syncer) waitReleased(done <-chan struct{}) {
+	select {
+	case <-done:
+	default:
+		s.mu.Unlock()
+		<-done
+		s.mu.Lock()
 	}
-	if s.touched == nil {
+}
+
+// lockReleased locks m, a write lock a full sync's background batch holds while it is
+// sent (the addresses', the set members'): if the batch holds it, it waits with s.mu
+// released, so that the full sync goes on meanwhile, after calling onWait (tests; nil:
+// none). Called with s.mu held; returns with it held.
+func (s *Syncer) lockReleased(m *sync.Mutex, onWait func()) {
+	if m.TryLock() {
 		return
 	}
-	for a := range s.touched.addrs {
-		if old.Has(a) {
-			s.addrs.Set(a, struct{}{})
-		} else {
-			s.addrs.Delete(a)
-		}
+	s.mu.Unlock()
+	if onWait != nil {
+		onWait()
 	}
+	m.Lock()
+	s.mu.Lock()
 }
 
 // backgroundFull is a periodic full sync on its own goroutine (Options.BackgroundFull):
@@ -102,10 +93,4 @@ func (s *Syncer) backgroundFull() {
 	if (err != nil || s.needFull) && s.opts.Wake != nil {
 		s.opts.Wake()
 	}
-}
-
-// readState is what a full sync's unlocked reads need.
-type readState struct {
-	// touched records what syncs write while a full sync reads; nil otherwise.
-	touched *touched
 }

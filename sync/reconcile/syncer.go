@@ -11,6 +11,7 @@ import (
 	"github.com/ipvs-proxier/ipvs-proxier/kernel"
 	"github.com/ipvs-proxier/ipvs-proxier/proxier"
 	"github.com/ipvs-proxier/ipvs-proxier/sync/metrics"
+	"github.com/ipvs-proxier/ipvs-proxier/sync/reconcile/addrs"
 	"github.com/ipvs-proxier/ipvs-proxier/sync/reconcile/ipvs"
 	"github.com/ipvs-proxier/ipvs-proxier/sync/source"
 )
@@ -78,24 +79,22 @@ type Syncer struct {
 	desired *proxier.Desired
 	// built is set once desired holds every Service.
 	built bool
-	// ipvs keeps the virtual and real servers we programmed, and writes them.
-	ipvs *ipvs.Reconciler
+	// The reconcilers, each of one kind of kernel object: its state and its writes.
+	ipvs  *ipvs.Reconciler  // virtual and real servers
+	addrs *addrs.Reconciler // the dummy's addresses
 	// The rest of the state, each part kept by the file that works on it.
-	fullState                // full.go: when full syncs run, and which round
-	lookupState              // lookup.go: dumps or lookups
-	kernelCache              // apply.go: the addresses we programmed
-	writeQueue               // apply.go: this apply's batched writes and the retries
-	setState                 // sets.go, setcapacity.go: the sets and their repair
-	ownershipState           // ownership.go
-	rulesState               // rules.go
-	readState                // read.go
-	addrWatch      addrWatch // addrwatch.go
-	conntrackState           // conntrack.go
-	refusedState             // refused.go: writes the kernel refused, this sync
-	observeState             // observe.go, snapshot.go: status, the published snapshot, latency triggers
+	fullState      // full.go: when full syncs run, and which round
+	lookupState    // lookup.go: dumps or lookups
+	writeQueue     // apply.go: this apply's batched writes and the retries
+	setState       // sets.go, setcapacity.go: the sets and their repair
+	ownershipState // ownership.go
+	rulesState     // rules.go
+	conntrackState // conntrack.go
+	refusedState   // refused.go: writes the kernel refused, this sync
+	observeState   // observe.go, snapshot.go: status, the published snapshot, latency triggers
 	// onYield, for tests, runs in yieldLock with s.mu released.
 	onYield func()
-	// onAddrWait, for tests, runs when flushAddresses waits for a background batch.
+	// onAddrWait, for tests, runs when the addresses' flush waits for a background batch.
 	onAddrWait func()
 }
 
@@ -150,9 +149,31 @@ func NewSyncer(opts Options, k kernel.Kernel, src source.Source, tracker *source
 		},
 		Yield: s.yieldLock,
 	})
+	s.addrs = addrs.New(addrs.Config{
+		Addresses: k.Addresses, Log: opts.Logger,
+		Device:  func() string { return s.cfg.DummyDevice },
+		Now:     func() time.Time { return s.opts.Now() },
+		Desired: func() *proxier.Desired { return s.desired },
+		Failed: func(a netip.Addr, err error) bool {
+			refused := s.isolated(err, refusedWrite{kind: "address", addr: a})
+			s.retry.Addresses[a] = struct{}{}
+			return refused
+		},
+		Wait: s.waitReleased, Lock: s.lockReleased,
+		OnWait: func() {
+			if s.onAddrWait != nil {
+				s.onAddrWait()
+			}
+		},
+	})
 	s.publish()
 	return s
 }
+
+// DummyAddressesChanged is the address watch's report for the dummy interface: an
+// address on it was added or removed, or the subscription began (watching) or ended
+// (not watching). Safe from any goroutine.
+func (s *Syncer) DummyAddressesChanged(watching bool) { s.addrs.DummyAddressesChanged(watching) }
 
 // ErrNotSynced is returned by Sync while the informers have not synced; nothing is
 // programmed or pruned until they have.
