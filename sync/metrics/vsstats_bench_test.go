@@ -12,7 +12,7 @@ import (
 
 // BenchmarkVSCollect45k: at 30,000 Services (45,000 virtual servers, every one ours),
 // what a full sync's read does for the metrics (the totals and the busiest
-// DefaultVSSeriesLimit kept, as reconcile's refreshStats) and one scrape of them.
+// DefaultVSSeriesLimit kept, as the writer's ipvs.Reconciler.RefreshStats) and one scrape of them.
 func BenchmarkVSCollect45k(b *testing.B) {
 	const n = 45000
 	owned := make([]OwnedStats, n)

@@ -139,7 +139,7 @@ func statsOf(h *harness, key kernel.VSKey) kernel.VSStats {
 }
 
 // TestLightFullSyncAppliesChanges: a full sync that looks up instead of dumping compares
-// only what it looked up and what changed since the last sync (applyLooked), so the
+// only what it looked up and what changed since the last sync (ipvs.Reconciler.ApplyLooked), so the
 // changes it brings (a Service added with a new address, one deleted, one's endpoints
 // changed) must be in that; the node ends as a full compare would leave it.
 func TestLightFullSyncAppliesChanges(t *testing.T) {
