@@ -19,7 +19,7 @@ import (
 // addrs.BackgroundAddresses address writes queued sends them from the background batch
 // (addrs/batch.go) while it writes the sets and virtual servers, and has every one of
 // them bound when it returns; deleting every Service unbinds them the same way. The
-// first full sync's set members go in a background batch too (memberbatch.go, its
+// first full sync's set members go in a background batch too (sets/batch.go, its
 // threshold lowered), and every one of them is in its set when the sync returns.
 // The unit tests order the batches against the other writes with a fake kernel; this
 // one has the real kernel take binds and set members from other goroutines than the

@@ -3,9 +3,7 @@ package reconcile
 import (
 	"errors"
 	"maps"
-	"sync"
 
-	"github.com/ipvs-proxier/ipvs-proxier/kernel"
 	"github.com/ipvs-proxier/ipvs-proxier/proxier"
 )
 
@@ -23,14 +21,7 @@ func (s *Syncer) apply(delta *proxier.Delta, ph *phases) error {
 	}
 	s.addrs.Flush(&errs)
 	ph.mark("addresses")
-	var ops []kernel.SetOp
-	for m := range delta.Members {
-		if _, pending := s.pendingSets[m.Set]; pending {
-			continue // diffed once the set is listed
-		}
-		ops = append(ops, s.memberOp(m))
-	}
-	errs = append(errs, s.writeMembers(ops))
+	errs = append(errs, s.sets.WriteChanged(delta.Members))
 	ph.mark("members")
 	if delta.RulesChanged {
 		errs = append(errs, s.syncRules(false))
@@ -43,9 +34,4 @@ func (s *Syncer) apply(delta *proxier.Delta, ph *phases) error {
 type writeQueue struct {
 	// retry holds the objects whose last write failed; the next sync redoes them.
 	retry *proxier.Delta
-	// memberWrite is held while set-member writes are sent, so that those of a partial
-	// sync wait for a full sync's batch in the background;
-	// memberBatch is the running full sync's batch (memberbatch.go).
-	memberWrite sync.Mutex
-	memberBatch *memberBatch
 }

@@ -73,7 +73,7 @@ func (s *Syncer) ProgramCriticalEarly(src source.Source) bool {
 		return false
 	}
 	for _, set := range proxier.Sets(s.cfg.Families) {
-		if err := s.k.IPSets.EnsureSet(s.sized(set)); err != nil {
+		if err := s.k.IPSets.EnsureSet(s.sets.Sized(set)); err != nil {
 			s.log.Warn("Cannot program the critical Services first; the full sync programs them with the rest", zap.Error(err))
 			return false
 		}

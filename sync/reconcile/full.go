@@ -69,8 +69,9 @@ type fullPass struct {
 // every set exist, each set sized to its members.
 func (s *Syncer) prepareFull(f *fullPass, keys map[proxier.ServiceKey]struct{}, ph *phases) error {
 	f.changed = s.retry
-	s.retry, s.pendingSets = proxier.NewDelta(), map[string]struct{}{}
-	s.named = nil // read again, if needed, before this sync's sets are repaired
+	s.retry = proxier.NewDelta()
+	s.sets.ForgetPending()
+	s.sets.ForgetNamed() // read again, if needed, before this sync's sets are repaired
 	f.listAll = s.refreshDesired(keys, f.changed)
 	s.heavy = f.listAll || s.heavyDue()
 	ph.mark("translate")
@@ -81,14 +82,9 @@ func (s *Syncer) prepareFull(f *fullPass, keys map[proxier.ServiceKey]struct{}, 
 	if err := s.k.Addresses.EnsureDummy(s.cfg.DummyDevice); err != nil {
 		return err
 	}
-	f.sets = proxier.Sets(s.cfg.Families)
-	for i, set := range f.sets {
-		f.sets[i] = s.sized(set)
-		if err := s.k.IPSets.EnsureSet(f.sets[i]); err != nil {
-			f.errs = append(f.errs, err)
-			s.pendingSets[set.Name] = struct{}{}
-		}
-	}
+	var errs []error
+	f.sets, errs = s.sets.EnsureAll()
+	f.errs = append(f.errs, errs...)
 	if s.lastFull.IsZero() && !s.criticalDone && len(f.errs) == 0 {
 		// The first full sync since the start: the critical Services before the rest.
 		s.criticalDone = true
@@ -169,8 +165,7 @@ func (s *Syncer) repairKernel(f *fullPass, ph *phases) {
 		s.ipvs.ApplyLooked(f.looked, f.changed, rsDue, &f.errs)
 	}
 	ph.mark("ipvs")
-	s.finishMembers(s.memberBatch, &f.errs)
-	s.memberBatch = nil
+	s.sets.Finish(&f.errs)
 	s.addrs.Finish(batch, &f.errs)
 	s.addrs.Flush(&f.errs)
 	ph.mark("addresses")

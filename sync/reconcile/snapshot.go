@@ -1,7 +1,6 @@
 package reconcile
 
 import (
-	"slices"
 	"time"
 
 	"github.com/ipvs-proxier/ipvs-proxier/kernel"
@@ -63,13 +62,7 @@ func (s *Syncer) publish() {
 		n.NoLocal[proxier.FamilyIndex(f)] = [2]int{in, ex}
 	}
 	n.Counts = metrics.Counts{Services: s.desired.Len(), VirtualServers: s.ipvs.Len(), RealServers: s.ipvs.RealServerCount(), Addresses: s.addrs.Len()}
-	if s.setsOf == nil || !slices.Equal(s.setsOf, s.cfg.Families) {
-		// proxier.Sets builds ~30 values: once per family list, not once per sync.
-		s.sets, s.setsOf = proxier.Sets(s.cfg.Families), slices.Clone(s.cfg.Families)
-	}
-	for _, set := range s.sets {
-		n.Counts.SetEntries += s.desired.SetLen(set.Name) // written, or queued for retry
-	}
+	n.Counts.SetEntries = s.sets.DesiredEntries() // written, or queued for retry
 	s.snap.Store(n)
 }
 

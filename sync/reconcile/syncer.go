@@ -13,6 +13,7 @@ import (
 	"github.com/ipvs-proxier/ipvs-proxier/sync/metrics"
 	"github.com/ipvs-proxier/ipvs-proxier/sync/reconcile/addrs"
 	"github.com/ipvs-proxier/ipvs-proxier/sync/reconcile/ipvs"
+	"github.com/ipvs-proxier/ipvs-proxier/sync/reconcile/sets"
 	"github.com/ipvs-proxier/ipvs-proxier/sync/source"
 )
 
@@ -82,12 +83,11 @@ type Syncer struct {
 	// The reconcilers, each of one kind of kernel object: its state and its writes.
 	ipvs  *ipvs.Reconciler  // virtual and real servers
 	addrs *addrs.Reconciler // the dummy's addresses
+	sets  *sets.Reconciler  // our sets, and ownership read from them
 	// The rest of the state, each part kept by the file that works on it.
 	fullState      // full.go: when full syncs run, and which round
 	lookupState    // lookup.go: dumps or lookups
 	writeQueue     // apply.go: this apply's batched writes and the retries
-	setState       // sets.go, setcapacity.go: the sets and their repair
-	ownershipState // ownership.go
 	rulesState     // rules.go
 	conntrackState // conntrack.go
 	refusedState   // refused.go: writes the kernel refused, this sync
@@ -131,7 +131,6 @@ func NewSyncer(opts Options, k kernel.Kernel, src source.Source, tracker *source
 		fullState:    fullState{needFull: true},
 		lookupState:  lookupState{dumpAllUpTo: dumpAllUpTo, listUncountedUpTo: listUncountedUpTo},
 		writeQueue:   writeQueue{retry: proxier.NewDelta()},
-		setState:     setState{pendingSets: map[string]struct{}{}},
 		refusedState: refusedState{unowned: map[string]struct{}{}, refusedSaid: map[proxier.ServiceKey]struct{}{}},
 		rulesState:   rulesState{rules: map[kernel.Family]string{}, saved: map[kernel.Family]string{}},
 		observeState: observeState{started: opts.Now(), triggerSeen: map[proxier.ServiceKey]time.Time{}},
@@ -165,6 +164,18 @@ func NewSyncer(opts Options, k kernel.Kernel, src source.Source, tracker *source
 				s.onAddrWait()
 			}
 		},
+	})
+	s.sets = sets.New(sets.Config{
+		IPSets: k.IPSets, Log: opts.Logger,
+		Now:      func() time.Time { return s.opts.Now() },
+		Families: func() []kernel.Family { return s.cfg.Families },
+		Desired:  func() *proxier.Desired { return s.desired },
+		Failed: func(m kernel.Member, err error) bool {
+			refused := s.isolated(err, refusedWrite{kind: "set_member", member: m})
+			s.retry.Members[m] = struct{}{}
+			return refused
+		},
+		Wait: s.waitReleased, Lock: s.lockReleased,
 	})
 	s.publish()
 	return s
