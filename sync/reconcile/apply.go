@@ -24,7 +24,7 @@ func (s *Syncer) apply(delta *proxier.Delta, ph *phases) error {
 	errs = append(errs, s.sets.WriteChanged(delta.Members))
 	ph.mark("members")
 	if delta.RulesChanged {
-		errs = append(errs, s.syncRules(false))
+		errs = append(errs, s.rules.Sync(false))
 	}
 	ph.mark("iptables")
 	return errors.Join(errs...)

@@ -169,9 +169,9 @@ func (s *Syncer) repairKernel(f *fullPass, ph *phases) {
 	s.addrs.Finish(batch, &f.errs)
 	s.addrs.Flush(&f.errs)
 	ph.mark("addresses")
-	f.errs = append(f.errs, s.syncRules(true))
+	f.errs = append(f.errs, s.rules.Sync(true))
 	ph.mark("iptables")
-	s.reconcileUDP()
+	s.rules.ReconcileUDP()
 	ph.mark("conntrack")
 }
 

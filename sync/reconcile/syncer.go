@@ -13,6 +13,7 @@ import (
 	"github.com/ipvs-proxier/ipvs-proxier/sync/metrics"
 	"github.com/ipvs-proxier/ipvs-proxier/sync/reconcile/addrs"
 	"github.com/ipvs-proxier/ipvs-proxier/sync/reconcile/ipvs"
+	"github.com/ipvs-proxier/ipvs-proxier/sync/reconcile/rules"
 	"github.com/ipvs-proxier/ipvs-proxier/sync/reconcile/sets"
 	"github.com/ipvs-proxier/ipvs-proxier/sync/source"
 )
@@ -84,14 +85,13 @@ type Syncer struct {
 	ipvs  *ipvs.Reconciler  // virtual and real servers
 	addrs *addrs.Reconciler // the dummy's addresses
 	sets  *sets.Reconciler  // our sets, and ownership read from them
+	rules *rules.Reconciler // our rules, and the UDP conntrack reconcile
 	// The rest of the state, each part kept by the file that works on it.
-	fullState      // full.go: when full syncs run, and which round
-	lookupState    // lookup.go: dumps or lookups
-	writeQueue     // apply.go: this apply's batched writes and the retries
-	rulesState     // rules.go
-	conntrackState // conntrack.go
-	refusedState   // refused.go: writes the kernel refused, this sync
-	observeState   // observe.go, snapshot.go: status, the published snapshot, latency triggers
+	fullState    // full.go: when full syncs run, and which round
+	lookupState  // lookup.go: dumps or lookups
+	writeQueue   // apply.go: this apply's batched writes and the retries
+	refusedState // refused.go: writes the kernel refused, this sync
+	observeState // observe.go, snapshot.go: status, the published snapshot, latency triggers
 	// onYield, for tests, runs in yieldLock with s.mu released.
 	onYield func()
 	// onAddrWait, for tests, runs when the addresses' flush waits for a background batch.
@@ -132,7 +132,6 @@ func NewSyncer(opts Options, k kernel.Kernel, src source.Source, tracker *source
 		lookupState:  lookupState{dumpAllUpTo: dumpAllUpTo, listUncountedUpTo: listUncountedUpTo},
 		writeQueue:   writeQueue{retry: proxier.NewDelta()},
 		refusedState: refusedState{unowned: map[string]struct{}{}, refusedSaid: map[proxier.ServiceKey]struct{}{}},
-		rulesState:   rulesState{rules: map[kernel.Family]string{}, saved: map[kernel.Family]string{}},
 		observeState: observeState{started: opts.Now(), triggerSeen: map[proxier.ServiceKey]time.Time{}},
 	}
 	s.ipvs = ipvs.New(ipvs.Config{
@@ -176,6 +175,18 @@ func NewSyncer(opts Options, k kernel.Kernel, src source.Source, tracker *source
 			return refused
 		},
 		Wait: s.waitReleased, Lock: s.lockReleased,
+	})
+	s.rules = rules.New(rules.Config{
+		Iptables: k.Iptables, Conntrack: k.Conntrack, Log: opts.Logger, SyncPeriod: opts.SyncPeriod,
+		Now:           func() time.Time { return s.opts.Now() },
+		Config:        func() *proxier.Config { return &s.cfg },
+		Desired:       func() *proxier.Desired { return s.desired },
+		Retry:         func() { s.retry.RulesChanged = true },
+		NeedFull:      func() { s.needFull = true },
+		RestoreFailed: func(f kernel.Family) { s.opts.Metrics.IptablesRestoreFailed(f) },
+		Reconciled: func(f kernel.Family, took time.Duration, deleted int) {
+			s.opts.Metrics.ConntrackReconciled(f, took, deleted)
+		},
 	})
 	s.publish()
 	return s
