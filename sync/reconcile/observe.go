@@ -24,13 +24,41 @@ type HealthCheckSink interface {
 	Apply()
 }
 
+// Observer is told what the writer did, for metrics (sync/metrics implements it; the
+// daemon sets it): the writer imports no observer. Its methods are called with the
+// syncer's lock held, so they must not block.
+type Observer interface {
+	// ObserveSync records a sync: full or partial, how long it took, its error, its end.
+	ObserveSync(full bool, took time.Duration, err error, end time.Time)
+	// ObserveProgramming records a network-programming latency: from an EndpointSlice
+	// change's trigger time to the end of the sync that programmed it.
+	ObserveProgramming(f kernel.Family, latency time.Duration)
+	// KernelRefused counts a write the kernel refused for what it carries, by object
+	// kind ("virtual_server", "real_server", "address", "set_member").
+	KernelRefused(object string)
+	// IptablesRestoreFailed counts a failed restore of a family's rules.
+	IptablesRestoreFailed(f kernel.Family)
+	// ConntrackReconciled records a UDP conntrack reconcile of a family: how long it
+	// took and how many flows it deleted.
+	ConntrackReconciled(f kernel.Family, took time.Duration, deleted int)
+}
+
+// noObserver tells no one.
+type noObserver struct{}
+
+func (noObserver) ObserveSync(bool, time.Duration, error, time.Time)     {}
+func (noObserver) ObserveProgramming(kernel.Family, time.Duration)       {}
+func (noObserver) KernelRefused(string)                                  {}
+func (noObserver) IptablesRestoreFailed(kernel.Family)                   {}
+func (noObserver) ConntrackReconciled(kernel.Family, time.Duration, int) {}
+
 // noteTriggers queues the network-programming latency of k's slices whose
 // last-change-trigger-time is newer than any seen before. Trigger times older than the
 // syncer are skipped: on start every slice would report its age, not a latency (as
 // kube-proxy's endpointschangetracker does). nSlices is how many slices k has now.
 func (s *Syncer) noteTriggers(k proxier.ServiceKey, nSlices int) {
 	taken := s.src.TakeTriggers(k) // taken even without metrics: the source keeps them until then
-	if s.opts.Metrics == nil {
+	if s.opts.Observer == nil {
 		return
 	}
 	seen, had := s.triggerSeen[k]
@@ -65,7 +93,7 @@ type trigger struct {
 // observeTriggers records the queued latencies after a successful sync.
 func (s *Syncer) observeTriggers(end time.Time) {
 	for _, t := range s.triggers {
-		s.opts.Metrics.ObserveProgramming(t.family, end.Sub(t.at))
+		s.observer.ObserveProgramming(t.family, end.Sub(t.at))
 	}
 	s.triggers = s.triggers[:0]
 }
@@ -88,7 +116,9 @@ func healthCheckAddrs(cfg *proxier.Config) []netip.Addr {
 
 // observeState is what readers and metrics see.
 type observeState struct {
-	status Status
+	// observer is Options.Observer, or noObserver.
+	observer Observer
+	status   Status
 	// snap is the state published at the end of each sync (snapshot.go).
 	snap atomic.Pointer[Snapshot]
 	// started, triggerSeen and triggers feed the network-programming latency metric.

@@ -67,7 +67,7 @@ func (s *Syncer) isolated(err error, w refusedWrite) bool {
 	if !errors.Is(err, kernel.ErrRefused) {
 		return false
 	}
-	s.opts.Metrics.KernelRefused(w.kind)
+	s.observer.KernelRefused(w.kind)
 	if len(s.refused) >= maxRefusedKept {
 		s.dropped++
 		return true

@@ -5,9 +5,13 @@ import (
 
 	"github.com/ipvs-proxier/ipvs-proxier/kernel"
 	"github.com/ipvs-proxier/ipvs-proxier/proxier"
-	"github.com/ipvs-proxier/ipvs-proxier/sync/metrics"
 	"github.com/ipvs-proxier/ipvs-proxier/sync/reconcile/ipvs"
 )
+
+// Counts are the kernel objects programmed.
+type Counts struct {
+	Services, VirtualServers, RealServers, SetEntries, Addresses int
+}
 
 // Snapshot is what the readers off the sync path (/metrics, /status, the health
 // checks) see: published at the end of each sync, never modified after. Reading it
@@ -15,7 +19,7 @@ import (
 // seconds, and a scrape or `ipvs-proxier status` used to wait that long.
 type Snapshot struct {
 	Status Status
-	Counts metrics.Counts
+	Counts Counts
 	// Draining is how many real servers are draining at weight 0.
 	Draining int
 	// NoLocal counts the Services on the fallback of an internal ([f][0]) or external
@@ -24,7 +28,7 @@ type Snapshot struct {
 	// VSStats are our virtual servers' counters as the last full sync read them
 	// (ipvs/stats.go; shared, read-only; nil before the first); DumpFailed is set when the
 	// last full sync could not read them (VSStats are then the read's before).
-	VSStats    *metrics.VSStats
+	VSStats    *ipvs.VSStats
 	DumpFailed bool
 	// FullDue is when the next periodic full sync is due (zero: at once).
 	FullDue time.Time
@@ -61,7 +65,7 @@ func (s *Syncer) publish() {
 		in, ex := s.desired.NoLocal(f)
 		n.NoLocal[proxier.FamilyIndex(f)] = [2]int{in, ex}
 	}
-	n.Counts = metrics.Counts{Services: s.desired.Len(), VirtualServers: s.ipvs.Len(), RealServers: s.ipvs.RealServerCount(), Addresses: s.addrs.Len()}
+	n.Counts = Counts{Services: s.desired.Len(), VirtualServers: s.ipvs.Len(), RealServers: s.ipvs.RealServerCount(), Addresses: s.addrs.Len()}
 	n.Counts.SetEntries = s.sets.DesiredEntries() // written, or queued for retry
 	s.snap.Store(n)
 }
@@ -70,12 +74,12 @@ func (s *Syncer) publish() {
 func (s *Syncer) Status() Status { return s.Snapshot().Status }
 
 // Counts returns the number of kernel objects programmed, for metrics and /status.
-func (s *Syncer) Counts() metrics.Counts { return s.Snapshot().Counts }
+func (s *Syncer) Counts() Counts { return s.Snapshot().Counts }
 
 // VSStats returns our virtual servers' counters as the last full sync read them (nil
 // before the first; shared: the caller must not modify them) and whether the last full
-// sync's read failed (metrics.VSCollector.Stats).
-func (s *Syncer) VSStats() (*metrics.VSStats, bool) {
+// sync's read failed (what sync/metrics' VSCollector reads).
+func (s *Syncer) VSStats() (*ipvs.VSStats, bool) {
 	n := s.Snapshot()
 	return n.VSStats, n.DumpFailed
 }

@@ -10,7 +10,6 @@ import (
 
 	"github.com/ipvs-proxier/ipvs-proxier/kernel"
 	"github.com/ipvs-proxier/ipvs-proxier/proxier"
-	"github.com/ipvs-proxier/ipvs-proxier/sync/metrics"
 	"github.com/ipvs-proxier/ipvs-proxier/sync/reconcile/addrs"
 	"github.com/ipvs-proxier/ipvs-proxier/sync/reconcile/ipvs"
 	"github.com/ipvs-proxier/ipvs-proxier/sync/reconcile/rules"
@@ -54,8 +53,8 @@ type Options struct {
 	source.NodeOptions
 	Logger *zap.Logger
 	Events EventSink
-	// Metrics records sync durations and latencies; nil records nothing.
-	Metrics *metrics.Metrics
+	// Observer is told what each sync did, for metrics; nil tells no one.
+	Observer Observer
 	// HealthChecks serves healthCheckNodePorts; nil serves none.
 	HealthChecks HealthCheckSink
 	// Now is the clock; nil means time.Now.
@@ -123,6 +122,10 @@ func NewSyncer(opts Options, k kernel.Kernel, src source.Source, tracker *source
 		opts.NodePortMin, opts.NodePortMax = 30000, 32767
 	}
 	opts.Config = opts.Config.WithDefaults()
+	var observer Observer = noObserver{}
+	if opts.Observer != nil {
+		observer = opts.Observer
+	}
 	s := &Syncer{
 		opts: opts, k: k, src: src, tracker: tracker, log: opts.Logger,
 		problems:  newProblemReporter(opts.Logger, opts.Events),
@@ -132,7 +135,7 @@ func NewSyncer(opts Options, k kernel.Kernel, src source.Source, tracker *source
 		lookupState:  lookupState{dumpAllUpTo: dumpAllUpTo, listUncountedUpTo: listUncountedUpTo},
 		writeQueue:   writeQueue{retry: proxier.NewDelta()},
 		refusedState: refusedState{unowned: map[string]struct{}{}, refusedSaid: map[proxier.ServiceKey]struct{}{}},
-		observeState: observeState{started: opts.Now(), triggerSeen: map[proxier.ServiceKey]time.Time{}},
+		observeState: observeState{observer: observer, started: opts.Now(), triggerSeen: map[proxier.ServiceKey]time.Time{}},
 	}
 	s.ipvs = ipvs.New(ipvs.Config{
 		IPVS: k.IPVS, Conntrack: k.Conntrack, Log: opts.Logger,
@@ -183,9 +186,9 @@ func NewSyncer(opts Options, k kernel.Kernel, src source.Source, tracker *source
 		Desired:       func() *proxier.Desired { return s.desired },
 		Retry:         func() { s.retry.RulesChanged = true },
 		NeedFull:      func() { s.needFull = true },
-		RestoreFailed: func(f kernel.Family) { s.opts.Metrics.IptablesRestoreFailed(f) },
+		RestoreFailed: func(f kernel.Family) { s.observer.IptablesRestoreFailed(f) },
 		Reconciled: func(f kernel.Family, took time.Duration, deleted int) {
-			s.opts.Metrics.ConntrackReconciled(f, took, deleted)
+			s.observer.ConntrackReconciled(f, took, deleted)
 		},
 	})
 	s.publish()
@@ -252,7 +255,7 @@ func (s *Syncer) run(start time.Time, keys map[proxier.ServiceKey]struct{}, full
 	}
 	ph.mark("reapAndHealthChecks")
 	end := s.opts.Now()
-	s.opts.Metrics.ObserveSync(full, end.Sub(start), err, end)
+	s.observer.ObserveSync(full, end.Sub(start), err, end)
 	s.status.LastSync, s.status.LastFull, s.status.LastDuration = end, full, end.Sub(start)
 	s.status.Syncs++
 	if err != nil {

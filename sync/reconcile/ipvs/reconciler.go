@@ -13,7 +13,6 @@ import (
 
 	"github.com/ipvs-proxier/ipvs-proxier/kernel"
 	"github.com/ipvs-proxier/ipvs-proxier/proxier"
-	"github.com/ipvs-proxier/ipvs-proxier/sync/metrics"
 )
 
 // Config is what the reconciler needs of the syncer: the kernel, the settings, and the
@@ -111,7 +110,7 @@ func (r *Reconciler) RealServerCount() int { return r.rsTotal }
 func (r *Reconciler) Draining() int { return len(r.drain) }
 
 // Stats are the counters of the last full sync's read (stats.go); nil before the first.
-func (r *Reconciler) Stats() *metrics.VSStats { return r.stats }
+func (r *Reconciler) Stats() *VSStats { return r.stats }
 
 // Touched names the virtual servers syncs wrote while a full sync read the kernel.
 type Touched map[kernel.VSKey]struct{}

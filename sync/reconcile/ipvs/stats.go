@@ -2,7 +2,6 @@ package ipvs
 
 import (
 	"github.com/ipvs-proxier/ipvs-proxier/kernel"
-	"github.com/ipvs-proxier/ipvs-proxier/sync/metrics"
 )
 
 // StatusBusiest is how many of our busiest virtual servers `ipvs-proxier status`
@@ -13,8 +12,8 @@ const StatusBusiest = 10
 // /metrics and /status. The cache's programmedVS.stats are the last read of each; the
 // totals add up what each read found new; stats is published with every snapshot.
 type statsState struct {
-	totals metrics.Totals
-	stats  *metrics.VSStats
+	totals Totals
+	stats  *VSStats
 	// statsRebuild says the next RefreshStats walks every cached virtual server: one
 	// came or went, a Service's state changed (an owner may have), or a counter went
 	// back (a virtual server re-created behind our back). Otherwise the busiest can only
@@ -67,15 +66,15 @@ func (r *Reconciler) RefreshStats() {
 	if r.cfg.VSSeriesLimit > 0 {
 		keep = max(r.cfg.VSSeriesLimit, StatusBusiest)
 	}
-	var b *metrics.Busiest
+	var b *Busiest
 	if r.stats == nil || r.statsRebuild {
-		b = metrics.NewBusiest(keep, r.vs.Len())
+		b = NewBusiest(keep, r.vs.Len())
 		for key, p := range r.vs.All() {
 			r.offerStats(b, key, p.stats)
 		}
 	} else {
 		// The others' counters are as they were when they ranked below those kept.
-		b = metrics.NewBusiest(keep, len(r.stats.Busiest)+len(moved))
+		b = NewBusiest(keep, len(r.stats.Busiest)+len(moved))
 		again := make(map[kernel.VSKey]struct{}, len(moved))
 		for _, key := range moved {
 			again[key] = struct{}{}
@@ -92,16 +91,16 @@ func (r *Reconciler) RefreshStats() {
 		}
 	}
 	r.statsRebuild = false
-	r.stats = &metrics.VSStats{Totals: r.totals, Busiest: b.Sorted(), Owned: r.vs.Len()}
+	r.stats = &VSStats{Totals: r.totals, Busiest: b.Sorted(), Owned: r.vs.Len()}
 }
 
 // offerStats offers the virtual server at key to b with its owner, if a Service wants
 // it; the owner is looked up only if b would keep it.
-func (r *Reconciler) offerStats(b *metrics.Busiest, key kernel.VSKey, stats kernel.VSStats) {
+func (r *Reconciler) offerStats(b *Busiest, key kernel.VSKey, stats kernel.VSStats) {
 	if !b.Wants(key, stats) {
 		return
 	}
 	if _, owner, wanted := r.cfg.Desired().VirtualServer(key); wanted {
-		b.Offer(metrics.OwnedStats{Key: key, Owner: metrics.Owner{Namespace: owner.Namespace, Name: owner.Name}, Stats: stats})
+		b.Offer(OwnedStats{Key: key, Owner: Owner{Namespace: owner.Namespace, Name: owner.Name}, Stats: stats})
 	}
 }
