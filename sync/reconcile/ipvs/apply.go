@@ -59,7 +59,7 @@ func (r *Reconciler) applyVirtualServers(keys iter.Seq[kernel.VSKey], rsDue func
 		if have := r.vs.Get(key); ok && have != nil {
 			r.touchVS(key) // its real servers may change
 			if err := r.syncRealServers(key, have, want.RealServers); err != nil {
-				r.failVS(key, err, errs)
+				r.failed("virtual_server", key, err, errs)
 			}
 		}
 	}
@@ -80,13 +80,13 @@ func (r *Reconciler) writeVirtualServers(ops []kernel.VirtualServerOp, errs *[]e
 		case op.Kind == kernel.OpAdd && errors.Is(err, kernel.ErrExist):
 			rss, lerr := r.cfg.IPVS.ListRealServers(key)
 			if lerr != nil {
-				r.failVS(key, lerr, errs)
+				r.failed("virtual_server", key, lerr, errs)
 				continue
 			}
 			r.setVS(key, &programmedVS{rss: newRealServers(rss)})
 			adopted = append(adopted, kernel.VirtualServerOp{VS: op.VS, Kind: kernel.OpUpdate})
 		case err != nil:
-			r.failVS(key, err, errs)
+			r.failed("virtual_server", key, err, errs)
 		case op.Kind == kernel.OpAdd:
 			want, _, _ := r.cfg.Desired().VirtualServer(key)
 			r.setVS(key, &programmedVS{settings: settingsOf(op.VS), rss: make(realServers, 0, want.RealServers.Len())})
@@ -100,16 +100,10 @@ func (r *Reconciler) writeVirtualServers(ops []kernel.VirtualServerOp, errs *[]e
 	return adopted
 }
 
-// failVS records the failure of a virtual server's sync in errs and queues it for retry.
-// A wanted one is forgotten: the retry re-adds it, and "exists" makes it re-read the
-// kernel's real servers.
-func (r *Reconciler) failVS(key kernel.VSKey, err error, errs *[]error) {
-	r.failed("virtual_server", key, err, errs)
-}
-
-// failed handles a failed write of kind to the virtual server key or its real servers:
-// err added to errs unless the kernel refused it, the virtual server queued for retry
-// and, if wanted, forgotten.
+// failed handles a failed write of kind ("virtual_server", "real_server") to the
+// virtual server key or its real servers: err added to errs unless the kernel refused
+// it, the virtual server queued for retry and, if wanted, forgotten: the retry re-adds
+// it, and "exists" makes it re-read the kernel's real servers.
 func (r *Reconciler) failed(kind string, key kernel.VSKey, err error, errs *[]error) {
 	if !r.cfg.Failed(kind, key, err) {
 		*errs = append(*errs, err)

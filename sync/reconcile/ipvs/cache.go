@@ -38,7 +38,7 @@ func (r *Reconciler) RefreshCache(vss []kernel.DumpedVS, dumpedAll bool, round i
 			// servers; this virtual server's turn to be re-read comes within
 			// CheckEvery full syncs.
 			p.settings, p.seen = settingsOf(vs), int32(round)
-			r.readStats(key, p, d.Stats)
+			r.counters.read(key, p, d.Stats)
 			continue
 		}
 		if rd.i < 0 { // its state moved between the list of reads and now
@@ -57,7 +57,7 @@ func (r *Reconciler) RefreshCache(vss []kernel.DumpedVS, dumpedAll bool, round i
 		}
 		r.rsTotal += len(rd.rss) - len(p.rss)
 		p.settings, p.rss, p.seen, p.read = settingsOf(vs), newRealServers(rd.rss), int32(round), int32(round)
-		r.readStats(key, p, d.Stats)
+		r.counters.read(key, p, d.Stats)
 	}
 	for key := range written {
 		if p := r.vs.Get(key); p != nil {

@@ -50,16 +50,14 @@ type Config struct {
 // calls it with its lock held, except where a method says otherwise.
 type Reconciler struct {
 	cfg Config
-	vs  kernel.VSMap[*programmedVS]
-	// rsTotal is the number of real servers in vs (see setVS).
-	rsTotal int
+	// cache is what we programmed (realservers.go), counters what we read of it
+	// (stats.go): each a type of its own with its methods.
+	cache
+	counters counters
 	// rsQueue holds the real-server writes of the current apply, sent as one batch.
 	rsQueue []queuedRS
 	// drain holds the real servers draining at weight 0, and until when.
 	drain map[drainKey]time.Time
-	// touched records what syncs write while a full sync reads; nil otherwise.
-	touched Touched
-	statsState
 }
 
 // New returns an empty reconciler.
@@ -100,17 +98,8 @@ type drainKey struct {
 // (Config.CheckEvery).
 func (r *Reconciler) SetCheckEvery(n int) { r.cfg.CheckEvery = n }
 
-// Len is the number of virtual servers cached: ours in the kernel.
-func (r *Reconciler) Len() int { return r.vs.Len() }
-
-// RealServerCount is the number of real servers cached.
-func (r *Reconciler) RealServerCount() int { return r.rsTotal }
-
 // Draining is the number of real servers draining at weight 0.
 func (r *Reconciler) Draining() int { return len(r.drain) }
-
-// Stats are the counters of the last full sync's read (stats.go); nil before the first.
-func (r *Reconciler) Stats() *VSStats { return r.stats }
 
 // Touched names the virtual servers syncs wrote while a full sync read the kernel.
 type Touched map[kernel.VSKey]struct{}
@@ -123,24 +112,24 @@ func (t Touched) Has(k kernel.VSKey) bool {
 
 // Record starts recording the virtual servers written (if not already), for a full
 // sync that reads the kernel with the syncer's lock released.
-func (r *Reconciler) Record() {
-	if r.touched == nil {
-		r.touched = Touched{}
+func (c *cache) Record() {
+	if c.touched == nil {
+		c.touched = Touched{}
 	}
 }
 
 // EndRecord stops recording and returns what was written since Record (empty if not
 // recording).
-func (r *Reconciler) EndRecord() Touched {
-	t := r.touched
-	r.touched = nil
+func (c *cache) EndRecord() Touched {
+	t := c.touched
+	c.touched = nil
 	return t
 }
 
 // touchVS records a cache change of the virtual server k (or of its real servers)
 // while a full sync reads the kernel.
-func (r *Reconciler) touchVS(k kernel.VSKey) {
-	if r.touched != nil {
-		r.touched[k] = struct{}{}
+func (c *cache) touchVS(k kernel.VSKey) {
+	if c.touched != nil {
+		c.touched[k] = struct{}{}
 	}
 }
