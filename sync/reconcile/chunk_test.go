@@ -33,7 +33,7 @@ func TestFullSyncComparesInChunks(t *testing.T) {
 	added := kernel.VSKey{Protocol: kernel.TCP, Address: mustAddr("10.99.0.1"), Port: 80}
 	gone := kernel.VSKey{Protocol: kernel.TCP, Address: mustAddr("10.100.0.1"), Port: 80}
 	yields, partial := 0, false
-	h.syncer.onYield = func() {
+	h.syncer.mu.onYield = func() {
 		yields++
 		if partial {
 			return
@@ -54,7 +54,7 @@ func TestFullSyncComparesInChunks(t *testing.T) {
 	}
 	h.tracker.AllChanged()
 	h.mustSync(t) // a full sync, inline
-	h.syncer.onYield = nil
+	h.syncer.mu.onYield = nil
 	if yields < 2 {
 		t.Fatalf("the full sync released the lock %d times, want one per chunk", yields)
 	}

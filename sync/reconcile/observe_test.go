@@ -259,7 +259,7 @@ func TestMetricsNetworkProgramming(t *testing.T) {
 	}
 	h.tracker.EndpointsChanged(front)
 	h.mustSync(t)
-	if _, ok := h.syncer.triggerSeen[front]; ok {
+	if _, ok := h.syncer.latencies.seen[front]; ok {
 		t.Error("the trigger time of a Service without slices is kept")
 	}
 }

@@ -1,8 +1,6 @@
 package reconcile
 
 import (
-	"sync"
-
 	"github.com/ipvs-proxier/ipvs-proxier/sync/reconcile/ipvs"
 )
 
@@ -28,50 +26,11 @@ func (s *Syncer) unlocked(read func()) {
 	read()
 }
 
-// yieldLock releases s.mu and takes it again, so that a partial sync waiting for it goes
-// first: Go's mutex hands itself to a goroutine that has waited over a millisecond
-// (sync.Mutex, "starvation mode").
-func (s *Syncer) yieldLock() {
-	s.mu.Unlock()
-	if s.onYield != nil {
-		s.onYield()
-	}
-	s.mu.Lock()
-}
-
 // endRead stops recording writes and returns the virtual servers written since the read
 // began (none if no read did).
 func (s *Syncer) endRead() ipvs.Touched {
 	s.addrs.EndRecord()
 	return s.ipvs.EndRecord()
-}
-
-// waitReleased waits for done, with s.mu released if it is not closed yet. Called with
-// s.mu held; returns with it held.
-func (s *Syncer) waitReleased(done <-chan struct{}) {
-	select {
-	case <-done:
-	default:
-		s.mu.Unlock()
-		<-done
-		s.mu.Lock()
-	}
-}
-
-// lockReleased locks m, a write lock a full sync's background batch holds while it is
-// sent (the addresses', the set members'): if the batch holds it, it waits with s.mu
-// released, so that the full sync goes on meanwhile, after calling onWait (tests; nil:
-// none). Called with s.mu held; returns with it held.
-func (s *Syncer) lockReleased(m *sync.Mutex, onWait func()) {
-	if m.TryLock() {
-		return
-	}
-	s.mu.Unlock()
-	if onWait != nil {
-		onWait()
-	}
-	m.Lock()
-	s.mu.Lock()
 }
 
 // backgroundFull is a periodic full sync on its own goroutine (Options.BackgroundFull):

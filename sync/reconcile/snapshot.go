@@ -1,6 +1,7 @@
 package reconcile
 
 import (
+	"sync/atomic"
 	"time"
 
 	"github.com/ipvs-proxier/ipvs-proxier/kernel"
@@ -38,8 +39,15 @@ type Snapshot struct {
 // shows; the snapshot keeps at least that many, whatever the metrics' series limit.
 const StatusBusiest = ipvs.StatusBusiest
 
+// published is what the readers off the sync path read: the snapshot the last sync
+// published, which they load without the syncer's lock.
+type published struct {
+	snap atomic.Pointer[Snapshot]
+	now  func() time.Time
+}
+
 // Snapshot returns the state as of the end of the last sync.
-func (s *Syncer) Snapshot() *Snapshot { return s.snap.Load() }
+func (p *published) Snapshot() *Snapshot { return p.snap.Load() }
 
 // fullDue is when the next periodic full sync is due: SyncPeriod after the last one
 // began, or after the running one began; at once (zero) when one is needed.
@@ -56,7 +64,7 @@ func (s *Syncer) fullDue() time.Time {
 // FullDueIn is how long until the next periodic full sync is due (negative or zero:
 // it is), for the Runner's Due. It reads the published snapshot, so it never waits
 // for a sync in progress.
-func (s *Syncer) FullDueIn() time.Duration { return s.snap.Load().FullDue.Sub(s.opts.Now()) }
+func (p *published) FullDueIn() time.Duration { return p.snap.Load().FullDue.Sub(p.now()) }
 
 // publish builds and publishes the snapshot; s.mu is held.
 func (s *Syncer) publish() {
@@ -71,24 +79,24 @@ func (s *Syncer) publish() {
 }
 
 // Status returns the state of the last sync.
-func (s *Syncer) Status() Status { return s.Snapshot().Status }
+func (p *published) Status() Status { return p.Snapshot().Status }
 
 // Counts returns the number of kernel objects programmed, for metrics and /status.
-func (s *Syncer) Counts() Counts { return s.Snapshot().Counts }
+func (p *published) Counts() Counts { return p.Snapshot().Counts }
 
 // VSStats returns our virtual servers' counters as the last full sync read them (nil
 // before the first; shared: the caller must not modify them) and whether the last full
 // sync's read failed (what sync/metrics' VSCollector reads).
-func (s *Syncer) VSStats() (*ipvs.VSStats, bool) {
-	n := s.Snapshot()
+func (p *published) VSStats() (*ipvs.VSStats, bool) {
+	n := p.Snapshot()
 	return n.VSStats, n.DumpFailed
 }
 
 // NoLocal returns the no-local-endpoint fallback counts (internal, external) of family f.
-func (s *Syncer) NoLocal(f kernel.Family) (int, int) {
-	n := s.Snapshot().NoLocal[proxier.FamilyIndex(f)]
+func (p *published) NoLocal(f kernel.Family) (int, int) {
+	n := p.Snapshot().NoLocal[proxier.FamilyIndex(f)]
 	return n[0], n[1]
 }
 
 // Draining returns how many real servers are draining at weight 0.
-func (s *Syncer) Draining() int { return s.Snapshot().Draining }
+func (p *published) Draining() int { return p.Snapshot().Draining }

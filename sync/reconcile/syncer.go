@@ -3,7 +3,6 @@ package reconcile
 import (
 	"errors"
 	"net/netip"
-	"sync"
 	"time"
 
 	"go.uber.org/zap"
@@ -75,7 +74,7 @@ type Syncer struct {
 	// translation's problems: a Service loses when another one is set.
 	conflicts *problemReporter
 
-	mu      sync.Mutex
+	mu      syncLock
 	cfg     proxier.Config
 	desired *proxier.Desired
 	// built is set once desired holds every Service.
@@ -89,10 +88,10 @@ type Syncer struct {
 	fullState    // full.go: when full syncs run, and which round
 	lookupState  // lookup.go: dumps or lookups
 	writeQueue   // apply.go: this apply's batched writes and the retries
-	refusedState // refused.go: writes the kernel refused, this sync
-	observeState // observe.go, snapshot.go: status, the published snapshot, latency triggers
-	// onYield, for tests, runs in yieldLock with s.mu released.
-	onYield func()
+	observeState // observe.go: status, latency triggers
+	published    // snapshot.go: the snapshot readers read without the lock
+	// refusals are the writes the kernel refused, this sync (refused.go).
+	refusals *refusals
 	// onAddrWait, for tests, runs when the addresses' flush waits for a background batch.
 	onAddrWait func()
 }
@@ -122,6 +121,7 @@ func NewSyncer(opts Options, k kernel.Kernel, src source.Source, tracker *source
 		opts.NodePortMin, opts.NodePortMax = 30000, 32767
 	}
 	opts.Config = opts.Config.WithDefaults()
+	started := opts.Now()
 	var observer Observer = noObserver{}
 	if opts.Observer != nil {
 		observer = opts.Observer
@@ -131,12 +131,14 @@ func NewSyncer(opts Options, k kernel.Kernel, src source.Source, tracker *source
 		problems:  newProblemReporter(opts.Logger, opts.Events),
 		conflicts: newProblemReporter(opts.Logger, opts.Events),
 		cfg:       opts.Config, desired: proxier.NewDesired(),
-		fullState:    fullState{needFull: true},
-		lookupState:  lookupState{dumpAllUpTo: dumpAllUpTo, listUncountedUpTo: listUncountedUpTo},
-		writeQueue:   writeQueue{retry: proxier.NewDelta()},
-		refusedState: refusedState{unowned: map[string]struct{}{}, refusedSaid: map[proxier.ServiceKey]struct{}{}},
-		observeState: observeState{observer: observer, started: opts.Now(), triggerSeen: map[proxier.ServiceKey]time.Time{}},
+		fullState:   fullState{needFull: true},
+		lookupState: lookupState{dumpAllUpTo: dumpAllUpTo, listUncountedUpTo: listUncountedUpTo},
+		writeQueue:  writeQueue{retry: proxier.NewDelta()},
+		observeState: observeState{observer: observer, started: started,
+			latencies: latencies{since: started, seen: map[proxier.ServiceKey]time.Time{}}},
 	}
+	s.published.now = func() time.Time { return s.opts.Now() }
+	s.refusals = newRefusals(observer, opts.Logger, opts.Events)
 	s.ipvs = ipvs.New(ipvs.Config{
 		IPVS: k.IPVS, Conntrack: k.Conntrack, Log: opts.Logger,
 		Now:             func() time.Time { return s.opts.Now() },
@@ -144,11 +146,11 @@ func NewSyncer(opts Options, k kernel.Kernel, src source.Source, tracker *source
 		Desired: func() *proxier.Desired { return s.desired },
 		Owns:    s.owns,
 		Failed: func(kind string, key kernel.VSKey, err error) bool {
-			refused := s.isolated(err, refusedWrite{kind: kind, vs: key})
+			refused := s.refusals.isolated(err, refusedWrite{kind: kind, vs: key})
 			s.retry.VirtualServers[key] = struct{}{}
 			return refused
 		},
-		Yield: s.yieldLock,
+		Yield: s.mu.yield,
 	})
 	s.addrs = addrs.New(addrs.Config{
 		Addresses: k.Addresses, Log: opts.Logger,
@@ -156,11 +158,11 @@ func NewSyncer(opts Options, k kernel.Kernel, src source.Source, tracker *source
 		Now:     func() time.Time { return s.opts.Now() },
 		Desired: func() *proxier.Desired { return s.desired },
 		Failed: func(a netip.Addr, err error) bool {
-			refused := s.isolated(err, refusedWrite{kind: "address", addr: a})
+			refused := s.refusals.isolated(err, refusedWrite{kind: "address", addr: a})
 			s.retry.Addresses[a] = struct{}{}
 			return refused
 		},
-		Wait: s.waitReleased, Lock: s.lockReleased,
+		Wait: s.mu.waitReleased, Lock: s.mu.lockReleased,
 		OnWait: func() {
 			if s.onAddrWait != nil {
 				s.onAddrWait()
@@ -173,11 +175,11 @@ func NewSyncer(opts Options, k kernel.Kernel, src source.Source, tracker *source
 		Families: func() []kernel.Family { return s.cfg.Families },
 		Desired:  func() *proxier.Desired { return s.desired },
 		Failed: func(m kernel.Member, err error) bool {
-			refused := s.isolated(err, refusedWrite{kind: "set_member", member: m})
+			refused := s.refusals.isolated(err, refusedWrite{kind: "set_member", member: m})
 			s.retry.Members[m] = struct{}{}
 			return refused
 		},
-		Wait: s.waitReleased, Lock: s.lockReleased,
+		Wait: s.mu.waitReleased, Lock: s.mu.lockReleased,
 	})
 	s.rules = rules.New(rules.Config{
 		Iptables: k.Iptables, Conntrack: k.Conntrack, Log: opts.Logger, SyncPeriod: opts.SyncPeriod,
@@ -249,7 +251,7 @@ func (s *Syncer) run(start time.Time, keys map[proxier.ServiceKey]struct{}, full
 		err = s.syncPartial(keys, ph)
 	}
 	err = errors.Join(err, s.ipvs.Reap())
-	s.reportRefused()
+	s.refusals.report(s.desired)
 	if hc := s.opts.HealthChecks; hc != nil {
 		hc.Apply()
 	}
@@ -265,7 +267,7 @@ func (s *Syncer) run(start time.Time, keys map[proxier.ServiceKey]struct{}, full
 	}
 	first := s.status.LastSuccess.IsZero()
 	s.status.LastSuccess, s.status.LastError = end, ""
-	s.observeTriggers(end)
+	s.latencies.observe(s.observer, end)
 	if full {
 		s.logFullSync(first, end.Sub(start), ph)
 	} else if took := end.Sub(start); took >= slowPartialSync {
@@ -350,14 +352,17 @@ func (s *Syncer) updateService(k proxier.ServiceKey, delta *proxier.Delta) {
 func (s *Syncer) updateServiceWith(k proxier.ServiceKey, t translated, delta *proxier.Delta) {
 	st := t.st
 	s.problems.report(k, st.Problems)
-	delete(s.refusedSaid, k) // a refusal of its new state is reported anew
+	s.refusals.changed(k) // a refusal of its new state is reported anew
 	if s.desired.Set(st, delta) {
 		s.ipvs.RebuildStats() // a virtual server's owner may have changed
 	}
 	for _, c := range s.desired.TakeConflictChanges() {
 		s.conflicts.report(c, s.desired.Conflicts(c))
 	}
-	s.noteTriggers(k, t.slices)
+	taken := s.src.TakeTriggers(k) // taken even without an observer: the source keeps them until then
+	if s.opts.Observer != nil {
+		s.latencies.note(k, taken, t.slices)
+	}
 	if hc := s.opts.HealthChecks; hc != nil && delta != nil {
 		hc.SetHealthCheck(k, st.HealthCheck)
 	}
