@@ -26,10 +26,9 @@ func (r *Reconciler) Apply(keys iter.Seq[kernel.VSKey], errs *[]error) {
 // rsDue, if not nil, says which unwritten virtual servers' real servers may differ from
 // the desired ones (the others are skipped in the second step); nil means all.
 func (r *Reconciler) applyVirtualServers(keys iter.Seq[kernel.VSKey], rsDue func(kernel.VSKey) bool, errs *[]error) {
-	desired := r.cfg.Desired()
 	var ops []kernel.VirtualServerOp
 	for key := range keys {
-		want, _, ok := desired.VirtualServer(key)
+		want, _, ok := r.cfg.Desired().VirtualServer(key)
 		have := r.vs.Get(key)
 		switch {
 		case !ok && have == nil:
@@ -55,7 +54,7 @@ func (r *Reconciler) applyVirtualServers(keys iter.Seq[kernel.VSKey], rsDue func
 		if _, w := written[key]; rsDue != nil && !w && !rsDue(key) {
 			continue
 		}
-		want, _, ok := desired.VirtualServer(key)
+		want, _, ok := r.cfg.Desired().VirtualServer(key)
 		if have := r.vs.Get(key); ok && have != nil {
 			r.touchVS(key) // its real servers may change
 			if err := r.syncRealServers(key, have, want.RealServers); err != nil {
