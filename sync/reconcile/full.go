@@ -5,7 +5,6 @@ import (
 	"net/netip"
 	"reflect"
 	"slices"
-	"time"
 
 	"go.uber.org/zap"
 
@@ -73,7 +72,7 @@ func (s *Syncer) prepareFull(f *fullPass, keys map[proxier.ServiceKey]struct{}, 
 	s.sets.ForgetPending()
 	s.sets.ForgetNamed() // read again, if needed, before this sync's sets are repaired
 	f.listAll = s.refreshDesired(keys, f.changed)
-	s.heavy = f.listAll || s.heavyDue()
+	s.heavy = f.listAll || s.heavyDue(s.opts.CheckEvery, s.opts.BackgroundFull)
 	ph.mark("translate")
 	if hc := s.opts.HealthChecks; hc != nil {
 		hc.SetAddresses(healthCheckAddrs(&s.cfg))
@@ -205,28 +204,4 @@ func (s *Syncer) logNodeCIDRs(cidrs []netip.Prefix) {
 		return
 	}
 	s.log.Info("detectLocalMode NodeCIDR: traffic from the Node's pod CIDRs counts as pod traffic", zap.Stringers("podCIDRs", cidrs))
-}
-
-// fullState says when full syncs run and which round this is.
-type fullState struct {
-	needFull bool
-	// fullRunning is set while a full sync runs (its reads release mu); fullAgain asks
-	// for another after it, for a change to every Service that came during its reads.
-	fullRunning, fullAgain bool
-	lastFull               time.Time
-	// fullBegan is when the running (or last) full sync began or was started.
-	fullBegan time.Time
-	// fullWhy says what asked for the running or last full sync, for its log line.
-	fullWhy string
-	// criticalDone: the critical Services were programmed ahead of the first full sync
-	// (critical.go), once.
-	criticalDone bool
-	// dumpFailed is set when the last full sync's read of the virtual servers failed.
-	dumpFailed bool
-	// fullRound counts full syncs, to rotate the real-server checks. lastHeavy is the
-	// round of the last heavy one (heavyDue), heavy says the running one is.
-	fullRound, lastHeavy int
-	heavy                bool
-	// background is set while a full sync runs in the background (backgroundFull).
-	background bool
 }

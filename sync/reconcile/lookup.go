@@ -29,25 +29,6 @@ func (s *Syncer) dumpAllDue() bool {
 	return s.heavy || s.dumpFailed || s.ipvs.Len() <= s.dumpAllUpTo
 }
 
-// heavyDue reports whether this full sync is the heavy round: CheckEvery full syncs
-// after the last one, it dumps every virtual server and lists every set. Where periodic
-// full syncs run in the background (BackgroundFull) and CheckEvery > 1, only such a one
-// takes it: a full sync run inline (for a change to every Service, or one needed) holds
-// the runner, and every change with it, and the heavy round took 18-20 s at 30,000
-// Services in the emulated VM (an endpoint removal waited 20.2 s behind one, `make
-// bench-scale`); the next
-// background one takes it instead, unless it is overdue by another CheckEvery (changes
-// to every Service coming faster than syncPeriod leave no periodic full sync to the
-// background).
-func (s *Syncer) heavyDue() bool {
-	every := max(s.opts.CheckEvery, 1)
-	since := s.fullRound + 1 - s.lastHeavy
-	if s.opts.BackgroundFull && !s.background && every > 1 {
-		return since >= 2*every
-	}
-	return since >= every
-}
-
 // lookupState is whether full syncs dump or look up.
 type lookupState struct {
 	// dumpAllUpTo is dumpAllUpTo (above); tests lower it. dumpedAll and dumpedAddrs say

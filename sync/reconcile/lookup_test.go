@@ -107,7 +107,7 @@ func TestLookupMissingOnlyCountsDrift(t *testing.T) {
 	svc1 := kernel.VSKey{Protocol: kernel.TCP, Address: netip.MustParseAddr("10.100.0.1"), Port: 80}
 	// A round that looks svc-1 up: with some CheckEvery, its turn in the rotation never
 	// falls on a round that looks up (it falls on the dump's).
-	for i := 0; !h.syncer.ipvs.CheckRealServersNow(svc1, h.syncer.fullRound+1) || h.syncer.heavyDue(); i++ {
+	for i := 0; !h.syncer.ipvs.CheckRealServersNow(svc1, h.syncer.fullRound+1) || h.syncer.heavyDue(h.syncer.opts.CheckEvery, h.syncer.opts.BackgroundFull); i++ {
 		if i == 8 {
 			t.Fatal("svc-1 never comes up for a lookup")
 		}

@@ -49,18 +49,6 @@ type published struct {
 // Snapshot returns the state as of the end of the last sync.
 func (p *published) Snapshot() *Snapshot { return p.snap.Load() }
 
-// fullDue is when the next periodic full sync is due: SyncPeriod after the last one
-// began, or after the running one began; at once (zero) when one is needed.
-func (s *Syncer) fullDue() time.Time {
-	switch {
-	case s.fullRunning:
-		return s.fullBegan.Add(s.opts.SyncPeriod)
-	case s.needFull:
-		return time.Time{}
-	}
-	return s.lastFull.Add(s.opts.SyncPeriod)
-}
-
 // FullDueIn is how long until the next periodic full sync is due (negative or zero:
 // it is), for the Runner's Due. It reads the published snapshot, so it never waits
 // for a sync in progress.
@@ -68,7 +56,7 @@ func (p *published) FullDueIn() time.Duration { return p.snap.Load().FullDue.Sub
 
 // publish builds and publishes the snapshot; s.mu is held.
 func (s *Syncer) publish() {
-	n := &Snapshot{Status: s.status, Draining: s.ipvs.Draining(), VSStats: s.ipvs.Stats(), DumpFailed: s.dumpFailed, FullDue: s.fullDue()}
+	n := &Snapshot{Status: s.status, Draining: s.ipvs.Draining(), VSStats: s.ipvs.Stats(), DumpFailed: s.dumpFailed, FullDue: s.fullDue(s.opts.SyncPeriod)}
 	for _, f := range []kernel.Family{kernel.IPv4, kernel.IPv6} {
 		in, ex := s.desired.NoLocal(f)
 		n.NoLocal[proxier.FamilyIndex(f)] = [2]int{in, ex}

@@ -85,7 +85,7 @@ type Syncer struct {
 	sets  *sets.Reconciler  // our sets, and ownership read from them
 	rules *rules.Reconciler // our rules, and the UDP conntrack reconcile
 	// The rest of the state, each part kept by the file that works on it.
-	fullState    // full.go: when full syncs run, and which round
+	fullState    // schedule.go: when full syncs run, and which round
 	lookupState  // lookup.go: dumps or lookups
 	writeQueue   // apply.go: this apply's batched writes and the retries
 	observeState // observe.go: status, latency triggers
@@ -223,7 +223,7 @@ func (s *Syncer) Sync() error {
 	keys, all := s.tracker.Drain()
 	full := s.needFull || all || start.Sub(s.lastFull) >= s.opts.SyncPeriod
 	if full && !s.fullRunning {
-		s.fullWhy = s.whyFull(all)
+		s.fullWhy = s.whyFull(s.status.LastSuccess.IsZero(), all)
 	}
 	switch {
 	case full && s.fullRunning:
@@ -275,23 +275,6 @@ func (s *Syncer) run(start time.Time, keys map[proxier.ServiceKey]struct{}, full
 	}
 	s.log.Debug("Synced", zap.Bool("full", full), zap.Int("services", len(keys)), zap.Duration("took", end.Sub(start)))
 	return nil
-}
-
-// whyFull names what asks for a full sync now: the first one, one needed (after a
-// failed dump or iptables-save, or a change to every Service during the last one's
-// reads), a change to every Service (the Node, ServiceCIDRs, node addresses), or
-// syncPeriod. Only a periodic one runs in the background (BackgroundFull): the others
-// hold the runner, and with it every change, until they end.
-func (s *Syncer) whyFull(all bool) string {
-	switch {
-	case s.status.LastSuccess.IsZero():
-		return "first"
-	case s.needFull:
-		return "needed"
-	case all:
-		return "allChanged"
-	}
-	return "syncPeriod"
 }
 
 // logFullSync says how long a full sync took and where the time went: at Info for the
