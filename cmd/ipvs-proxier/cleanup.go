@@ -13,7 +13,7 @@ import (
 	"github.com/ipvs-proxier/ipvs-proxier/kernel"
 	"github.com/ipvs-proxier/ipvs-proxier/kernel/linux"
 	"github.com/ipvs-proxier/ipvs-proxier/proxier"
-	"github.com/ipvs-proxier/ipvs-proxier/sync/reconcile"
+	"github.com/ipvs-proxier/ipvs-proxier/sync/reconcile/sets"
 )
 
 // runCleanup removes everything ipvs-proxier owns on this node, and nothing else: our
@@ -213,7 +213,7 @@ func cleanupVirtualServers(dummy string, exclude []netip.Prefix) (int, error) {
 	})
 }
 
-// ownedFunc is reconcile.Owns over what the node holds: whether a virtual server is ours
+// ownedFunc is sets.Owns over what the node holds: whether a virtual server is ours
 // to prune, given the node IPs and the excluded CIDRs.
 type ownedFunc func(k kernel.VSKey, nodeIPs []netip.Addr, exclude []netip.Prefix) bool
 
@@ -245,11 +245,11 @@ func deleteVirtualServers(dummy string, pick func(vss []kernel.DumpedVS, nodeIPs
 	if err != nil {
 		return 0, err
 	}
-	sets := &linux.IPSets{}
-	defer sets.Close()
-	named := reconcile.ReadOwnershipSets(sets)
+	ipsets := &linux.IPSets{}
+	defer ipsets.Close()
+	named := sets.ReadOwnershipSets(ipsets)
 	owned := func(k kernel.VSKey, nodeIPs []netip.Addr, exclude []netip.Prefix) bool {
-		return reconcile.Owns(k, onDummy[k.Address], nodeIPs, exclude, 30000, 32767, named)
+		return sets.Owns(k, onDummy[k.Address], nodeIPs, exclude, 30000, 32767, named)
 	}
 	var ops []kernel.VirtualServerOp
 	for _, vs := range pick(vss, nodeIPs, owned) {

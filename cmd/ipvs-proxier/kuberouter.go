@@ -86,7 +86,7 @@ func cleanupKubeRouterVirtualServers(dummy string, krAddrs []netip.Addr, exclude
 
 // kubeRouterVirtualServers returns kube-router's virtual servers among vss: those on an
 // address of kube-dummy-if (krAddrs) that are not ours by our one ownership rule
-// (owned, reconcile.Owns) and not excluded. After a migration an address may be bound
+// (owned, sets.Owns) and not excluded. After a migration an address may be bound
 // on both dummies, ours having taken the Service over: the virtual server is then the
 // same kernel object for both, ours, and stays. kube-router's addresses are no node
 // IPs for this rule (linux.LocalAddresses counts every interface but ours), else one of

@@ -6,7 +6,7 @@ import (
 	"testing"
 
 	"github.com/ipvs-proxier/ipvs-proxier/kernel"
-	"github.com/ipvs-proxier/ipvs-proxier/sync/reconcile"
+	"github.com/ipvs-proxier/ipvs-proxier/sync/reconcile/sets"
 )
 
 // TestKubeRouterVirtualServers: only virtual servers on kube-dummy-if's addresses that
@@ -23,7 +23,7 @@ func TestKubeRouterVirtualServers(t *testing.T) {
 	nodeIPs := append([]netip.Addr{a("192.168.1.10")}, krAddrs...)
 	exclude := []netip.Prefix{netip.MustParsePrefix("10.96.5.0/24")}
 	owned := func(k kernel.VSKey, nodeIPs []netip.Addr) bool {
-		return reconcile.Owns(k, ourDummy[k.Address], nodeIPs, exclude, 30000, 32767, nil)
+		return sets.Owns(k, ourDummy[k.Address], nodeIPs, exclude, 30000, 32767, nil)
 	}
 	vss := []kernel.DumpedVS{
 		vs("10.96.0.10", 80),      // kube-router's only: goes

@@ -21,6 +21,7 @@ import (
 	"github.com/ipvs-proxier/ipvs-proxier/sync/metrics"
 	"github.com/ipvs-proxier/ipvs-proxier/sync/pressure"
 	"github.com/ipvs-proxier/ipvs-proxier/sync/reconcile"
+	"github.com/ipvs-proxier/ipvs-proxier/sync/reconcile/ipvs"
 )
 
 // taintToBeDeleted is the cluster autoscaler's taint on a node it is removing; kube-proxy
@@ -208,7 +209,7 @@ func (s statusSources) report() any {
 	r.Sync.LastSync, r.Sync.LastSuccess = st.LastSync, st.LastSuccess
 	r.Sync.LastError, r.Sync.LastErrorLines = firstLines(st.LastError, maxLastErrorBytes)
 	r.Sync.LastFull, r.Sync.LastDurationSec, r.Sync.Syncs = st.LastFull, st.LastDuration.Seconds(), st.Syncs
-	r.Counts, r.Draining = s.syncer.Counts(), s.syncer.Draining()
+	r.Counts, r.Draining = metrics.Counts(s.syncer.Counts()), s.syncer.Draining()
 	if s.api != nil {
 		r.APIServer = s.api.State()
 	}
@@ -223,7 +224,7 @@ func (s statusSources) report() any {
 // the last full sync read them (the syncer keeps them sorted, reconcile.StatusBusiest
 // at least). Only those n are formatted: /status is read while 60,000 virtual servers
 // are programmed.
-func topVirtualServers(v *metrics.VSStats, n int) []topVS {
+func topVirtualServers(v *ipvs.VSStats, n int) []topVS {
 	if v == nil {
 		return nil
 	}

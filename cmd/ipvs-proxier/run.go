@@ -205,7 +205,7 @@ func runProxy(o *options, r *resolved, log *zap.Logger, client *kubeapi.Client, 
 	var syncer *reconcile.Syncer
 	var tracker *source.Tracker
 	m := metrics.New(metrics.Sources{
-		Counts: func() metrics.Counts { return syncer.Counts() }, Draining: func() int { return syncer.Draining() },
+		Counts: func() metrics.Counts { return metrics.Counts(syncer.Counts()) }, Draining: func() int { return syncer.Draining() },
 		Pending: func() (int, int) { return tracker.PendingByKind() }, ChangesTotal: func() (uint64, uint64) { return tracker.Totals() },
 		// Closures, not method values: syncer is assigned below, after the metrics.
 		NoLocal:  func(f kernel.Family) (int, int) { return syncer.NoLocal(f) },
@@ -228,7 +228,7 @@ func runProxy(o *options, r *resolved, log *zap.Logger, client *kubeapi.Client, 
 	hc := health.NewServices(nil, proxyHealth.Healthy)
 	hc.OnError = hcErrorReporter(log, events)
 	defer hc.Close()
-	r.sync.Logger, r.sync.Events, r.sync.Metrics, r.sync.HealthChecks = log, events, m, hc
+	r.sync.Logger, r.sync.Events, r.sync.Observer, r.sync.HealthChecks = log, events, m, hc
 	r.sync.LocalAddresses = func() ([]netip.Addr, error) { return linux.LocalAddresses(dummy) }
 	r.sync.Wake = func() { runner.Run() } // a closure: runner is made below, from the syncer
 	syncer = reconcile.NewSyncer(r.sync, k, src, tracker)

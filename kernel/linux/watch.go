@@ -46,7 +46,7 @@ var nodeAddresses = LocalAddresses
 // skipped, if not nil, hears about the skipped interface instead: skipped(true) once
 // subscribed, for each of its notifications and when subscribed again; skipped(false)
 // when a subscription ends. The syncer then dumps the dummy's addresses only when they
-// may have changed (sync/reconcile addrwatch.go).
+// may have changed (sync/reconcile/addrs watch.go).
 func WatchAddresses(skip string, done <-chan struct{}, changed func(), skipped func(watching bool)) error {
 	if skipped == nil {
 		skipped = func(bool) {}

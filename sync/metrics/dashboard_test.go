@@ -14,6 +14,7 @@ import (
 	"github.com/ipvs-proxier/ipvs-proxier/sync/metrics"
 	"github.com/ipvs-proxier/ipvs-proxier/sync/metrics/metricstest"
 	"github.com/ipvs-proxier/ipvs-proxier/sync/pressure"
+	"github.com/ipvs-proxier/ipvs-proxier/sync/reconcile/ipvs"
 )
 
 // TestDashboardUsesRealMetrics: every metric deploy/grafana-dashboard.json queries is one
@@ -41,8 +42,8 @@ func TestDashboardUsesRealMetrics(t *testing.T) {
 	})
 	key := kernel.VSKey{Protocol: kernel.TCP, Address: netip.MustParseAddr("10.96.0.1"), Port: 443}
 	m.Register(&metrics.VSCollector{
-		Stats: func() (*metrics.VSStats, bool) {
-			return &metrics.VSStats{Busiest: []metrics.OwnedStats{{Key: key, Owner: metrics.Owner{Namespace: "default", Name: "kubernetes"}}}, Owned: 1}, false
+		Stats: func() (*ipvs.VSStats, bool) {
+			return &ipvs.VSStats{Busiest: []ipvs.OwnedStats{{Key: key, Owner: ipvs.Owner{Namespace: "default", Name: "kubernetes"}}}, Owned: 1}, false
 		},
 	})
 	mon := pressure.New(func() (kernel.ConntrackStats, error) { return kernel.ConntrackStats{Max: 10}, nil }, 0.8, nil, nil, nil)

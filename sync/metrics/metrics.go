@@ -2,7 +2,9 @@
 // kube-proxy's names and meanings (pkg/proxy/metrics), so dashboards built for kube-proxy
 // keep working; the ipvs_proxier_* and ipvs_* metrics are our own. Gauges that describe
 // state (object counts, pending changes, the drain queue) are read at scrape time from
-// the daemon's parts, so the sync loop pays nothing for them.
+// the daemon's parts, so the sync loop pays nothing for them. The writer
+// (sync/reconcile) imports none of this: *Metrics is its Observer, set by the daemon, and
+// the counters it publishes are read from its snapshot.
 package metrics
 
 import (

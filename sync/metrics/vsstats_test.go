@@ -7,6 +7,7 @@ import (
 	"github.com/ipvs-proxier/ipvs-proxier/kernel"
 	"github.com/ipvs-proxier/ipvs-proxier/sync/metrics"
 	"github.com/ipvs-proxier/ipvs-proxier/sync/metrics/metricstest"
+	"github.com/ipvs-proxier/ipvs-proxier/sync/reconcile/ipvs"
 )
 
 // vsTraffic is the counters of some virtual servers and our ownership of them, read
@@ -15,20 +16,20 @@ import (
 // daemon keeps one.
 type vsTraffic struct {
 	stats  map[kernel.VSKey]kernel.VSStats
-	owners map[kernel.VSKey]metrics.Owner
+	owners map[kernel.VSKey]ipvs.Owner
 	prev   map[kernel.VSKey]kernel.VSStats
-	totals metrics.Totals
+	totals ipvs.Totals
 	c      *metrics.VSCollector
 }
 
 func newTraffic() *vsTraffic {
-	return &vsTraffic{stats: map[kernel.VSKey]kernel.VSStats{}, owners: map[kernel.VSKey]metrics.Owner{}, c: &metrics.VSCollector{}}
+	return &vsTraffic{stats: map[kernel.VSKey]kernel.VSStats{}, owners: map[kernel.VSKey]ipvs.Owner{}, c: &metrics.VSCollector{}}
 }
 
 // read is a full sync's read: every owned virtual server's counters added to the
 // totals, the busiest kept.
-func (v *vsTraffic) read(keep int) *metrics.VSStats {
-	b := metrics.NewBusiest(keep, len(v.stats))
+func (v *vsTraffic) read(keep int) *ipvs.VSStats {
+	b := ipvs.NewBusiest(keep, len(v.stats))
 	read := map[kernel.VSKey]kernel.VSStats{}
 	for k, s := range v.stats {
 		o, ok := v.owners[k]
@@ -38,11 +39,11 @@ func (v *vsTraffic) read(keep int) *metrics.VSStats {
 		v.totals.Add(v.prev[k], s)
 		read[k] = s
 		if b.Wants(k, s) {
-			b.Offer(metrics.OwnedStats{Key: k, Owner: o, Stats: s})
+			b.Offer(ipvs.OwnedStats{Key: k, Owner: o, Stats: s})
 		}
 	}
 	v.prev = read
-	return &metrics.VSStats{Totals: v.totals, Busiest: b.Sorted(), Owned: len(read)}
+	return &ipvs.VSStats{Totals: v.totals, Busiest: b.Sorted(), Owned: len(read)}
 }
 
 func vip(s string) kernel.VSKey {
@@ -52,7 +53,7 @@ func vip(s string) kernel.VSKey {
 func (v *vsTraffic) set(addr, name string, conns uint64) {
 	v.stats[vip(addr)] = kernel.VSStats{Connections: conns, PacketsIn: 10 * conns, BytesIn: 100 * conns}
 	if name != "" {
-		v.owners[vip(addr)] = metrics.Owner{Namespace: "default", Name: name}
+		v.owners[vip(addr)] = ipvs.Owner{Namespace: "default", Name: name}
 	}
 }
 
@@ -60,7 +61,7 @@ func (v *vsTraffic) set(addr, name string, conns uint64) {
 func (v *vsTraffic) scrape(t *testing.T, limit int) metricstest.Families {
 	t.Helper()
 	stats := v.read(limit)
-	v.c.Limit, v.c.Stats = limit, func() (*metrics.VSStats, bool) { return stats, false }
+	v.c.Limit, v.c.Stats = limit, func() (*ipvs.VSStats, bool) { return stats, false }
 	m := metrics.New(metrics.Sources{})
 	m.Register(v.c)
 	f, err := metricstest.Scrape(m.Registry)
@@ -109,7 +110,7 @@ func TestVSSeriesLimitKeepsTheBusiest(t *testing.T) {
 		t.Errorf("%d per-VS series with no limit, want 4", n)
 	}
 	// The syncer keeps more than the limit (for /status): the collector exports the limit's.
-	v.c.Stats = func() (*metrics.VSStats, bool) { return v.read(10), false }
+	v.c.Stats = func() (*ipvs.VSStats, bool) { return v.read(10), false }
 	v.c.Limit = 3
 	m := metrics.New(metrics.Sources{})
 	m.Register(v.c)
@@ -128,7 +129,7 @@ func TestVSSeriesLimitKeepsTheBusiest(t *testing.T) {
 // Before the first full sync's read there is nothing but zero sums.
 func TestVSStatsBeforeTheFirstRead(t *testing.T) {
 	m := metrics.New(metrics.Sources{})
-	m.Register(&metrics.VSCollector{Stats: func() (*metrics.VSStats, bool) { return nil, false }})
+	m.Register(&metrics.VSCollector{Stats: func() (*ipvs.VSStats, bool) { return nil, false }})
 	f, err := metricstest.Scrape(m.Registry)
 	if err != nil {
 		t.Fatal(err)

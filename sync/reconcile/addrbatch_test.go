@@ -10,6 +10,7 @@ import (
 
 	"github.com/ipvs-proxier/ipvs-proxier/kernel"
 	"github.com/ipvs-proxier/ipvs-proxier/proxier"
+	"github.com/ipvs-proxier/ipvs-proxier/sync/reconcile/addrs"
 )
 
 // gateTimeout bounds the waits of these tests' kernel hooks, all of them together (a
@@ -35,7 +36,7 @@ func gate() func(c <-chan struct{}, what string) error {
 // once the binds began: a sync that binds before (or after) writing the virtual servers
 // fails one of them.
 func TestAddressesWrittenAlongsideVirtualServers(t *testing.T) {
-	const n = backgroundAddresses + 100
+	const n = addrs.BackgroundAddresses + 100
 	bindBegan, vssWritten := make(chan struct{}), make(chan struct{})
 	var once sync.Once
 	waitOrFail := gate()
@@ -79,7 +80,7 @@ func TestAddressesWrittenAlongsideVirtualServers(t *testing.T) {
 // background full sync's batch (which binds it again, decided before) is in flight
 // waits for the batch, so the unbind lands last and the address ends unbound.
 func TestPartialSyncAddressesAfterTheBatch(t *testing.T) {
-	const n = backgroundAddresses + 100
+	const n = addrs.BackgroundAddresses + 100
 	release, bindBegan, partialWaits := make(chan struct{}), make(chan struct{}), make(chan struct{})
 	var gated bool
 	var mu sync.Mutex

@@ -12,13 +12,14 @@ import (
 	v1 "k8s.io/api/core/v1"
 
 	"github.com/ipvs-proxier/ipvs-proxier/proxier"
+	"github.com/ipvs-proxier/ipvs-proxier/sync/reconcile/addrs"
 )
 
 // TestAddressBatchRealKernel: on the VM's kernel, a full sync with more than
-// backgroundAddresses address writes queued sends them from the background batch
-// (addrbatch.go) while it writes the sets and virtual servers, and has every one of
+// addrs.BackgroundAddresses address writes queued sends them from the background batch
+// (addrs/batch.go) while it writes the sets and virtual servers, and has every one of
 // them bound when it returns; deleting every Service unbinds them the same way. The
-// first full sync's set members go in a background batch too (memberbatch.go, its
+// first full sync's set members go in a background batch too (sets/batch.go, its
 // threshold lowered), and every one of them is in its set when the sync returns.
 // The unit tests order the batches against the other writes with a fake kernel; this
 // one has the real kernel take binds and set members from other goroutines than the
@@ -28,7 +29,7 @@ func TestAddressBatchRealKernel(t *testing.T) {
 	s, src, full := vmLookupSyncer(t)
 	core, logs := observer.New(zapcore.InfoLevel)
 	s.log = zap.New(core)
-	n := backgroundAddresses + 100
+	n := addrs.BackgroundAddresses + 100
 	for i := range n {
 		name := fmt.Sprintf("svc-%d", i)
 		ip := fmt.Sprintf("10.98.%d.%d", i/250, i%250+1)

@@ -44,7 +44,7 @@ func TestFullSyncWatchedAddressesRealKernel(t *testing.T) {
 		t.Fatal("every light full sync dumped the addresses with the watch open")
 	}
 	sh(t, "ip addr del 10.97.0.9/32 dev kube-ipvs0")
-	for deadline := time.Now().Add(5 * time.Second); !s.addrWatch.dirty.Load(); time.Sleep(20 * time.Millisecond) {
+	for deadline := time.Now().Add(5 * time.Second); !s.addrs.Changed(); time.Sleep(20 * time.Millisecond) {
 		if time.Now().After(deadline) {
 			t.Fatal("the watch did not report the address removed by hand")
 		}

@@ -101,7 +101,7 @@ func BenchmarkPeriodicFullSync30k(b *testing.B) {
 	addServices(h, 30000)
 	h.mustSync(b)
 	// As in the daemon, an address watch reports the dummy's addresses unchanged, so
-	// the light rounds do not dump them (addrwatch.go); its first report asks for one
+	// the light rounds do not dump them (addrs/watch.go); its first report asks for one
 	// dump, done here.
 	h.syncer.DummyAddressesChanged(true)
 	h.mustSync(b)

@@ -6,6 +6,7 @@ import (
 
 	"github.com/ipvs-proxier/ipvs-proxier/kernel"
 	"github.com/ipvs-proxier/ipvs-proxier/proxier"
+	"github.com/ipvs-proxier/ipvs-proxier/sync/reconcile/ipvs"
 )
 
 // TestFullSyncComparesInChunks: a full sync compares and writes the virtual servers a
@@ -17,7 +18,7 @@ import (
 // a virtual server the partial sync deleted.
 func TestFullSyncComparesInChunks(t *testing.T) {
 	h := newHarness(t, kernel.Kernel{}, nil)
-	addServices(h, 3*applyChunk) // ~3 chunks of virtual servers
+	addServices(h, 3*ipvs.ApplyChunk) // ~3 chunks of virtual servers
 	h.mustSync(t)
 	dumped, err := h.fake.ListVirtualServers()
 	if err != nil {
@@ -32,14 +33,14 @@ func TestFullSyncComparesInChunks(t *testing.T) {
 	added := kernel.VSKey{Protocol: kernel.TCP, Address: mustAddr("10.99.0.1"), Port: 80}
 	gone := kernel.VSKey{Protocol: kernel.TCP, Address: mustAddr("10.100.0.1"), Port: 80}
 	yields, partial := 0, false
-	h.syncer.onYield = func() {
+	h.syncer.mu.onYield = func() {
 		yields++
 		if partial {
 			return
 		}
 		partial = true
 		changeThree(h)
-		for i := 3; i < 3*applyChunk; i += 6 { // ~500, spread over every chunk
+		for i := 3; i < 3*ipvs.ApplyChunk; i += 6 { // ~500, spread over every chunk
 			k := proxier.ServiceKey{Namespace: "bench", Name: fmt.Sprintf("svc-%d", i)}
 			h.src.DeleteService(k)
 			h.tracker.ServiceChanged(k)
@@ -53,7 +54,7 @@ func TestFullSyncComparesInChunks(t *testing.T) {
 	}
 	h.tracker.AllChanged()
 	h.mustSync(t) // a full sync, inline
-	h.syncer.onYield = nil
+	h.syncer.mu.onYield = nil
 	if yields < 2 {
 		t.Fatalf("the full sync released the lock %d times, want one per chunk", yields)
 	}

@@ -3,7 +3,6 @@ package reconcile
 import (
 	"errors"
 	"slices"
-	"strings"
 	"time"
 
 	"go.uber.org/zap"
@@ -73,7 +72,7 @@ func (s *Syncer) ProgramCriticalEarly(src source.Source) bool {
 		return false
 	}
 	for _, set := range proxier.Sets(s.cfg.Families) {
-		if err := s.k.IPSets.EnsureSet(s.sized(set)); err != nil {
+		if err := s.k.IPSets.EnsureSet(s.sets.Sized(set)); err != nil {
 			s.log.Warn("Cannot program the critical Services first; the full sync programs them with the rest", zap.Error(err))
 			return false
 		}
@@ -83,7 +82,7 @@ func (s *Syncer) ProgramCriticalEarly(src source.Source) bool {
 }
 
 // programCritical writes the critical Services' virtual and real servers, addresses and
-// set members, then the rules where the node has none yet (noRulesYet), before the first
+// set members, then the rules where the node has none yet (rules.NoneYet), before the first
 // full sync reads the kernel and writes everything else: on a new node they answer
 // within one sync's first seconds, not at its end. Writes are adds (an object already
 // there, after a restart, is left as it is) and every failure is only logged: the full
@@ -131,8 +130,8 @@ func (s *Syncer) programCritical(keys []proxier.ServiceKey) bool {
 	errs = append(errs, s.k.IPVS.WriteRealServers(rss)...)
 	errs = append(errs, s.k.Addresses.WriteAddresses(s.cfg.DummyDevice, addrs)...)
 	errs = append(errs, s.k.IPSets.WriteEntries(members)...)
-	if s.noRulesYet() {
-		errs = append(errs, s.syncRules(true))
+	if s.rules.NoneYet() {
+		errs = append(errs, s.rules.Sync(true))
 	}
 	if err := errors.Join(slices.DeleteFunc(errs, func(e error) bool { return e == nil })...); err != nil {
 		s.log.Warn("Cannot program the critical Services first; the full sync programs them with the rest", zap.Error(err))
@@ -145,31 +144,4 @@ func (s *Syncer) programCritical(keys []proxier.ServiceKey) bool {
 	s.log.Info("Programmed the critical Services first", zap.Strings("services", names),
 		zap.Int("virtualServers", len(vss)), zap.Duration("took", time.Since(start)), zap.Duration("sinceStart", s.opts.Now().Sub(s.started)))
 	return true
-}
-
-// noRulesYet reports whether no family's rules backend holds a chain of our names: a new
-// node. Elsewhere the rules already there serve until the end of the full sync, which
-// restores ours once every Service is written: kube-proxy's iptables mode shares the nat
-// chain KUBE-SERVICES with us, and restoring ours early replaced its DNAT rules while
-// only the critical Services were in IPVS, so the others' ClusterIPs were refused (by
-// KUBE-CLUSTER-IPS-CHECK) until the sync ended (`make e2e-kubelet`, the migration guide).
-func (s *Syncer) noRulesYet() bool {
-	for _, f := range s.cfg.Families {
-		saved, err := s.k.Iptables.Save(f)
-		if err != nil || hasChains(saved) {
-			return false
-		}
-	}
-	return true
-}
-
-// hasChains reports whether a backend's Save names any chain: iptables-save's ":NAME"
-// lines, or nftables' "chain NAME".
-func hasChains(saved string) bool {
-	for _, l := range strings.Split(saved, "\n") {
-		if l = strings.TrimSpace(l); strings.HasPrefix(l, ":") || strings.HasPrefix(l, "chain ") {
-			return true
-		}
-	}
-	return false
 }

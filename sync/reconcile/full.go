@@ -5,7 +5,6 @@ import (
 	"net/netip"
 	"reflect"
 	"slices"
-	"time"
 
 	"go.uber.org/zap"
 
@@ -69,10 +68,11 @@ type fullPass struct {
 // every set exist, each set sized to its members.
 func (s *Syncer) prepareFull(f *fullPass, keys map[proxier.ServiceKey]struct{}, ph *phases) error {
 	f.changed = s.retry
-	s.retry, s.pendingSets = proxier.NewDelta(), map[string]struct{}{}
-	s.named = nil // read again, if needed, before this sync's sets are repaired
+	s.retry = proxier.NewDelta()
+	s.sets.ForgetPending()
+	s.sets.ForgetNamed() // read again, if needed, before this sync's sets are repaired
 	f.listAll = s.refreshDesired(keys, f.changed)
-	s.heavy = f.listAll || s.heavyDue()
+	s.heavy = f.listAll || s.heavyDue(s.opts.CheckEvery, s.opts.BackgroundFull)
 	ph.mark("translate")
 	if hc := s.opts.HealthChecks; hc != nil {
 		hc.SetAddresses(healthCheckAddrs(&s.cfg))
@@ -81,14 +81,9 @@ func (s *Syncer) prepareFull(f *fullPass, keys map[proxier.ServiceKey]struct{}, 
 	if err := s.k.Addresses.EnsureDummy(s.cfg.DummyDevice); err != nil {
 		return err
 	}
-	f.sets = proxier.Sets(s.cfg.Families)
-	for i, set := range f.sets {
-		f.sets[i] = s.sized(set)
-		if err := s.k.IPSets.EnsureSet(f.sets[i]); err != nil {
-			f.errs = append(f.errs, err)
-			s.pendingSets[set.Name] = struct{}{}
-		}
-	}
+	var errs []error
+	f.sets, errs = s.sets.EnsureAll()
+	f.errs = append(f.errs, errs...)
 	if s.lastFull.IsZero() && !s.criticalDone && len(f.errs) == 0 {
 		// The first full sync since the start: the critical Services before the rest.
 		s.criticalDone = true
@@ -100,18 +95,19 @@ func (s *Syncer) prepareFull(f *fullPass, keys map[proxier.ServiceKey]struct{}, 
 
 // readKernel reads, with s.mu released (read.go): every virtual server dumped, or those
 // checked this round looked up (lookup.go); the addresses, unless the address watch
-// says they did not change (addrwatch.go); the real servers due. It refreshes the cache.
+// says they did not change (addrs/watch.go); the real servers due. It refreshes the cache.
 func (s *Syncer) readKernel(f *fullPass, ph *phases) error {
 	var err error
 	dev := s.cfg.DummyDevice
+	f.round = s.fullRound + 1
 	f.dumpAll = s.dumpAllDue()
 	if !f.dumpAll {
-		f.looked = s.lookupKeys()
+		f.looked = s.ipvs.LookupKeys(f.round)
 	}
-	f.dumpAddrs = s.addressesDue(f.dumpAll)
+	f.dumpAddrs = s.addrs.Due(f.dumpAll)
 	s.unlocked(func() {
 		if f.dumpAddrs {
-			f.addrs, err = s.k.Addresses.ListAddresses(dev)
+			f.addrs, err = s.addrs.Dump(dev)
 		}
 		if err == nil {
 			if f.dumpAll {
@@ -123,7 +119,7 @@ func (s *Syncer) readKernel(f *fullPass, ph *phases) error {
 	})
 	if err == nil && !f.dumpAll {
 		var missing int
-		if f.vss, missing = s.lookedUp(f.looked, f.vss); missing > 0 {
+		if f.vss, missing = s.ipvs.LookedUp(f.looked, f.vss); missing > 0 {
 			s.log.Info("Virtual servers gone from the kernel behind our back; reading them all", zap.Int("missing", missing), zap.Int("lookedUp", len(f.looked)))
 			s.unlocked(func() { f.vss, err = s.k.IPVS.ListVirtualServers() })
 			f.dumpAll = true
@@ -136,15 +132,14 @@ func (s *Syncer) readKernel(f *fullPass, ph *phases) error {
 	}
 	ph.mark("dump")
 	if f.dumpAddrs {
-		s.mergeAddresses(f.addrs)
+		s.addrs.Merge(f.addrs)
 	} else if f.dumpAll { // the lookups found drift: everything is compared, the cached addresses too
-		f.addrs = s.cachedAddresses() // addrwatch.go
+		f.addrs = s.addrs.Cached() // addrs/watch.go
 	}
-	reads := s.realServersToRead(f.vss)
-	s.unlocked(func() { s.readRealServers(f.vss, reads) })
-	f.round = s.fullRound + 1
-	f.errs = append(f.errs, s.refreshCache(f.vss, f.dumpAll, f.round, reads, s.endRead())...)
-	s.refreshStats()
+	reads := s.ipvs.RealServersToRead(f.vss, f.round)
+	s.unlocked(func() { s.ipvs.ReadRealServers(f.vss, reads) })
+	f.errs = append(f.errs, s.ipvs.RefreshCache(f.vss, f.dumpAll, f.round, reads, s.endRead())...)
+	s.ipvs.RefreshStats()
 	ph.mark("readRealServers")
 	return nil
 }
@@ -152,30 +147,30 @@ func (s *Syncer) readKernel(f *fullPass, ph *phases) error {
 // repairKernel writes every difference: the addresses, the sets, the virtual and real
 // servers, the iptables rules; then the UDP conntrack reconcile.
 func (s *Syncer) repairKernel(f *fullPass, ph *phases) {
-	// The addresses first: if many, they are written alongside the rest (addrbatch.go).
+	// The addresses first: if many, they are written alongside the rest (addrs/batch.go).
 	if f.dumpAll || f.dumpAddrs {
-		s.applyAllAddresses(f.addrs)
+		s.addrs.ApplyAll(f.addrs)
 	} else {
 		for a := range f.changed.Addresses {
-			s.applyAddress(a)
+			s.addrs.Apply(a)
 		}
 	}
-	batch := s.startAddresses()
+	batch := s.addrs.Start()
 	f.errs = append(f.errs, s.syncSets(f.sets, f.changed, f.listAll, ph))
 	ph.mark("sets")
-	if rsDue := s.realServersDue(f.changed, f.listAll, f.round); f.dumpAll {
-		s.applyEverything(rsDue, &f.errs, ph)
+	if rsDue := s.ipvs.RealServersDue(f.changed, f.listAll, f.round); f.dumpAll {
+		s.ipvs.ApplyAll(rsDue, &f.errs)
 	} else {
-		s.applyLooked(f.looked, f.changed, rsDue, &f.errs, ph)
+		s.ipvs.ApplyLooked(f.looked, f.changed, rsDue, &f.errs)
 	}
-	s.finishMembers(s.memberBatch, &f.errs)
-	s.memberBatch = nil
-	s.finishAddresses(batch, &f.errs)
-	s.flushAddresses(&f.errs)
+	ph.mark("ipvs")
+	s.sets.Finish(&f.errs)
+	s.addrs.Finish(batch, &f.errs)
+	s.addrs.Flush(&f.errs)
 	ph.mark("addresses")
-	f.errs = append(f.errs, s.syncRules(true))
+	f.errs = append(f.errs, s.rules.Sync(true))
 	ph.mark("iptables")
-	s.reconcileUDP()
+	s.rules.ReconcileUDP()
 	ph.mark("conntrack")
 }
 
@@ -194,7 +189,8 @@ func (s *Syncer) refreshDesired(keys map[proxier.ServiceKey]struct{}, changed *p
 		s.logNodeCIDRs(cfg.NodePodCIDRs)
 	}
 	s.cfg = cfg
-	s.desired, s.statsRebuild = proxier.NewDesired(), true
+	s.desired = proxier.NewDesired()
+	s.ipvs.RebuildStats()
 	s.rebuildDesired(s.src.ServiceKeys())
 	s.built = true
 	return true
@@ -208,26 +204,4 @@ func (s *Syncer) logNodeCIDRs(cidrs []netip.Prefix) {
 		return
 	}
 	s.log.Info("detectLocalMode NodeCIDR: traffic from the Node's pod CIDRs counts as pod traffic", zap.Stringers("podCIDRs", cidrs))
-}
-
-// fullState says when full syncs run and which round this is.
-type fullState struct {
-	needFull bool
-	// fullRunning is set while a full sync runs (its reads release mu); fullAgain asks
-	// for another after it, for a change to every Service that came during its reads.
-	fullRunning, fullAgain bool
-	lastFull               time.Time
-	// fullBegan is when the running (or last) full sync began or was started.
-	fullBegan time.Time
-	// fullWhy says what asked for the running or last full sync, for its log line.
-	fullWhy string
-	// criticalDone: the critical Services were programmed ahead of the first full sync
-	// (critical.go), once.
-	criticalDone bool
-	// fullRound counts full syncs, to rotate the real-server checks. lastHeavy is the
-	// round of the last heavy one (heavyDue), heavy says the running one is.
-	fullRound, lastHeavy int
-	heavy                bool
-	// background is set while a full sync runs in the background (backgroundFull).
-	background bool
 }

@@ -73,7 +73,7 @@ func (h *harness) rules(t testing.TB) string {
 // the number it has cached.
 func checkRealServerCount(t testing.TB, s *Syncer) {
 	t.Helper()
-	if got, want := s.Counts().RealServers, s.countRealServers(); got != want {
+	if got, want := s.Counts().RealServers, s.ipvs.CountRealServers(); got != want {
 		t.Errorf("the running real-server count is %d, the cache holds %d", got, want)
 	}
 }

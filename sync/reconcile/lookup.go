@@ -1,10 +1,5 @@
 package reconcile
 
-import (
-	"github.com/ipvs-proxier/ipvs-proxier/kernel"
-	"github.com/ipvs-proxier/ipvs-proxier/proxier"
-)
-
 // A periodic full sync at tens of thousands of virtual servers does not dump them all.
 // The kernel answers a dump in skbs of at most 32 KiB and walks its service table from
 // the first entry for each (ip_vs_genl_dump_services skips cb->args[0] entries), so a
@@ -31,82 +26,7 @@ const dumpAllUpTo = 10000
 // the heavy round (s.heavy, set by syncFull: heavyDue, or the desired state rebuilt),
 // after a failed dump, or at most dumpAllUpTo of them.
 func (s *Syncer) dumpAllDue() bool {
-	return s.heavy || s.dumpFailed || s.vs.Len() <= s.dumpAllUpTo
-}
-
-// heavyDue reports whether this full sync is the heavy round: CheckEvery full syncs
-// after the last one, it dumps every virtual server and lists every set. Where periodic
-// full syncs run in the background (BackgroundFull) and CheckEvery > 1, only such a one
-// takes it: a full sync run inline (for a change to every Service, or one needed) holds
-// the runner, and every change with it, and the heavy round took 18-20 s at 30,000
-// Services in the emulated VM (an endpoint removal waited 20.2 s behind one, `make
-// bench-scale`); the next
-// background one takes it instead, unless it is overdue by another CheckEvery (changes
-// to every Service coming faster than syncPeriod leave no periodic full sync to the
-// background).
-func (s *Syncer) heavyDue() bool {
-	every := max(s.opts.CheckEvery, 1)
-	since := s.fullRound + 1 - s.lastHeavy
-	if s.opts.BackgroundFull && !s.background && every > 1 {
-		return since >= 2*every
-	}
-	return since >= every
-}
-
-// lookupKeys lists the cached virtual servers whose real servers this full sync reads
-// (checkRealServers), to be looked up instead of dumped. Called with s.mu held.
-func (s *Syncer) lookupKeys() []kernel.VSKey {
-	var keys []kernel.VSKey
-	for key := range s.vs.Keys() {
-		if _, read := s.checkRealServers(key); read {
-			keys = append(keys, key)
-		}
-	}
-	return keys
-}
-
-// lookedUp returns the virtual servers the lookups of keys found (found holds a zero
-// entry for each one not found), in keys' order, and how many of keys the kernel no
-// longer has and no sync wrote during the lookups: drift that the caller repairs with a
-// dump of everything. The cache keeps the rest as they were (refreshCache): a copy of
-// every cached virtual server per full sync was 12 MB of garbage at 100,000 Services.
-// Called with s.mu held.
-func (s *Syncer) lookedUp(keys []kernel.VSKey, found []kernel.DumpedVS) (vss []kernel.DumpedVS, missing int) {
-	vss = found[:0]
-	for i, key := range keys {
-		switch {
-		case found[i].Address.IsValid():
-			vss = append(vss, found[i])
-		case s.vs.Get(key) != nil && !s.touched.hasVS(key):
-			missing++
-		}
-	}
-	return vss, missing
-}
-
-// applyLooked is applyEverything for a full sync that looked up instead of dumping: it
-// compares and writes only the virtual servers it looked up and those whose desire
-// changed since the last sync (changed, the last sync's failed writes included); syncFull
-// compares the addresses likewise before, unless it dumped them (then every one). Every
-// other cached virtual server and address is what the last sync that touched it made it,
-// and this round read nothing new of it from the kernel, so comparing it with its desire
-// finds nothing: at 30,000 Services that compare of 45,000 virtual servers and as many
-// addresses was a third of the time of such a round (BenchmarkPeriodicFullSync30k). The
-// CheckEvery-th round, which dumps, compares everything.
-func (s *Syncer) applyLooked(looked []kernel.VSKey, changed *proxier.Delta, rsDue func(kernel.VSKey) bool, errs *[]error, ph *phases) {
-	keys := make([]kernel.VSKey, 0, len(looked)+len(changed.VirtualServers))
-	seen := make(map[kernel.VSKey]struct{}, cap(keys))
-	for _, key := range looked {
-		seen[key] = struct{}{}
-		keys = append(keys, key)
-	}
-	for key := range changed.VirtualServers {
-		if _, dup := seen[key]; !dup {
-			keys = append(keys, key)
-		}
-	}
-	s.applyInChunks(keys, rsDue, errs)
-	ph.mark("ipvs")
+	return s.heavy || s.dumpFailed || s.ipvs.Len() <= s.dumpAllUpTo
 }
 
 // lookupState is whether full syncs dump or look up.

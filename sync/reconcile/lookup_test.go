@@ -107,11 +107,12 @@ func TestLookupMissingOnlyCountsDrift(t *testing.T) {
 	svc1 := kernel.VSKey{Protocol: kernel.TCP, Address: netip.MustParseAddr("10.100.0.1"), Port: 80}
 	// A round that looks svc-1 up: with some CheckEvery, its turn in the rotation never
 	// falls on a round that looks up (it falls on the dump's).
-	for i := 0; !h.syncer.checkRealServersNow(svc1) || h.syncer.heavyDue(); i++ {
+	for i := 0; !h.syncer.ipvs.CheckRealServersNow(svc1, h.syncer.fullRound+1) || h.syncer.heavyDue(h.syncer.opts.CheckEvery, h.syncer.opts.BackgroundFull); i++ {
 		if i == 8 {
 			t.Fatal("svc-1 never comes up for a lookup")
 		}
 		h.syncer.opts.CheckEvery = 2 + i/2
+		h.syncer.ipvs.SetCheckEvery(h.syncer.opts.CheckEvery)
 		fullSyncOps(t, h)
 	}
 	armed = true
@@ -138,7 +139,7 @@ func statsOf(h *harness, key kernel.VSKey) kernel.VSStats {
 }
 
 // TestLightFullSyncAppliesChanges: a full sync that looks up instead of dumping compares
-// only what it looked up and what changed since the last sync (applyLooked), so the
+// only what it looked up and what changed since the last sync (ipvs.Reconciler.ApplyLooked), so the
 // changes it brings (a Service added with a new address, one deleted, one's endpoints
 // changed) must be in that; the node ends as a full compare would leave it.
 func TestLightFullSyncAppliesChanges(t *testing.T) {

@@ -7,14 +7,15 @@ import (
 
 	"github.com/ipvs-proxier/ipvs-proxier/kernel"
 	"github.com/ipvs-proxier/ipvs-proxier/proxier"
+	"github.com/ipvs-proxier/ipvs-proxier/sync/reconcile/sets"
 )
 
 // lowerBackgroundMembers makes a full sync send its member writes in the background from
 // n of them on, for one test.
 func lowerBackgroundMembers(t *testing.T, n int) {
-	old := backgroundMembers
-	backgroundMembers = n
-	t.Cleanup(func() { backgroundMembers = old })
+	old := sets.BackgroundMembers
+	sets.BackgroundMembers = n
+	t.Cleanup(func() { sets.BackgroundMembers = old })
 }
 
 // TestMembersWrittenAlongsideVirtualServers: a cold start's set members (many) are

@@ -49,7 +49,7 @@ func syncedAt(t *testing.T, now *time.Time) (*harness, *metrics.Metrics) {
 func newObservedHarness(t *testing.T, k kernel.Kernel, fake *kernel.Fake, now func() time.Time) (*harness, *metrics.Metrics, *recordingHC) {
 	var h *harness
 	m := metrics.New(metrics.Sources{
-		Counts: func() metrics.Counts { return h.syncer.Counts() }, Draining: func() int { return h.syncer.Draining() },
+		Counts: func() metrics.Counts { return metrics.Counts(h.syncer.Counts()) }, Draining: func() int { return h.syncer.Draining() },
 		Pending: func() (int, int) { return h.tracker.PendingByKind() }, ChangesTotal: func() (uint64, uint64) { return h.tracker.Totals() },
 		NoLocal:  func(f kernel.Family) (int, int) { return h.syncer.NoLocal(f) },
 		Families: []kernel.Family{kernel.IPv4, kernel.IPv6},
@@ -62,7 +62,7 @@ func newObservedHarness(t *testing.T, k kernel.Kernel, fake *kernel.Fake, now fu
 		k = fake.Kernel()
 	}
 	h = newHarness(t, kernel.Wrap(k, m.KernelHooks()), fake, func(o *Options) {
-		o.Metrics, o.HealthChecks, o.Now = m, hc, now
+		o.Observer, o.HealthChecks, o.Now = m, hc, now
 	})
 	m.Register(&metrics.VSCollector{Stats: h.syncer.VSStats})
 	return h, m, hc
@@ -78,9 +78,9 @@ func scrape(t *testing.T, m *metrics.Metrics) metricstest.Families {
 }
 
 // kernelCounts counts what the fake kernel holds (all of it ours in these tests).
-func kernelCounts(t *testing.T, h *harness) metrics.Counts {
+func kernelCounts(t *testing.T, h *harness) Counts {
 	t.Helper()
-	var c metrics.Counts
+	var c Counts
 	vss, err := h.fake.ListVirtualServers()
 	if err != nil {
 		t.Fatal(err)
@@ -259,7 +259,7 @@ func TestMetricsNetworkProgramming(t *testing.T) {
 	}
 	h.tracker.EndpointsChanged(front)
 	h.mustSync(t)
-	if _, ok := h.syncer.triggerSeen[front]; ok {
+	if _, ok := h.syncer.latencies.seen[front]; ok {
 		t.Error("the trigger time of a Service without slices is kept")
 	}
 }

@@ -26,17 +26,28 @@ import (
 // maxRefusedKept bounds the refused writes one sync keeps for its report.
 const maxRefusedKept = 256
 
-// refusedState holds the current sync's refused writes, for reportRefused.
-type refusedState struct {
-	refused []refusedWrite
+// refusals are the current sync's refused writes, for report, and what was said of
+// earlier ones.
+type refusals struct {
+	observer Observer
+	log      *zap.Logger
+	events   EventSink
+	refused  []refusedWrite
 	// dropped counts the refused writes past maxRefusedKept.
 	dropped int
 	// unowned are the refused objects of no Service already logged, each said once.
 	unowned map[string]struct{}
-	// refusedSaid are the Services whose refusals were reported since they last changed:
-	// one Event a Service until it changes, however many syncs retry which of its writes.
-	refusedSaid map[proxier.ServiceKey]struct{}
+	// said are the Services whose refusals were reported since they last changed: one
+	// Event a Service until it changes, however many syncs retry which of its writes.
+	said map[proxier.ServiceKey]struct{}
 }
+
+func newRefusals(o Observer, log *zap.Logger, events EventSink) *refusals {
+	return &refusals{observer: o, log: log, events: events, unowned: map[string]struct{}{}, said: map[proxier.ServiceKey]struct{}{}}
+}
+
+// changed has a refusal of the new state of Service k reported anew.
+func (r *refusals) changed(k proxier.ServiceKey) { delete(r.said, k) }
 
 // refusedWrite is one refused write: to a virtual server (or one of its real servers),
 // an address, or a set member.
@@ -63,33 +74,33 @@ func (w refusedWrite) what() string {
 
 // isolated reports whether err is the kernel refusing one object (kernel.ErrRefused)
 // and, if so, keeps w for the sync's report: the caller leaves it out of the sync's error.
-func (s *Syncer) isolated(err error, w refusedWrite) bool {
+func (r *refusals) isolated(err error, w refusedWrite) bool {
 	if !errors.Is(err, kernel.ErrRefused) {
 		return false
 	}
-	s.opts.Metrics.KernelRefused(w.kind)
-	if len(s.refused) >= maxRefusedKept {
-		s.dropped++
+	r.observer.KernelRefused(w.kind)
+	if len(r.refused) >= maxRefusedKept {
+		r.dropped++
 		return true
 	}
 	w.err = err
-	s.refused = append(s.refused, w)
+	r.refused = append(r.refused, w)
 	return true
 }
 
-// reportRefused reports the sync's refused writes against the Services that want them,
-// and forgets them. Called with s.mu held, at the end of each sync.
-func (s *Syncer) reportRefused() {
-	if len(s.refused) == 0 {
+// report reports the sync's refused writes against the Services of desired that want
+// them, and forgets them. Called at the end of each sync.
+func (r *refusals) report(desired *proxier.Desired) {
+	if len(r.refused) == 0 {
 		return
 	}
-	owners := s.refusedOwners()
+	owners := r.owners(desired)
 	byService := map[proxier.ServiceKey][]refusedWrite{}
-	for i, w := range s.refused {
+	for i, w := range r.refused {
 		if len(owners[i]) == 0 {
-			if _, said := s.unowned[w.what()]; !said && len(s.unowned) < maxRefusedKept {
-				s.unowned[w.what()] = struct{}{}
-				s.log.Warn("Kernel refused a write no Service wants; retried at each sync", zap.String("object", w.what()), zap.Error(w.err))
+			if _, said := r.unowned[w.what()]; !said && len(r.unowned) < maxRefusedKept {
+				r.unowned[w.what()] = struct{}{}
+				r.log.Warn("Kernel refused a write no Service wants; retried at each sync", zap.String("object", w.what()), zap.Error(w.err))
 			}
 			continue
 		}
@@ -98,22 +109,22 @@ func (s *Syncer) reportRefused() {
 		}
 	}
 	for k, ws := range byService {
-		if _, said := s.refusedSaid[k]; said {
+		if _, said := r.said[k]; said {
 			continue
 		}
-		s.refusedSaid[k] = struct{}{}
+		r.said[k] = struct{}{}
 		p := refusedProblem(k, ws)
-		s.log.Warn("Kernel refused writes of a Service; the others are programmed", zap.String("namespace", k.Namespace),
+		r.log.Warn("Kernel refused writes of a Service; the others are programmed", zap.String("namespace", k.Namespace),
 			zap.String("name", k.Name), zap.String("message", p.Message))
-		if s.opts.Events != nil {
-			s.opts.Events.Warn(p)
+		if r.events != nil {
+			r.events.Warn(p)
 		}
 	}
-	if s.dropped > 0 {
-		s.log.Warn("Kernel refused more writes than reported", zap.Int("unreported", s.dropped))
+	if r.dropped > 0 {
+		r.log.Warn("Kernel refused more writes than reported", zap.Int("unreported", r.dropped))
 	}
-	clear(s.refused)
-	s.refused, s.dropped = s.refused[:0], 0
+	clear(r.refused)
+	r.refused, r.dropped = r.refused[:0], 0
 }
 
 // maxRefusedNamed bounds the objects a KernelRefused Event names.
@@ -136,17 +147,17 @@ func refusedProblem(k proxier.ServiceKey, ws []refusedWrite) proxier.Problem {
 	return proxier.Problem{Kind: "Service", Namespace: k.Namespace, Name: k.Name, Reason: "KernelRefused", Message: proxier.BoundMessage(msg)}
 }
 
-// refusedOwners returns, for each refused write, the Services that want its object: a
-// virtual server's owner, and for an address or a member every Service whose state
+// owners returns, for each refused write, the Services of desired that want its object:
+// a virtual server's owner, and for an address or a member every Service whose state
 // holds it (one pass over the desired state, only in a sync that had refusals).
-func (s *Syncer) refusedOwners() [][]proxier.ServiceKey {
-	owners := make([][]proxier.ServiceKey, len(s.refused))
+func (r *refusals) owners(desired *proxier.Desired) [][]proxier.ServiceKey {
+	owners := make([][]proxier.ServiceKey, len(r.refused))
 	addrs := map[netip.Addr][]int{}
 	members := map[kernel.Member][]int{}
-	for i, w := range s.refused {
+	for i, w := range r.refused {
 		switch w.kind {
 		case "virtual_server", "real_server":
-			if _, owner, ok := s.desired.VirtualServer(w.vs); ok {
+			if _, owner, ok := desired.VirtualServer(w.vs); ok {
 				owners[i] = []proxier.ServiceKey{owner}
 			}
 		case "address":
@@ -158,7 +169,7 @@ func (s *Syncer) refusedOwners() [][]proxier.ServiceKey {
 	if len(addrs) == 0 && len(members) == 0 {
 		return owners
 	}
-	for st := range s.desired.States() {
+	for st := range desired.States() {
 		for _, a := range st.Bind {
 			for _, i := range addrs[a] {
 				owners[i] = append(owners[i], st.Key)

@@ -7,7 +7,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 
 	"github.com/ipvs-proxier/ipvs-proxier/kernel"
-	"github.com/ipvs-proxier/ipvs-proxier/sync/metrics"
+	"github.com/ipvs-proxier/ipvs-proxier/sync/reconcile/ipvs"
 )
 
 // TestSnapshotReadersNeverTakeTheSyncLock: /metrics, /status and the health checks read
@@ -23,8 +23,8 @@ func TestSnapshotReadersNeverTakeTheSyncLock(t *testing.T) {
 	defer h.syncer.mu.Unlock()
 	var (
 		st   Status
-		c    metrics.Counts
-		vs   *metrics.VSStats
+		c    Counts
+		vs   *ipvs.VSStats
 		d    int
 		done = make(chan struct{})
 	)

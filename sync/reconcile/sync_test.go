@@ -15,6 +15,7 @@ import (
 
 	"github.com/ipvs-proxier/ipvs-proxier/kernel"
 	"github.com/ipvs-proxier/ipvs-proxier/proxier"
+	"github.com/ipvs-proxier/ipvs-proxier/sync/reconcile/ipvs"
 	"github.com/ipvs-proxier/ipvs-proxier/sync/source"
 )
 
@@ -305,13 +306,13 @@ func TestFullSyncSpreadsRealServerChecks(t *testing.T) {
 	}
 }
 
-// TestFullSyncBoundsRealServerReads: past realServerReads × CheckEvery virtual servers, a
-// full sync reads the real servers of about realServerReads of them, and a real server
-// deleted by hand is back within N/realServerReads full syncs.
+// TestFullSyncBoundsRealServerReads: past ipvs.RealServerReads × CheckEvery virtual servers, a
+// full sync reads the real servers of about ipvs.RealServerReads of them, and a real server
+// deleted by hand is back within N/ipvs.RealServerReads full syncs.
 func TestFullSyncBoundsRealServerReads(t *testing.T) {
 	h := newHarness(t, kernel.Kernel{}, nil, func(o *Options) { o.CheckEvery = 2 })
 	const n = 4000 // one virtual server each
-	rounds := n / realServerReads
+	rounds := n / ipvs.RealServerReads
 	addServices(h, n)
 	h.mustSync(t)
 	want := h.fake.Dump()
@@ -322,8 +323,8 @@ func TestFullSyncBoundsRealServerReads(t *testing.T) {
 		h.fake.ResetOps()
 		h.tracker.AllChanged()
 		h.mustSync(t)
-		if n := h.fake.Ops()["ListRealServers"]; n < realServerReads/2 || n > realServerReads*3/2 {
-			t.Errorf("full sync %d listed the real servers of %d of 4,000 virtual servers, want about %d", i, n, realServerReads)
+		if n := h.fake.Ops()["ListRealServers"]; n < ipvs.RealServerReads/2 || n > ipvs.RealServerReads*3/2 {
+			t.Errorf("full sync %d listed the real servers of %d of 4,000 virtual servers, want about %d", i, n, ipvs.RealServerReads)
 		}
 	}
 	if got := h.fake.Dump(); got != want {

@@ -3,14 +3,16 @@ package reconcile
 import (
 	"errors"
 	"net/netip"
-	"sync"
 	"time"
 
 	"go.uber.org/zap"
 
 	"github.com/ipvs-proxier/ipvs-proxier/kernel"
 	"github.com/ipvs-proxier/ipvs-proxier/proxier"
-	"github.com/ipvs-proxier/ipvs-proxier/sync/metrics"
+	"github.com/ipvs-proxier/ipvs-proxier/sync/reconcile/addrs"
+	"github.com/ipvs-proxier/ipvs-proxier/sync/reconcile/ipvs"
+	"github.com/ipvs-proxier/ipvs-proxier/sync/reconcile/rules"
+	"github.com/ipvs-proxier/ipvs-proxier/sync/reconcile/sets"
 	"github.com/ipvs-proxier/ipvs-proxier/sync/source"
 )
 
@@ -41,7 +43,7 @@ type Options struct {
 	// every time.
 	CheckEvery int
 	// VSSeriesLimit is the metrics' --metrics-per-vs-limit: how many of the busiest
-	// virtual servers the snapshot keeps with their counters (vsstats.go); 0 keeps all.
+	// virtual servers the snapshot keeps with their counters (ipvs/stats.go); 0 keeps all.
 	VSSeriesLimit int
 	// NodePortMin and NodePortMax bound the ports of NodePort virtual servers we own on
 	// node IPs; others on node IPs belong to someone else.
@@ -50,41 +52,12 @@ type Options struct {
 	source.NodeOptions
 	Logger *zap.Logger
 	Events EventSink
-	// Metrics records sync durations and latencies; nil records nothing.
-	Metrics *metrics.Metrics
+	// Observer is told what each sync did, for metrics; nil tells no one.
+	Observer Observer
 	// HealthChecks serves healthCheckNodePorts; nil serves none.
 	HealthChecks HealthCheckSink
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
-}
-
-// programmedVS is what we believe the kernel holds for one virtual server.
-type programmedVS struct {
-	settings vsSettings
-	rss      realServers
-	// stats are its counters as last read (a dump or a lookup), for the snapshot.
-	stats kernel.VSStats
-	// seen is the full-sync round that last found it in the kernel; read the one that
-	// last read its real servers from it.
-	seen, read int32
-}
-
-// vsSettings are a virtual server's settings without its key, which the cache's map
-// holds: 24 bytes against 64 for a kernel.VirtualServer, of each of 125,000 cached
-// virtual servers at 100,000 Services.
-type vsSettings struct {
-	scheduler      string
-	flags, timeout uint32
-}
-
-// settingsOf returns vs's settings (its flags: only those we own).
-func settingsOf(vs kernel.VirtualServer) vsSettings {
-	return vsSettings{scheduler: vs.Scheduler, flags: vs.Flags & kernel.OwnFlags, timeout: vs.Timeout}
-}
-
-type drainKey struct {
-	vs   kernel.VSKey
-	dest netip.AddrPort
 }
 
 // Syncer computes desired state from a Source and applies it to a Kernel. Sync is its
@@ -101,29 +74,25 @@ type Syncer struct {
 	// translation's problems: a Service loses when another one is set.
 	conflicts *problemReporter
 
-	mu      sync.Mutex
+	mu      syncLock
 	cfg     proxier.Config
 	desired *proxier.Desired
 	// built is set once desired holds every Service.
 	built bool
+	// The reconcilers, each of one kind of kernel object: its state and its writes.
+	ipvs  *ipvs.Reconciler  // virtual and real servers
+	addrs *addrs.Reconciler // the dummy's addresses
+	sets  *sets.Reconciler  // our sets, and ownership read from them
+	rules *rules.Reconciler // our rules, and the UDP conntrack reconcile
 	// The rest of the state, each part kept by the file that works on it.
-	fullState                // full.go: when full syncs run, and which round
-	lookupState              // lookup.go: dumps or lookups
-	kernelCache              // cache.go: what we programmed
-	statsState               // vsstats.go: the counters published
-	writeQueue               // apply.go: this apply's batched writes and the retries
-	setState                 // sets.go, setcapacity.go: the sets and their repair
-	ownershipState           // ownership.go
-	drainState               // drain.go
-	rulesState               // rules.go
-	readState                // read.go
-	addrWatch      addrWatch // addrwatch.go
-	conntrackState           // conntrack.go
-	refusedState             // refused.go: writes the kernel refused, this sync
-	observeState             // observe.go, snapshot.go: status, the published snapshot, latency triggers
-	// onYield, for tests, runs in yieldLock with s.mu released.
-	onYield func()
-	// onAddrWait, for tests, runs when flushAddresses waits for a background batch.
+	fullState    // schedule.go: when full syncs run, and which round
+	lookupState  // lookup.go: dumps or lookups
+	writeQueue   // apply.go: this apply's batched writes and the retries
+	observeState // observe.go: status, latency triggers
+	published    // snapshot.go: the snapshot readers read without the lock
+	// refusals are the writes the kernel refused, this sync (refused.go).
+	refusals *refusals
+	// onAddrWait, for tests, runs when the addresses' flush waits for a background batch.
 	onAddrWait func()
 }
 
@@ -152,23 +121,86 @@ func NewSyncer(opts Options, k kernel.Kernel, src source.Source, tracker *source
 		opts.NodePortMin, opts.NodePortMax = 30000, 32767
 	}
 	opts.Config = opts.Config.WithDefaults()
+	started := opts.Now()
+	var observer Observer = noObserver{}
+	if opts.Observer != nil {
+		observer = opts.Observer
+	}
 	s := &Syncer{
 		opts: opts, k: k, src: src, tracker: tracker, log: opts.Logger,
 		problems:  newProblemReporter(opts.Logger, opts.Events),
 		conflicts: newProblemReporter(opts.Logger, opts.Events),
 		cfg:       opts.Config, desired: proxier.NewDesired(),
-		fullState:    fullState{needFull: true},
-		lookupState:  lookupState{dumpAllUpTo: dumpAllUpTo, listUncountedUpTo: listUncountedUpTo},
-		writeQueue:   writeQueue{retry: proxier.NewDelta()},
-		setState:     setState{pendingSets: map[string]struct{}{}},
-		refusedState: refusedState{unowned: map[string]struct{}{}, refusedSaid: map[proxier.ServiceKey]struct{}{}},
-		drainState:   drainState{drain: map[drainKey]time.Time{}},
-		rulesState:   rulesState{rules: map[kernel.Family]string{}, saved: map[kernel.Family]string{}},
-		observeState: observeState{started: opts.Now(), triggerSeen: map[proxier.ServiceKey]time.Time{}},
+		fullState:   fullState{needFull: true},
+		lookupState: lookupState{dumpAllUpTo: dumpAllUpTo, listUncountedUpTo: listUncountedUpTo},
+		writeQueue:  writeQueue{retry: proxier.NewDelta()},
+		observeState: observeState{observer: observer, started: started,
+			latencies: latencies{since: started, seen: map[proxier.ServiceKey]time.Time{}}},
 	}
+	s.published.now = func() time.Time { return s.opts.Now() }
+	s.refusals = newRefusals(observer, opts.Logger, opts.Events)
+	s.ipvs = ipvs.New(ipvs.Config{
+		IPVS: k.IPVS, Conntrack: k.Conntrack, Log: opts.Logger,
+		Now:             func() time.Time { return s.opts.Now() },
+		GracefulTimeout: opts.GracefulTimeout, CheckEvery: opts.CheckEvery, VSSeriesLimit: opts.VSSeriesLimit,
+		Desired: func() *proxier.Desired { return s.desired },
+		Owns:    s.owns,
+		Failed: func(kind string, key kernel.VSKey, err error) bool {
+			refused := s.refusals.isolated(err, refusedWrite{kind: kind, vs: key})
+			s.retry.VirtualServers[key] = struct{}{}
+			return refused
+		},
+		Yield: s.mu.yield,
+	})
+	s.addrs = addrs.New(addrs.Config{
+		Addresses: k.Addresses, Log: opts.Logger,
+		Device:  func() string { return s.cfg.DummyDevice },
+		Now:     func() time.Time { return s.opts.Now() },
+		Desired: func() *proxier.Desired { return s.desired },
+		Failed: func(a netip.Addr, err error) bool {
+			refused := s.refusals.isolated(err, refusedWrite{kind: "address", addr: a})
+			s.retry.Addresses[a] = struct{}{}
+			return refused
+		},
+		Wait: s.mu.waitReleased, Lock: s.mu.lockReleased,
+		OnWait: func() {
+			if s.onAddrWait != nil {
+				s.onAddrWait()
+			}
+		},
+	})
+	s.sets = sets.New(sets.Config{
+		IPSets: k.IPSets, Log: opts.Logger,
+		Now:      func() time.Time { return s.opts.Now() },
+		Families: func() []kernel.Family { return s.cfg.Families },
+		Desired:  func() *proxier.Desired { return s.desired },
+		Failed: func(m kernel.Member, err error) bool {
+			refused := s.refusals.isolated(err, refusedWrite{kind: "set_member", member: m})
+			s.retry.Members[m] = struct{}{}
+			return refused
+		},
+		Wait: s.mu.waitReleased, Lock: s.mu.lockReleased,
+	})
+	s.rules = rules.New(rules.Config{
+		Iptables: k.Iptables, Conntrack: k.Conntrack, Log: opts.Logger, SyncPeriod: opts.SyncPeriod,
+		Now:           func() time.Time { return s.opts.Now() },
+		Config:        func() *proxier.Config { return &s.cfg },
+		Desired:       func() *proxier.Desired { return s.desired },
+		Retry:         func() { s.retry.RulesChanged = true },
+		NeedFull:      func() { s.needFull = true },
+		RestoreFailed: func(f kernel.Family) { s.observer.IptablesRestoreFailed(f) },
+		Reconciled: func(f kernel.Family, took time.Duration, deleted int) {
+			s.observer.ConntrackReconciled(f, took, deleted)
+		},
+	})
 	s.publish()
 	return s
 }
+
+// DummyAddressesChanged is the address watch's report for the dummy interface: an
+// address on it was added or removed, or the subscription began (watching) or ended
+// (not watching). Safe from any goroutine.
+func (s *Syncer) DummyAddressesChanged(watching bool) { s.addrs.DummyAddressesChanged(watching) }
 
 // ErrNotSynced is returned by Sync while the informers have not synced; nothing is
 // programmed or pruned until they have.
@@ -191,7 +223,7 @@ func (s *Syncer) Sync() error {
 	keys, all := s.tracker.Drain()
 	full := s.needFull || all || start.Sub(s.lastFull) >= s.opts.SyncPeriod
 	if full && !s.fullRunning {
-		s.fullWhy = s.whyFull(all)
+		s.fullWhy = s.whyFull(s.status.LastSuccess.IsZero(), all)
 	}
 	switch {
 	case full && s.fullRunning:
@@ -218,14 +250,14 @@ func (s *Syncer) run(start time.Time, keys map[proxier.ServiceKey]struct{}, full
 	} else {
 		err = s.syncPartial(keys, ph)
 	}
-	err = errors.Join(err, s.reapDrained())
-	s.reportRefused()
+	err = errors.Join(err, s.ipvs.Reap())
+	s.refusals.report(s.desired)
 	if hc := s.opts.HealthChecks; hc != nil {
 		hc.Apply()
 	}
 	ph.mark("reapAndHealthChecks")
 	end := s.opts.Now()
-	s.opts.Metrics.ObserveSync(full, end.Sub(start), err, end)
+	s.observer.ObserveSync(full, end.Sub(start), err, end)
 	s.status.LastSync, s.status.LastFull, s.status.LastDuration = end, full, end.Sub(start)
 	s.status.Syncs++
 	if err != nil {
@@ -235,7 +267,7 @@ func (s *Syncer) run(start time.Time, keys map[proxier.ServiceKey]struct{}, full
 	}
 	first := s.status.LastSuccess.IsZero()
 	s.status.LastSuccess, s.status.LastError = end, ""
-	s.observeTriggers(end)
+	s.latencies.observe(s.observer, end)
 	if full {
 		s.logFullSync(first, end.Sub(start), ph)
 	} else if took := end.Sub(start); took >= slowPartialSync {
@@ -243,23 +275,6 @@ func (s *Syncer) run(start time.Time, keys map[proxier.ServiceKey]struct{}, full
 	}
 	s.log.Debug("Synced", zap.Bool("full", full), zap.Int("services", len(keys)), zap.Duration("took", end.Sub(start)))
 	return nil
-}
-
-// whyFull names what asks for a full sync now: the first one, one needed (after a
-// failed dump or iptables-save, or a change to every Service during the last one's
-// reads), a change to every Service (the Node, ServiceCIDRs, node addresses), or
-// syncPeriod. Only a periodic one runs in the background (BackgroundFull): the others
-// hold the runner, and with it every change, until they end.
-func (s *Syncer) whyFull(all bool) string {
-	switch {
-	case s.status.LastSuccess.IsZero():
-		return "first"
-	case s.needFull:
-		return "needed"
-	case all:
-		return "allChanged"
-	}
-	return "syncPeriod"
 }
 
 // logFullSync says how long a full sync took and where the time went: at Info for the
@@ -277,7 +292,7 @@ func (s *Syncer) logFullSync(first bool, took time.Duration, ph *phases) {
 		return
 	}
 	fields := []zap.Field{zap.Duration("took", took), zap.Duration("sinceStart", s.opts.Now().Sub(s.started)),
-		zap.Int("services", s.desired.Len()), zap.Int("virtualServers", s.vs.Len()), zap.Int("realServers", s.rsTotal),
+		zap.Int("services", s.desired.Len()), zap.Int("virtualServers", s.ipvs.Len()), zap.Int("realServers", s.ipvs.RealServerCount()),
 		zap.String("why", s.fullWhy), zap.Bool("dumpedAll", s.dumpedAll), zap.Bool("dumpedAddresses", s.dumpedAddrs)}
 	ce.Write(append(fields, ph.fields...)...)
 }
@@ -320,14 +335,17 @@ func (s *Syncer) updateService(k proxier.ServiceKey, delta *proxier.Delta) {
 func (s *Syncer) updateServiceWith(k proxier.ServiceKey, t translated, delta *proxier.Delta) {
 	st := t.st
 	s.problems.report(k, st.Problems)
-	delete(s.refusedSaid, k) // a refusal of its new state is reported anew
+	s.refusals.changed(k) // a refusal of its new state is reported anew
 	if s.desired.Set(st, delta) {
-		s.statsRebuild = true // a virtual server's owner may have changed
+		s.ipvs.RebuildStats() // a virtual server's owner may have changed
 	}
 	for _, c := range s.desired.TakeConflictChanges() {
 		s.conflicts.report(c, s.desired.Conflicts(c))
 	}
-	s.noteTriggers(k, t.slices)
+	taken := s.src.TakeTriggers(k) // taken even without an observer: the source keeps them until then
+	if s.opts.Observer != nil {
+		s.latencies.note(k, taken, t.slices)
+	}
 	if hc := s.opts.HealthChecks; hc != nil && delta != nil {
 		hc.SetHealthCheck(k, st.HealthCheck)
 	}

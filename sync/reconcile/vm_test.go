@@ -630,7 +630,7 @@ ip netns exec client ip addr add 10.0.5.4/24 dev eth0 && ip netns exec client ip
 		mk(netip.MustParseAddrPort("10.0.5.9:4000"), netip.MustParseAddrPort("10.244.0.99:53")) // an endpoint long gone
 		mk(netip.MustParseAddrPort("10.0.5.9:4001"), netip.MustParseAddrPort("10.244.0.12:53")) // pod2, live
 		s.mu.Lock()
-		s.lastReconcile = time.Time{}
+		s.rules.ReconcileUDPNext()
 		s.mu.Unlock()
 		tracker.AllChanged()
 		if err := s.Sync(); err != nil {

@@ -9,7 +9,7 @@ import (
 
 	"github.com/ipvs-proxier/ipvs-proxier/kernel"
 	"github.com/ipvs-proxier/ipvs-proxier/proxier"
-	"github.com/ipvs-proxier/ipvs-proxier/sync/metrics"
+	"github.com/ipvs-proxier/ipvs-proxier/sync/reconcile/ipvs"
 )
 
 // TestVSTotalsAreMonotonic: the published sums never go back. A deleted virtual server's
@@ -27,7 +27,7 @@ func TestVSTotalsAreMonotonic(t *testing.T) {
 	ka := kernel.VSKey{Protocol: kernel.TCP, Address: netip.MustParseAddr("10.96.0.1"), Port: 80}
 	kb := kernel.VSKey{Protocol: kernel.TCP, Address: netip.MustParseAddr("10.96.0.2"), Port: 80}
 	conns := func(n uint64) kernel.VSStats { return kernel.VSStats{Connections: n, BytesIn: 100 * n} }
-	sum := func() (uint64, *metrics.VSStats) {
+	sum := func() (uint64, *ipvs.VSStats) {
 		t.Helper()
 		fullSyncOps(t, h)
 		stats, failed := h.syncer.VSStats()
@@ -43,7 +43,7 @@ func TestVSTotalsAreMonotonic(t *testing.T) {
 	h.fake.AddTraffic(ka, conns(10))
 	h.fake.AddTraffic(kb, conns(20))
 	if got, stats := sum(); got != 30 || stats.Owned != 2 || len(stats.Busiest) != 2 ||
-		stats.Busiest[0].Key != kb || stats.Busiest[0].Owner != (metrics.Owner{Namespace: "ns", Name: "b"}) {
+		stats.Busiest[0].Key != kb || stats.Busiest[0].Owner != (ipvs.Owner{Namespace: "ns", Name: "b"}) {
 		t.Fatalf("sum %d, stats %+v: want 30, b the busiest of 2", got, stats)
 	}
 
@@ -106,7 +106,7 @@ func TestVSStatsRebuiltOnlyWhenStale(t *testing.T) {
 	h.src.SetSlice(slice("ns", "b", "b-1", 80, v1.ProtocolTCP, "10.1.0.2"))
 	h.mustSync(t)
 	ka := kernel.VSKey{Protocol: kernel.TCP, Address: netip.MustParseAddr("10.96.0.1"), Port: 80}
-	read := func() *metrics.VSStats {
+	read := func() *ipvs.VSStats {
 		t.Helper()
 		fullSyncOps(t, h)
 		stats, _ := h.syncer.VSStats()
@@ -159,9 +159,9 @@ func TestVSStatsUpdateIsTheWalk(t *testing.T) {
 		}
 		fullSyncOps(t, h)
 		light, _ := h.syncer.VSStats()
-		h.syncer.statsRebuild = true
-		h.syncer.refreshStats()
-		walked := h.syncer.stats
+		h.syncer.ipvs.RebuildStats()
+		h.syncer.ipvs.RefreshStats()
+		walked := h.syncer.ipvs.Stats()
 		if !slices.Equal(light.Busiest, walked.Busiest) || light.Totals != walked.Totals || light.Owned != walked.Owned {
 			t.Fatalf("round %d: the light refresh kept %+v, the walk %+v", round, light.Busiest, walked.Busiest)
 		}

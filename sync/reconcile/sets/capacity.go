@@ -1,4 +1,4 @@
-package reconcile
+package sets
 
 import (
 	"go.uber.org/zap"
@@ -7,29 +7,29 @@ import (
 	"github.com/ipvs-proxier/ipvs-proxier/proxier"
 )
 
-// sized is set with the capacity its desired members need (capacityFor), which
+// Sized is set with the capacity its desired members need (capacityFor), which
 // EnsureSet makes the kernel's set hold. A change of capacity is logged: past
 // kube-proxy's 65,536 its IPVS mode can no longer adopt the set on a rollback
 // (docs/migration.md).
-func (s *Syncer) sized(set kernel.Set) kernel.Set {
+func (r *Reconciler) Sized(set kernel.Set) kernel.Set {
 	if set.MaxElem == 0 { // bitmap:port: a fixed range
 		return set
 	}
-	n := s.desired.SetLen(set.Name)
-	if s.setCaps == nil {
-		s.setCaps = map[string]uint32{}
+	n := r.cfg.Desired().SetLen(set.Name)
+	if r.caps == nil {
+		r.caps = map[string]uint32{}
 	}
-	set.MaxElem = capacityFor(s.setCaps[set.Name], n)
-	last := s.setCaps[set.Name]
+	set.MaxElem = capacityFor(r.caps[set.Name], n)
+	last := r.caps[set.Name]
 	if last == 0 { // not sized yet: compared with kube-proxy's, which a new set gets
 		last = proxier.SetCapacity(0)
 	}
 	if last != set.MaxElem {
-		s.log.Info("set capacity changes with its members; the set is made or remade with it, its members kept",
+		r.cfg.Log.Info("set capacity changes with its members; the set is made or remade with it, its members kept",
 			zap.String("set", set.Name), zap.Int("members", n), zap.Uint32("maxelem", set.MaxElem),
 			zap.Uint32("kubeProxyMaxelem", proxier.SetCapacity(0)))
 	}
-	s.setCaps[set.Name] = set.MaxElem
+	r.caps[set.Name] = set.MaxElem
 	return set
 }
 
@@ -54,19 +54,27 @@ func capacityFor(last uint32, n int) uint32 {
 // growSets remakes, before ops are written, each set they add to whose desired members
 // have outgrown the capacity it was last made with, so that a partial sync's adds fit; a
 // full sync sizes every set, shrinking ones too (kernel.RemakeSet).
-func (s *Syncer) growSets(ops []kernel.SetOp) {
+func (r *Reconciler) growSets(ops []kernel.SetOp) {
 	for _, op := range ops {
-		last, ok := s.setCaps[op.Set]
-		if op.Delete || !ok || capacityFor(last, s.desired.SetLen(op.Set)) <= last {
+		last, ok := r.caps[op.Set]
+		if op.Delete || !ok || capacityFor(last, r.cfg.Desired().SetLen(op.Set)) <= last {
 			continue
 		}
-		for _, set := range proxier.Sets(s.cfg.Families) {
+		for _, set := range proxier.Sets(r.cfg.Families()) {
 			if set.Name != op.Set {
 				continue
 			}
-			if err := s.k.IPSets.EnsureSet(s.sized(set)); err != nil {
-				s.log.Warn("Cannot grow a set; its adds fail until a sync grows it", zap.String("set", set.Name), zap.Error(err))
+			if err := r.cfg.IPSets.EnsureSet(r.Sized(set)); err != nil {
+				r.cfg.Log.Warn("Cannot grow a set; its adds fail until a sync grows it", zap.String("set", set.Name), zap.Error(err))
 			}
 		}
 	}
+}
+
+// RecordCapacity records that set was last made to hold c members, as Sized does.
+func (r *Reconciler) RecordCapacity(set string, c uint32) {
+	if r.caps == nil {
+		r.caps = map[string]uint32{}
+	}
+	r.caps[set] = c
 }

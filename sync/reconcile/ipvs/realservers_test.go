@@ -1,4 +1,4 @@
-package reconcile
+package ipvs
 
 import (
 	"math/rand/v2"

@@ -1,47 +1,47 @@
-package reconcile
+package ipvs
 
 import (
 	"github.com/ipvs-proxier/ipvs-proxier/kernel"
 	"github.com/ipvs-proxier/ipvs-proxier/proxier"
 )
 
-// realServerReads is how many virtual servers' real servers a full sync reads at most
+// RealServerReads is how many virtual servers' real servers a full sync reads at most
 // in its rotation: one netlink dump each (IPVS_CMD_GET_DEST names one service), past
 // dumpAllUpTo after a lookup each. At 30,000 Services (45,000 virtual servers) a tenth
 // was 4,500 dumps and most of each full sync; 1,000 were still most of an idle node's
 // CPU (0.4-1.6 s of reads and 0.3-1.0 s of lookups per light full sync in the emulated
 // VM, `make bench-scale`'s daemon log). The price is the repair time of a real server
-// changed by hand: N/realServerReads full syncs for N virtual servers (45 minutes at
+// changed by hand: N/RealServerReads full syncs for N virtual servers (45 minutes at
 // 30,000 Services), CheckEvery below 5,000 virtual servers.
-const realServerReads = 500
+const RealServerReads = 500
 
-// checkRealServersNow reports whether this full sync re-reads key's real servers. With
+// CheckRealServersNow reports whether full sync round re-reads key's real servers. With
 // CheckEvery > 1, each full sync reads a rotating 1/CheckEvery of our virtual servers,
-// and no more than about realServerReads of them: reading them all is one netlink dump
+// and no more than about RealServerReads of them: reading them all is one netlink dump
 // per virtual server. So hand-made real-server drift is repaired within
-// max(CheckEvery, N/realServerReads) syncPeriods. Virtual servers themselves are checked
+// max(CheckEvery, N/RealServerReads) syncPeriods. Virtual servers themselves are checked
 // every full sync (one dump).
-func (s *Syncer) checkRealServersNow(key kernel.VSKey) bool {
-	if s.opts.CheckEvery <= 1 {
+func (r *Reconciler) CheckRealServersNow(key kernel.VSKey, round int) bool {
+	if r.cfg.CheckEvery <= 1 {
 		return true
 	}
-	every := uint32(max(s.opts.CheckEvery, (s.vs.Len()+realServerReads-1)/realServerReads))
+	every := uint32(max(r.cfg.CheckEvery, (r.vs.Len()+RealServerReads-1)/RealServerReads))
 	h := uint32(key.Port)*2654435761 ^ uint32(key.Protocol)
 	for _, b := range key.Address.AsSlice() {
 		h = h*31 + uint32(b)
 	}
-	return h%every == uint32(s.fullRound)%every
+	return h%every == uint32(round-1)%every
 }
 
-// realServersDue says which virtual servers' real servers a full sync compares with the
-// desired ones: those it read from the kernel this round (read), those whose desire
+// RealServersDue says which virtual servers' real servers full sync round compares with
+// the desired ones: those it read from the kernel this round (read), those whose desire
 // changed since the last sync or whose write failed then (changed), or all when the
 // desired state was rebuilt (listAll). Every other one's cached real servers are what
 // the last sync that touched it made them, and still desired: comparing all of them
 // (56,000 virtual servers at 30,000 Services) was a third of an idle full sync in the VM
 // (a profile of `make bench-scale`). Drift behind our back shows only in a read,
 // and every virtual server is read within CheckEvery full syncs.
-func (s *Syncer) realServersDue(changed *proxier.Delta, listAll bool, round int) func(kernel.VSKey) bool {
+func (r *Reconciler) RealServersDue(changed *proxier.Delta, listAll bool, round int) func(kernel.VSKey) bool {
 	if listAll {
 		return nil
 	}
@@ -49,7 +49,19 @@ func (s *Syncer) realServersDue(changed *proxier.Delta, listAll bool, round int)
 		if _, ok := changed.VirtualServers[key]; ok {
 			return true
 		}
-		p := s.vs.Get(key)
+		p := r.vs.Get(key)
 		return p == nil || p.read == int32(round)
 	}
+}
+
+// checkRealServers says what full sync round does with a virtual server found in the
+// kernel: nothing if it is not ours; else keep its cached real servers, or (read) read
+// them: when it is new to the cache, unwanted, or its turn in the rotation has come.
+func (r *Reconciler) checkRealServers(key kernel.VSKey, round int) (ours, read bool) {
+	_, _, wanted := r.cfg.Desired().VirtualServer(key)
+	p := r.vs.Get(key)
+	if !wanted && p == nil && !r.cfg.Owns(key) {
+		return false, false
+	}
+	return true, p == nil || !wanted || r.CheckRealServersNow(key, round)
 }

@@ -1,4 +1,4 @@
-package reconcile
+package sets
 
 import (
 	"net/netip"
@@ -8,16 +8,19 @@ import (
 	"github.com/ipvs-proxier/ipvs-proxier/proxier"
 )
 
-// owns reports whether a virtual server found in the kernel is ours to prune.
-func (s *Syncer) owns(key kernel.VSKey) bool {
-	onDummy := s.addrs.Has(key.Address)
-	if !onDummy && (slices.Contains(s.cfg.NodeIPs, key.Address) || key.Address.IsLinkLocalUnicast()) && s.named == nil {
-		// A virtual server on a node IP that we neither want nor know: read once per
-		// full sync whether our sets name it (a restart after its Service went).
-		s.named = ReadOwnershipSets(s.k.IPSets)
+// Named returns the virtual servers our ownership sets name, read from the kernel once
+// per full sync (ForgetNamed): for a virtual server on a node IP that we neither want nor
+// know (a restart after its Service went).
+func (r *Reconciler) Named() *OwnershipEntries {
+	if r.named == nil {
+		r.named = ReadOwnershipSets(r.cfg.IPSets)
 	}
-	return Owns(key, onDummy, s.cfg.NodeIPs, s.opts.ExcludeCIDRs, s.opts.NodePortMin, s.opts.NodePortMax, s.named)
+	return r.named
 }
+
+// ForgetNamed has the next Named read the sets again: a full sync begins, before its
+// sets are repaired.
+func (r *Reconciler) ForgetNamed() { r.named = nil }
 
 // ReadOwnershipSets lists proxier.OwnershipSets; a set that cannot be read names
 // nothing.
@@ -82,10 +85,4 @@ func Owns(key kernel.VSKey, onDummy bool, nodeIPs []netip.Addr, exclude []netip.
 type OwnershipEntries struct {
 	keys  map[kernel.VSKey]struct{} // by protocol, address and port
 	ports map[kernel.VSKey]struct{} // by protocol and port only (bitmap:port NodePorts)
-}
-
-// ownershipState is what ownership needs of the kernel.
-type ownershipState struct {
-	// named: the kernel's ownership sets as read in this full sync (nil until needed).
-	named *OwnershipEntries
 }

@@ -1,9 +1,8 @@
-package reconcile
+package ipvs
 
 import (
 	"errors"
 	"net/netip"
-	"time"
 
 	"go.uber.org/zap"
 
@@ -14,48 +13,48 @@ import (
 // conntrack flows (kubernetes#71514); TCP and SCTP ones with live connections drop to
 // weight 0 and drain, bounded by GracefulTimeout (kubernetes#57841). The writes are
 // queued behind the virtual server's additions.
-func (s *Syncer) removeRealServers(key kernel.VSKey, have *programmedVS, gone []kernel.RealServer) error {
+func (r *Reconciler) removeRealServers(key kernel.VSKey, have *programmedVS, gone []kernel.RealServer) error {
 	vip := netip.AddrPortFrom(key.Address, key.Port)
 	if key.Protocol == kernel.UDP {
 		for _, rs := range gone {
 			ap := rs.AddrPort()
-			s.queueRS(kernel.RealServerOp{VS: key, RS: rs, Kind: kernel.OpDelete}, func() { s.clearUDP(vip, ap) })
-			s.delRS(have, ap)
+			r.queueRS(kernel.RealServerOp{VS: key, RS: rs, Kind: kernel.OpDelete}, func() { r.clearUDP(vip, ap) })
+			r.delRS(have, ap)
 		}
 		return nil
 	}
 	var fresh []kernel.RealServer
 	for _, rs := range gone {
-		if _, draining := s.drain[drainKey{key, rs.AddrPort()}]; !draining {
+		if _, draining := r.drain[drainKey{key, rs.AddrPort()}]; !draining {
 			fresh = append(fresh, rs)
 		}
 	}
 	if len(fresh) == 0 {
 		return nil
 	}
-	conns, err := s.connections(key)
+	conns, err := r.connections(key)
 	if err != nil {
 		return err
 	}
-	now := s.opts.Now()
+	now := r.cfg.Now()
 	for _, rs := range fresh {
 		ap := rs.AddrPort()
 		if conns[ap] == 0 {
-			s.queueRS(kernel.RealServerOp{VS: key, RS: rs, Kind: kernel.OpDelete}, nil)
-			s.delRS(have, ap)
+			r.queueRS(kernel.RealServerOp{VS: key, RS: rs, Kind: kernel.OpDelete}, nil)
+			r.delRS(have, ap)
 			continue
 		}
 		rs.Weight = 0
-		s.queueRS(kernel.RealServerOp{VS: key, RS: rs, Kind: kernel.OpUpdate}, nil)
-		s.putRS(have, rs)
-		s.drain[drainKey{key, ap}] = now.Add(s.opts.GracefulTimeout)
+		r.queueRS(kernel.RealServerOp{VS: key, RS: rs, Kind: kernel.OpUpdate}, nil)
+		r.putRS(have, rs)
+		r.drain[drainKey{key, ap}] = now.Add(r.cfg.GracefulTimeout)
 	}
 	return nil
 }
 
 // connections lists the connection counts of a virtual server's real servers.
-func (s *Syncer) connections(key kernel.VSKey) (map[netip.AddrPort]int, error) {
-	rss, err := s.k.IPVS.ListRealServers(key)
+func (r *Reconciler) connections(key kernel.VSKey) (map[netip.AddrPort]int, error) {
+	rss, err := r.cfg.IPVS.ListRealServers(key)
 	if err != nil {
 		return nil, err
 	}
@@ -66,39 +65,39 @@ func (s *Syncer) connections(key kernel.VSKey) (map[netip.AddrPort]int, error) {
 	return out, nil
 }
 
-// reapDrained deletes draining real servers whose connections are gone or whose
+// Reap deletes draining real servers whose connections are gone or whose
 // GracefulTimeout passed.
-func (s *Syncer) reapDrained() error {
-	if len(s.drain) == 0 {
+func (r *Reconciler) Reap() error {
+	if len(r.drain) == 0 {
 		return nil
 	}
 	byVS := map[kernel.VSKey][]netip.AddrPort{}
-	for dk := range s.drain {
+	for dk := range r.drain {
 		byVS[dk.vs] = append(byVS[dk.vs], dk.dest)
 	}
-	now := s.opts.Now()
+	now := r.cfg.Now()
 	var errs []error
 	var ops []kernel.RealServerOp
 	for key, dests := range byVS {
-		have := s.vs.Get(key)
+		have := r.vs.Get(key)
 		if have == nil {
 			for _, d := range dests {
-				delete(s.drain, drainKey{key, d})
+				delete(r.drain, drainKey{key, d})
 			}
 			continue
 		}
-		conns, err := s.connections(key)
+		conns, err := r.connections(key)
 		if err != nil {
 			errs = append(errs, err)
 			continue
 		}
 		for _, d := range dests {
-			if conns[d] > 0 && now.Before(s.drain[drainKey{key, d}]) {
+			if conns[d] > 0 && now.Before(r.drain[drainKey{key, d}]) {
 				continue
 			}
 			rs, ok := have.rss.get(d)
 			if !ok { // gone already: nothing to delete
-				delete(s.drain, drainKey{key, d})
+				delete(r.drain, drainKey{key, d})
 				continue
 			}
 			ops = append(ops, kernel.RealServerOp{VS: key, RS: rs, Kind: kernel.OpDelete})
@@ -107,33 +106,28 @@ func (s *Syncer) reapDrained() error {
 	if len(ops) == 0 {
 		return errors.Join(errs...)
 	}
-	// One batch for every server due, as apply sends its writes.
-	for i, err := range s.k.IPVS.WriteRealServers(ops) {
+	// One batch for every server due, as Apply sends its writes.
+	for i, err := range r.cfg.IPVS.WriteRealServers(ops) {
 		op := ops[i]
 		// A virtual server deleted behind our back took its servers with it.
-		if err := ignore(err, kernel.ErrNotFound); err != nil {
+		if err != nil && !errors.Is(err, kernel.ErrNotFound) {
 			errs = append(errs, err)
 			continue
 		}
-		s.touchVS(op.VS)
-		s.delRS(s.vs.Get(op.VS), op.RS.AddrPort())
-		delete(s.drain, drainKey{op.VS, op.RS.AddrPort()})
+		r.touchVS(op.VS)
+		r.delRS(r.vs.Get(op.VS), op.RS.AddrPort())
+		delete(r.drain, drainKey{op.VS, op.RS.AddrPort()})
 	}
 	return errors.Join(errs...)
 }
 
 // clearUDP deletes stale UDP conntrack flows; a failure is logged, not retried, since
 // the flows expire on their own.
-func (s *Syncer) clearUDP(vip, endpoint netip.AddrPort) {
-	if s.k.Conntrack == nil {
+func (r *Reconciler) clearUDP(vip, endpoint netip.AddrPort) {
+	if r.cfg.Conntrack == nil {
 		return
 	}
-	if err := s.k.Conntrack.ClearUDP(vip, endpoint); err != nil {
-		s.log.Warn("Cannot clear stale UDP conntrack flows", zap.Stringer("vip", vip), zap.Stringer("endpoint", endpoint), zap.Error(err))
+	if err := r.cfg.Conntrack.ClearUDP(vip, endpoint); err != nil {
+		r.cfg.Log.Warn("Cannot clear stale UDP conntrack flows", zap.Stringer("vip", vip), zap.Stringer("endpoint", endpoint), zap.Error(err))
 	}
-}
-
-// drainState is the real servers draining at weight 0, and since when.
-type drainState struct {
-	drain map[drainKey]time.Time
 }

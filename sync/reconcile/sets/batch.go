@@ -1,4 +1,4 @@
-package reconcile
+package sets
 
 import (
 	"iter"
@@ -11,9 +11,9 @@ import (
 	"github.com/ipvs-proxier/ipvs-proxier/proxier"
 )
 
-// backgroundMembers is the number of set-member writes of a full sync's set repair from
+// BackgroundMembers is the number of set-member writes of a full sync's set repair from
 // which they are sent in the background (startMembers). A variable for tests.
-var backgroundMembers = 10000
+var BackgroundMembers = 10000
 
 // memberChunk is how many of a background batch's writes are made into kernel.SetOps
 // and sent at a time.
@@ -53,9 +53,9 @@ func (w *memberWrites) ops() iter.Seq[kernel.SetOp] {
 	}
 }
 
-// memberBatch is a batch of set-member writes a full sync sends while it writes the
-// virtual servers.
-type memberBatch struct {
+// Batch is a batch of set-member writes a full sync sends while it writes the virtual
+// servers.
+type Batch struct {
 	w      memberWrites
 	failed []kernel.SetOp
 	errs   []error
@@ -69,24 +69,24 @@ type memberBatch struct {
 // them at once and returns nil. A cold start writes every member of every set: 228,004
 // at 30,000 Services, the "sets" step of the first sync, which the IPVS step then waited
 // for (the first sync's phases in bench/results/results.md). The sets were sized for
-// their desired members just before they were listed (reconcileSets).
+// their desired members just before they were listed (EnsurePending).
 //
-// s.memberWrite is held until the batch is sent, so a partial sync's member writes
-// (writeMembers) land after it, in the order their decisions were made. Called with
-// s.mu held; the batch itself never takes s.mu.
-func (s *Syncer) startMembers(w memberWrites) (*memberBatch, error) {
-	if w.len() < backgroundMembers {
-		return nil, s.writeMembers(slices.Collect(w.ops()))
+// The write lock is held until the batch is sent, so a partial sync's member writes
+// (writeMembers) land after it, in the order their decisions were made. Called with the
+// syncer's lock held; the batch itself never takes it.
+func (r *Reconciler) startMembers(w memberWrites) (*Batch, error) {
+	if w.len() < BackgroundMembers {
+		return nil, r.writeMembers(slices.Collect(w.ops()))
 	}
-	s.memberWrite.Lock() // s.mu is held: no partial sync holds it
-	b := &memberBatch{w: w, done: make(chan struct{})}
-	begun := s.opts.Now()
+	r.write.Lock() // the syncer's lock is held: no partial sync holds this one
+	b := &Batch{w: w, done: make(chan struct{})}
+	begun := r.cfg.Now()
 	go func() {
 		defer close(b.done)
-		defer s.memberWrite.Unlock()
+		defer r.write.Unlock()
 		chunk := make([]kernel.SetOp, 0, memberChunk)
 		send := func() {
-			for i, err := range s.k.IPSets.WriteEntries(chunk) {
+			for i, err := range r.cfg.IPSets.WriteEntries(chunk) {
 				if err != nil {
 					b.failed, b.errs = append(b.failed, chunk[i]), append(b.errs, err)
 				}
@@ -99,18 +99,21 @@ func (s *Syncer) startMembers(w memberWrites) (*memberBatch, error) {
 			}
 		}
 		send()
-		b.took = s.opts.Now().Sub(begun)
+		b.took = r.cfg.Now().Sub(begun)
 	}()
 	return b, nil
 }
 
-// finishMembers waits for b (nil: nothing) with s.mu released, so partial syncs run
-// meanwhile, and queues its failed writes for retry as writeMembers does.
-func (s *Syncer) finishMembers(b *memberBatch, errs *[]error) {
+// Finish waits for the running full sync's batch (none: nothing) with the syncer's lock
+// released, so partial syncs run meanwhile, and queues its failed writes for retry as
+// writeMembers does.
+func (r *Reconciler) Finish(errs *[]error) {
+	b := r.batch
 	if b == nil {
 		return
 	}
-	s.waitReleased(b.done)
-	*errs = append(*errs, s.membersFailed(b.failed, b.errs))
-	s.log.Info("Set members written alongside the virtual servers", zap.Int("writes", b.w.len()), zap.Duration("took", b.took))
+	r.cfg.Wait(b.done)
+	*errs = append(*errs, r.membersFailed(b.failed, b.errs))
+	r.batch = nil
+	r.cfg.Log.Info("Set members written alongside the virtual servers", zap.Int("writes", b.w.len()), zap.Duration("took", b.took))
 }

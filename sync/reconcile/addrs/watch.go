@@ -1,4 +1,4 @@
-package reconcile
+package addrs
 
 import (
 	"net/netip"
@@ -15,12 +15,12 @@ import (
 // `ip addr add`, the link's deletion) with DummyAddressesChanged(true), and the end of
 // its subscription (notifications lost: ENOBUFS) with DummyAddressesChanged(false).
 // Without a watch (it failed to subscribe, or tests) every full sync dumps them, as
-// before; with one, a light full sync (lookup.go) trusts the cache unless a
+// before; with one, a light full sync (the syncer's lookup.go) trusts the cache unless a
 // notification came since the last dump. So drift of the addresses is still repaired
 // by the next full sync.
 
-// addrWatch is the state the address watch reports.
-type addrWatch struct {
+// watch is the state the address watch reports.
+type watch struct {
 	// watching is set while a subscription is open; dirty when a notification (or the
 	// subscription's start or end) came since the last dump.
 	watching, dirty atomic.Bool
@@ -29,22 +29,25 @@ type addrWatch struct {
 // DummyAddressesChanged is the address watch's report for the dummy interface: an
 // address on it was added or removed, or the subscription began (watching) or ended
 // (not watching). Safe from any goroutine.
-func (s *Syncer) DummyAddressesChanged(watching bool) {
-	s.addrWatch.dirty.Store(true)
-	s.addrWatch.watching.Store(watching)
+func (r *Reconciler) DummyAddressesChanged(watching bool) {
+	r.watch.dirty.Store(true)
+	r.watch.watching.Store(watching)
 }
 
-// addressesDue reports whether this full sync dumps the dummy's addresses: when it dumps
+// Due reports whether this full sync dumps the dummy's addresses: when it dumps
 // every virtual server, when no watch is open, or when the watch saw a change since the
 // last dump. It clears the change before the dump, so one seen during it counts for the
 // next full sync.
-func (s *Syncer) addressesDue(dumpAll bool) bool {
-	changed := s.addrWatch.dirty.Swap(false)
-	return dumpAll || changed || !s.addrWatch.watching.Load()
+func (r *Reconciler) Due(dumpAll bool) bool {
+	changed := r.watch.dirty.Swap(false)
+	return dumpAll || changed || !r.watch.watching.Load()
 }
 
-// cachedAddresses lists the cached addresses, for a full sync that trusts them instead
-// of a dump. Called with s.mu held.
-func (s *Syncer) cachedAddresses() []netip.Addr {
-	return slices.Collect(s.addrs.Keys())
+// Changed reports whether the watch saw a change since the last dump.
+func (r *Reconciler) Changed() bool { return r.watch.dirty.Load() }
+
+// Cached lists the cached addresses, for a full sync that trusts them instead of a
+// dump.
+func (r *Reconciler) Cached() []netip.Addr {
+	return slices.Collect(r.addrs.Keys())
 }
