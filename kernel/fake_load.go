@@ -72,7 +72,7 @@ func (f *Fake) loadVirtualServer(line string) (*fakeVS, error) {
 	if err != nil || proto == 0 {
 		return nil, fmt.Errorf("protocol or address: %v", err)
 	}
-	vs := VirtualServer{VSKey: VSKey{Protocol: proto, Address: ap.Addr(), Port: ap.Port()}, Scheduler: w[2]}
+	vs := VirtualServer{VSKey: VSKey{Protocol: proto, Address: ap.Addr(), Port: ap.Port()}, VSSettings: VSSettings{Scheduler: w[2]}}
 	for rest := w[3:]; len(rest) > 0; rest = rest[1:] {
 		switch {
 		case strings.HasPrefix(rest[0], "("):

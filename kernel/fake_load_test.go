@@ -17,8 +17,8 @@ func TestLoadIsDumpsInverse(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	vs1 := VirtualServer{VSKey: VSKey{Protocol: TCP, Address: a("10.96.0.1"), Port: 80}, Scheduler: "sh", Flags: FlagSched1 | FlagSched2 | FlagPersistent, Timeout: 600}
-	vs2 := VirtualServer{VSKey: VSKey{Protocol: UDP, Address: a("fd00::53"), Port: 53}, Scheduler: "rr"}
+	vs1 := VirtualServer{VSKey: VSKey{Protocol: TCP, Address: a("10.96.0.1"), Port: 80}, VSSettings: VSSettings{Scheduler: "sh", Flags: FlagSched1 | FlagSched2 | FlagPersistent, Timeout: 600}}
+	vs2 := VirtualServer{VSKey: VSKey{Protocol: UDP, Address: a("fd00::53"), Port: 53}, VSSettings: VSSettings{Scheduler: "rr"}}
 	must(f.AddVirtualServer(vs1))
 	must(f.AddVirtualServer(vs2))
 	for _, err := range f.WriteRealServers([]RealServerOp{

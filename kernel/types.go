@@ -91,9 +91,17 @@ func (k VSKey) String() string {
 	return k.Protocol.String() + " " + netip.AddrPortFrom(k.Address, k.Port).String()
 }
 
-// VirtualServer is an IPVS service: the address, port and protocol clients connect to.
+// VirtualServer is an IPVS service: the address, port and protocol clients connect to,
+// and how it balances them.
 type VirtualServer struct {
 	VSKey
+	VSSettings
+}
+
+// VSSettings are a virtual server's settings: every IPVS attribute but its key. The
+// translation sets them, the codec writes and reads them, and the writer's cache keeps
+// them as they are (24 bytes, against 64 for a VirtualServer with its key).
+type VSSettings struct {
 	Scheduler string
 	// Flags holds only the bits in OwnFlags.
 	Flags uint32
@@ -101,10 +109,19 @@ type VirtualServer struct {
 	Timeout uint32
 }
 
+// Own returns the settings with only the flags we own (OwnFlags): the form the writer
+// keeps and compares.
+func (s VSSettings) Own() VSSettings {
+	s.Flags &= OwnFlags
+	return s
+}
+
+// Equal reports whether two settings are the same, ignoring the flags we do not own.
+func (s VSSettings) Equal(o VSSettings) bool { return s.Own() == o.Own() }
+
 // Equal reports whether two virtual servers have the same key and settings.
 func (v VirtualServer) Equal(o VirtualServer) bool {
-	return v.VSKey == o.VSKey && v.Scheduler == o.Scheduler &&
-		v.Flags&OwnFlags == o.Flags&OwnFlags && v.Timeout == o.Timeout
+	return v.VSKey == o.VSKey && v.VSSettings.Equal(o.VSSettings)
 }
 
 // RealServer is an IPVS destination behind a virtual server. Forwarding is always

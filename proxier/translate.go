@@ -61,10 +61,9 @@ type translator struct {
 	st  *ServiceState
 	// members collects the set members; normalize packs them into st.Members.
 	members []kernel.Member
-	sched   string
-	flags   uint32
-	tmo     uint32
-	cips    []netip.Addr // the Service's ClusterIPs
+	// vs are the settings of every virtual server of the Service.
+	vs   kernel.VSSettings
+	cips []netip.Addr // the Service's ClusterIPs
 	// noRangeOfFamily: families for which loadBalancerSourceRanges lists no range
 	// although it lists some.
 	noRangeOfFamily []kernel.Family
@@ -76,13 +75,13 @@ func (t *translator) problem(reason, format string, args ...any) {
 
 func (t *translator) run(epSlices []*discovery.EndpointSlice) {
 	svc := t.svc
-	t.sched, t.flags = schedulerFor(t.cfg, svc, &t.st.Problems)
+	t.vs.Scheduler, t.vs.Flags = schedulerFor(t.cfg, svc, &t.st.Problems)
 	if svc.Spec.SessionAffinity == v1.ServiceAffinityClientIP {
-		t.flags |= kernel.FlagPersistent
-		t.tmo = DefaultAffinityTimeout
+		t.vs.Flags |= kernel.FlagPersistent
+		t.vs.Timeout = DefaultAffinityTimeout
 		if c := svc.Spec.SessionAffinityConfig; c != nil && c.ClientIP != nil && c.ClientIP.TimeoutSeconds != nil {
 			if s := *c.ClientIP.TimeoutSeconds; s > 0 && s <= 86400 {
-				t.tmo = uint32(s)
+				t.vs.Timeout = uint32(s)
 			} else {
 				t.problem("InvalidSessionAffinity", "timeoutSeconds %d out of range 1-86400; using %d", s, DefaultAffinityTimeout)
 			}
@@ -254,8 +253,7 @@ func (ps *portState) ipPort(a netip.Addr) kernel.SetEntry {
 // (subject to the ETP=Local drop).
 func (ps *portState) addVS(addr netip.Addr, p uint16, rss RealServerList, ext bool) {
 	t, st := ps.t, ps.t.st
-	vs := kernel.VirtualServer{VSKey: kernel.VSKey{Protocol: ps.proto, Address: addr, Port: p},
-		Scheduler: t.sched, Flags: t.flags, Timeout: t.tmo}
+	vs := kernel.VirtualServer{VSKey: kernel.VSKey{Protocol: ps.proto, Address: addr, Port: p}, VSSettings: t.vs}
 	st.VirtualServers = append(st.VirtualServers, VirtualServerState{VirtualServer: vs, RealServers: rss})
 	e := kernel.SetEntry{IP: addr, Protocol: ps.proto, Port: p}
 	switch {

@@ -25,10 +25,10 @@ func TestIPVSBatchReal(t *testing.T) {
 	}
 	var vsOps, dels []kernel.VirtualServerOp
 	for i, k := range keys {
-		vsOps = append(vsOps, kernel.VirtualServerOp{VS: kernel.VirtualServer{VSKey: k, Scheduler: "rr"}})
+		vsOps = append(vsOps, kernel.VirtualServerOp{VS: kernel.VirtualServer{VSKey: k, VSSettings: kernel.VSSettings{Scheduler: "rr"}}})
 		dels = append(dels, kernel.VirtualServerOp{VS: kernel.VirtualServer{VSKey: k}, Kind: kernel.OpDelete})
 		if i == 0 { // an unknown scheduler fails alone; the ops after it land
-			bogus := kernel.VirtualServer{VSKey: kernel.VSKey{Protocol: kernel.TCP, Address: a("10.96.5.3"), Port: 80}, Scheduler: "bogus"}
+			bogus := kernel.VirtualServer{VSKey: kernel.VSKey{Protocol: kernel.TCP, Address: a("10.96.5.3"), Port: 80}, VSSettings: kernel.VSSettings{Scheduler: "bogus"}}
 			vsOps = append(vsOps, kernel.VirtualServerOp{VS: bogus})
 		}
 	}

@@ -36,7 +36,7 @@ func BenchmarkIPVSDump(b *testing.B) {
 	ops := make([]kernel.VirtualServerOp, n)
 	for i := range ops {
 		a := netip.AddrFrom4([4]byte{10, 100 + byte(i>>16), byte(i >> 8), byte(i)})
-		ops[i] = kernel.VirtualServerOp{VS: kernel.VirtualServer{VSKey: kernel.VSKey{Protocol: kernel.TCP, Address: a, Port: 80}, Scheduler: "rr"}}
+		ops[i] = kernel.VirtualServerOp{VS: kernel.VirtualServer{VSKey: kernel.VSKey{Protocol: kernel.TCP, Address: a, Port: 80}, VSSettings: kernel.VSSettings{Scheduler: "rr"}}}
 	}
 	start := time.Now()
 	for _, err := range x.WriteVirtualServers(ops) {

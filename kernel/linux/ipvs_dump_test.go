@@ -49,9 +49,9 @@ func stats(typ int, conns, in, out, bytesIn, bytesOut uint64, wide bool) *nl.RtA
 func TestParseService(t *testing.T) {
 	a := netip.MustParseAddr
 	for _, vs := range []kernel.VirtualServer{
-		{VSKey: kernel.VSKey{Protocol: kernel.TCP, Address: a("10.96.0.1"), Port: 443}, Scheduler: "rr"},
-		{VSKey: kernel.VSKey{Protocol: kernel.UDP, Address: a("fd00::a"), Port: 53}, Scheduler: "mh", Flags: kernel.FlagPersistent | kernel.FlagSched1, Timeout: 10800},
-		{VSKey: kernel.VSKey{Protocol: kernel.SCTP, Address: a("10.96.0.2"), Port: 9}, Scheduler: "custom"},
+		{VSKey: kernel.VSKey{Protocol: kernel.TCP, Address: a("10.96.0.1"), Port: 443}, VSSettings: kernel.VSSettings{Scheduler: "rr"}},
+		{VSKey: kernel.VSKey{Protocol: kernel.UDP, Address: a("fd00::a"), Port: 53}, VSSettings: kernel.VSSettings{Scheduler: "mh", Flags: kernel.FlagPersistent | kernel.FlagSched1, Timeout: 10800}},
+		{VSKey: kernel.VSKey{Protocol: kernel.SCTP, Address: a("10.96.0.2"), Port: 9}, VSSettings: kernel.VSSettings{Scheduler: "custom"}},
 	} {
 		got, st, ok := parseService(dumpAnswer(t, vs, stats(ipvsSvcAttrStats, 1, 2, 3, 4, 5, false), stats(ipvsSvcAttrStats64, 1<<40, 7, 8, 9, 10, true)))
 		if !ok || got != vs {
@@ -66,7 +66,7 @@ func TestParseService(t *testing.T) {
 		}
 	}
 	fw := nl.NewRtAttr(ipvsSvcAttrFWMark, nl.Uint32Attr(7))
-	if vs, _, ok := parseService(dumpAnswer(t, kernel.VirtualServer{VSKey: kernel.VSKey{Protocol: kernel.TCP, Address: a("10.0.0.1"), Port: 1}, Scheduler: "rr"}, fw)); ok {
+	if vs, _, ok := parseService(dumpAnswer(t, kernel.VirtualServer{VSKey: kernel.VSKey{Protocol: kernel.TCP, Address: a("10.0.0.1"), Port: 1}, VSSettings: kernel.VSSettings{Scheduler: "rr"}}, fw)); ok {
 		t.Errorf("fwmark service read as %+v", vs)
 	}
 	if _, _, ok := parseService([]byte{1, 2, 3}); ok {

@@ -24,7 +24,7 @@ func TestLookupVirtualServersReal(t *testing.T) {
 		if i%5 == 2 {
 			continue // absent
 		}
-		vs := kernel.VirtualServer{VSKey: key, Scheduler: "rr"}
+		vs := kernel.VirtualServer{VSKey: key, VSSettings: kernel.VSSettings{Scheduler: "rr"}}
 		if i%3 == 0 {
 			vs.Scheduler, vs.Flags, vs.Timeout = "sh", kernel.FlagPersistent, 600
 		}

@@ -30,7 +30,7 @@ func TestIPVSReal(t *testing.T) {
 	x := ipvsForTest(t)
 	a := netip.MustParseAddr
 	key := kernel.VSKey{Protocol: kernel.TCP, Address: a("10.96.0.1"), Port: 80}
-	vs := kernel.VirtualServer{VSKey: key, Scheduler: "rr"}
+	vs := kernel.VirtualServer{VSKey: key, VSSettings: kernel.VSSettings{Scheduler: "rr"}}
 	must(t, writeVS(x, kernel.OpAdd, vs))
 	if err := writeVS(x, kernel.OpAdd, vs); !errors.Is(err, kernel.ErrExist) {
 		t.Errorf("second add: %v, want ErrExist", err)
@@ -79,16 +79,16 @@ func TestIPVSReal(t *testing.T) {
 	// Every scheduler module of the kernel loads; an unknown one is refused.
 	for i, s := range []string{"rr", "wrr", "lc", "wlc", "lblc", "lblcr", "dh", "sh", "sed", "nq", "mh"} {
 		k := kernel.VSKey{Protocol: kernel.UDP, Address: a("10.96.1.1"), Port: uint16(1000 + i)}
-		if err := writeVS(x, kernel.OpAdd, kernel.VirtualServer{VSKey: k, Scheduler: s}); err != nil {
+		if err := writeVS(x, kernel.OpAdd, kernel.VirtualServer{VSKey: k, VSSettings: kernel.VSSettings{Scheduler: s}}); err != nil {
 			t.Errorf("scheduler %s: %v", s, err)
 		}
 	}
-	if err := writeVS(x, kernel.OpAdd, kernel.VirtualServer{VSKey: kernel.VSKey{Protocol: kernel.TCP, Address: a("10.96.1.2"), Port: 1}, Scheduler: "bogus"}); err == nil {
+	if err := writeVS(x, kernel.OpAdd, kernel.VirtualServer{VSKey: kernel.VSKey{Protocol: kernel.TCP, Address: a("10.96.1.2"), Port: 1}, VSSettings: kernel.VSSettings{Scheduler: "bogus"}}); err == nil {
 		t.Error("unknown scheduler accepted")
 	}
 	// IPv6 and SCTP.
 	k6 := kernel.VSKey{Protocol: kernel.SCTP, Address: a("fd00::1"), Port: 9}
-	must(t, writeVS(x, kernel.OpAdd, kernel.VirtualServer{VSKey: k6, Scheduler: "rr"}))
+	must(t, writeVS(x, kernel.OpAdd, kernel.VirtualServer{VSKey: k6, VSSettings: kernel.VSSettings{Scheduler: "rr"}}))
 	must(t, writeRS(x, kernel.OpAdd, k6, kernel.RealServer{Address: a("fd00:244::5"), Port: 9, Weight: 1}))
 	if out := ipvsadm(t); !strings.Contains(out, "SCTP [fd00::1]:9 rr") || !strings.Contains(out, "-> [fd00:244::5]:9") {
 		t.Errorf("IPv6 SCTP not shown:\n%s", out)
@@ -192,7 +192,7 @@ func ipvsForTest(t *testing.T) *IPVS {
 // connections) and a lookup go through while it runs.
 func TestIPVSWriteBesideDump(t *testing.T) {
 	x := ipvsForTest(t)
-	vs := kernel.VirtualServer{VSKey: kernel.VSKey{Protocol: kernel.TCP, Address: netip.MustParseAddr("10.96.0.9"), Port: 80}, Scheduler: "rr"}
+	vs := kernel.VirtualServer{VSKey: kernel.VSKey{Protocol: kernel.TCP, Address: netip.MustParseAddr("10.96.0.9"), Port: 80}, VSSettings: kernel.VSSettings{Scheduler: "rr"}}
 	beside := func(held *ipvsSocket, call func() error) {
 		t.Helper()
 		held.mu.Lock()

@@ -24,8 +24,8 @@ func TestNlMsgIsNetlinkRequest(t *testing.T) {
 		for _, kind := range []kernel.OpKind{kernel.OpAdd, kernel.OpUpdate, kernel.OpDelete} {
 			key := kernel.VSKey{Protocol: kernel.UDP, Address: a, Port: 53}
 			vsOps = append(vsOps,
-				kernel.VirtualServerOp{VS: kernel.VirtualServer{VSKey: key, Scheduler: "rr"}, Kind: kind},
-				kernel.VirtualServerOp{VS: kernel.VirtualServer{VSKey: key, Scheduler: "mh", Flags: kernel.FlagPersistent | 0x10000, Timeout: 10800}, Kind: kind})
+				kernel.VirtualServerOp{VS: kernel.VirtualServer{VSKey: key, VSSettings: kernel.VSSettings{Scheduler: "rr"}}, Kind: kind},
+				kernel.VirtualServerOp{VS: kernel.VirtualServer{VSKey: key, VSSettings: kernel.VSSettings{Scheduler: "mh", Flags: kernel.FlagPersistent | 0x10000, Timeout: 10800}}, Kind: kind})
 			for _, rs := range []netip.Addr{netip.MustParseAddr("10.1.2.3"), netip.MustParseAddr("fd00:10::7")} {
 				rsOps = append(rsOps, kernel.RealServerOp{VS: key, RS: kernel.RealServer{Address: rs, Port: 8053, Weight: 3}, Kind: kind})
 			}

@@ -74,7 +74,7 @@ func TestFullSyncLookupRepairsWithinCheckEvery(t *testing.T) {
 	h.mustSync(t)
 	want := h.fake.Dump()
 	key := kernel.VSKey{Protocol: kernel.TCP, Address: netip.MustParseAddr("10.100.0.9"), Port: 80}
-	vs := kernel.VirtualServer{VSKey: key, Scheduler: "wrr"}
+	vs := kernel.VirtualServer{VSKey: key, VSSettings: kernel.VSSettings{Scheduler: "wrr"}}
 	must(t, h.fake.UpdateVirtualServer(vs))
 	for range 10 {
 		fullSyncOps(t, h)

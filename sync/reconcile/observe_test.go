@@ -179,7 +179,7 @@ func TestMetricsVirtualServerStats(t *testing.T) {
 	vip := kernel.VSKey{Protocol: kernel.TCP, Address: mustAddr("10.96.1.1"), Port: 443}
 	h.fake.AddTraffic(vip, kernel.VSStats{Connections: 7, PacketsIn: 70, PacketsOut: 60, BytesIn: 7000, BytesOut: 9000})
 	// A virtual server someone else owns is not exported.
-	foreign := kernel.VirtualServer{VSKey: kernel.VSKey{Protocol: kernel.TCP, Address: mustAddr("192.0.2.99"), Port: 1}, Scheduler: "rr"}
+	foreign := kernel.VirtualServer{VSKey: kernel.VSKey{Protocol: kernel.TCP, Address: mustAddr("192.0.2.99"), Port: 1}, VSSettings: kernel.VSSettings{Scheduler: "rr"}}
 	must(t, h.fake.AddVirtualServer(foreign))
 	labels := map[string]string{"namespace": "shop", "name": "front", "vip": "10.96.1.1", "port": "443", "protocol": "TCP"}
 	// A scrape reads what the last full sync read, not the kernel, and that one (the

@@ -30,7 +30,7 @@ func TestRestartPrunesStaleNodeIPVirtualServers(t *testing.T) {
 	}
 	h.tracker.AllChanged()
 	h.mustSync(t)
-	foreign := kernel.VirtualServer{VSKey: kernel.VSKey{Protocol: kernel.TCP, Address: nodeIP, Port: 8443}, Scheduler: "rr"}
+	foreign := kernel.VirtualServer{VSKey: kernel.VSKey{Protocol: kernel.TCP, Address: nodeIP, Port: 8443}, VSSettings: kernel.VSSettings{Scheduler: "rr"}}
 	must(t, h.fake.AddVirtualServer(foreign))
 	for _, want := range []string{"TCP  192.168.0.10:40080", "TCP  192.168.0.10:80"} {
 		if !strings.Contains(h.fake.Dump(), want) {
@@ -58,8 +58,8 @@ func TestRestartPrunesStaleNodeIPVirtualServers(t *testing.T) {
 func TestTakeoverPrunesLinkLocalNodePorts(t *testing.T) {
 	fake := kernel.NewFake()
 	ll := netip.MustParseAddr("169.254.1.1")
-	must(t, fake.AddVirtualServer(kernel.VirtualServer{VSKey: kernel.VSKey{Protocol: kernel.TCP, Address: ll, Port: 30080}, Scheduler: "rr"}))
-	must(t, fake.AddVirtualServer(kernel.VirtualServer{VSKey: kernel.VSKey{Protocol: kernel.TCP, Address: ll, Port: 9000}, Scheduler: "rr"}))
+	must(t, fake.AddVirtualServer(kernel.VirtualServer{VSKey: kernel.VSKey{Protocol: kernel.TCP, Address: ll, Port: 30080}, VSSettings: kernel.VSSettings{Scheduler: "rr"}}))
+	must(t, fake.AddVirtualServer(kernel.VirtualServer{VSKey: kernel.VSKey{Protocol: kernel.TCP, Address: ll, Port: 9000}, VSSettings: kernel.VSSettings{Scheduler: "rr"}}))
 	h := newHarness(t, kernel.Kernel{}, fake, func(o *Options) { o.Config.NodeIPs = []netip.Addr{netip.MustParseAddr("192.168.0.10")} })
 	addNodePort30080(t, h) // the set entry is written now; kube-proxy's would have been there already
 	h.tracker.AllChanged()

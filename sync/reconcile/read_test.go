@@ -194,7 +194,7 @@ func TestFullSyncReadsRealServersUnlocked(t *testing.T) {
 	}}
 	h = newHarness(t, k, fake)
 	addServices(h, 50)
-	must(t, fake.AddVirtualServer(kernel.VirtualServer{VSKey: kernel.VSKey{Protocol: kernel.TCP, Address: mustAddr("10.100.0.1"), Port: 80}, Scheduler: "rr"}))
+	must(t, fake.AddVirtualServer(kernel.VirtualServer{VSKey: kernel.VSKey{Protocol: kernel.TCP, Address: mustAddr("10.100.0.1"), Port: 80}, VSSettings: kernel.VSSettings{Scheduler: "rr"}}))
 	h.mustSync(t)
 	h.tracker.AllChanged()
 	h.mustSync(t)

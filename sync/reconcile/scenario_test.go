@@ -516,7 +516,7 @@ func (sc *scenario) kernelCmd(f []string) error {
 		switch f[0] {
 		case "add-vs":
 			_ = fk.EnsureDummy("kube-ipvs0")
-			return fk.AddVirtualServer(kernel.VirtualServer{VSKey: key, Scheduler: f[3]})
+			return fk.AddVirtualServer(kernel.VirtualServer{VSKey: key, VSSettings: kernel.VSSettings{Scheduler: f[3]}})
 		case "del-vs":
 			return fk.DeleteVirtualServer(key)
 		case "set-weight":

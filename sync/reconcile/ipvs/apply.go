@@ -36,7 +36,7 @@ func (r *Reconciler) applyVirtualServers(keys iter.Seq[kernel.VSKey], rsDue func
 			ops = append(ops, kernel.VirtualServerOp{VS: kernel.VirtualServer{VSKey: key}, Kind: kernel.OpDelete})
 		case have == nil:
 			ops = append(ops, kernel.VirtualServerOp{VS: want.VirtualServer})
-		case have.settings != settingsOf(want.VirtualServer):
+		case !have.settings.Equal(want.VSSettings):
 			ops = append(ops, kernel.VirtualServerOp{VS: want.VirtualServer, Kind: kernel.OpUpdate})
 		}
 	}
@@ -88,9 +88,9 @@ func (r *Reconciler) writeVirtualServers(ops []kernel.VirtualServerOp, errs *[]e
 			r.failed("virtual_server", key, err, errs)
 		case op.Kind == kernel.OpAdd:
 			want, _, _ := r.cfg.Desired().VirtualServer(key)
-			r.setVS(key, &programmedVS{settings: settingsOf(op.VS), rss: make(realServers, 0, want.RealServers.Len())})
+			r.setVS(key, &programmedVS{settings: op.VS.VSSettings.Own(), rss: make(realServers, 0, want.RealServers.Len())})
 		case op.Kind == kernel.OpUpdate:
-			r.vs.Get(key).settings = settingsOf(op.VS)
+			r.vs.Get(key).settings = op.VS.VSSettings.Own()
 			r.touchVS(key)
 		case op.Kind == kernel.OpDelete:
 			r.deletedVS(key)

@@ -23,11 +23,10 @@ func (r *Reconciler) RefreshCache(vss []kernel.DumpedVS, dumpedAll bool, round i
 		} else {
 			rd.i = -1 // not read before
 		}
-		key, vs := d.VSKey, d.VirtualServer
+		key, settings := d.VSKey, d.VSSettings.Own()
 		if written.Has(key) {
 			continue // the dump is older than the cache here
 		}
-		vs.Flags &= kernel.OwnFlags
 		ours, reread := r.checkRealServers(key, round)
 		p := r.vs.Get(key)
 		switch {
@@ -37,7 +36,7 @@ func (r *Reconciler) RefreshCache(vss []kernel.DumpedVS, dumpedAll bool, round i
 			// Known and unchanged at the virtual-server level: keep the cached real
 			// servers; this virtual server's turn to be re-read comes within
 			// CheckEvery full syncs.
-			p.settings, p.seen = settingsOf(vs), int32(round)
+			p.settings, p.seen = settings, int32(round)
 			r.counters.read(key, p, d.Stats)
 			continue
 		}
@@ -56,7 +55,7 @@ func (r *Reconciler) RefreshCache(vss []kernel.DumpedVS, dumpedAll bool, round i
 			r.setVS(key, p)
 		}
 		r.rsTotal += len(rd.rss) - len(p.rss)
-		p.settings, p.rss, p.seen, p.read = settingsOf(vs), newRealServers(rd.rss), int32(round), int32(round)
+		p.settings, p.rss, p.seen, p.read = settings, newRealServers(rd.rss), int32(round), int32(round)
 		r.counters.read(key, p, d.Stats)
 	}
 	for key := range written {
