@@ -26,9 +26,8 @@ import (
 // IPVS writes.
 func TestAddressBatchRealKernel(t *testing.T) {
 	lowerBackgroundMembers(t, 1000)
-	s, src, full := vmLookupSyncer(t)
 	core, logs := observer.New(zapcore.InfoLevel)
-	s.log = zap.New(core)
+	s, src, full := vmLookupSyncerLogging(t, zap.New(core))
 	n := addrs.BackgroundAddresses + 100
 	for i := range n {
 		name := fmt.Sprintf("svc-%d", i)

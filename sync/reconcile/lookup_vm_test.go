@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"go.uber.org/zap"
 	v1 "k8s.io/api/core/v1"
 
 	"github.com/ipvs-proxier/ipvs-proxier/kernel/kerneltest"
@@ -55,13 +56,20 @@ func TestFullSyncLookupsRealKernel(t *testing.T) {
 // source, and a function that runs one full sync inline.
 func vmLookupSyncer(t *testing.T) (*Syncer, *source.StaticSource, func()) {
 	t.Helper()
+	return vmLookupSyncerLogging(t, nil)
+}
+
+// vmLookupSyncerLogging is vmLookupSyncer with log given to the Syncer and every
+// reconciler it builds (nil: none).
+func vmLookupSyncerLogging(t *testing.T, log *zap.Logger) (*Syncer, *source.StaticSource, func()) {
+	t.Helper()
 	kerneltest.RequireIPVS(t)
 	rk := &realKernel{k: linuxKernel(t)}
 	rk.reset(t)
 	t.Cleanup(func() { rk.reset(t) })
 	src := source.NewStaticSource()
 	tracker := source.NewTracker(nil)
-	s := NewSyncer(Options{Config: proxier.Config{NodeName: "vm"}, CheckEvery: 10}, rk.k, src, tracker)
+	s := NewSyncer(Options{Config: proxier.Config{NodeName: "vm"}, CheckEvery: 10, Logger: log}, rk.k, src, tracker)
 	s.dumpAllUpTo = 0
 	return s, src, func() {
 		t.Helper()
