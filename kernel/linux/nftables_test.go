@@ -145,7 +145,7 @@ func TestNftablesRulesReal(t *testing.T) {
 	for _, mode := range []proxier.LocalMode{proxier.LocalModeClusterCIDR, proxier.LocalModeBridgeInterface, proxier.LocalModeInterfaceNamePrefix} {
 		cfg := nftConfig(mode)
 		for _, f := range fams {
-			text := proxier.RenderNftRules(&cfg, f, outFilters)
+			text := proxier.RenderRules(&cfg, f, outFilters)
 			if err := x.Restore(f, text); err != nil {
 				t.Fatalf("%s %s: %v", mode, f, err)
 			}
