@@ -9,25 +9,8 @@ import (
 
 	"github.com/google/nftables"
 	"github.com/google/nftables/expr"
-	"github.com/google/nftables/userdata"
 	"golang.org/x/sys/unix"
 )
-
-// nftChain is one chain of a rendered table: a base chain has a hook line.
-type nftChain struct {
-	name     string
-	typ      nftables.ChainType
-	hook     *nftables.ChainHook
-	priority *nftables.ChainPriority
-	rules    []nftRule
-}
-
-// nftRule is one rule: its expressions and its comment (the rule's userdata, as nft
-// stores a comment, so `nft list table` shows it).
-type nftRule struct {
-	exprs   []expr.Any
-	comment string
-}
 
 // parseNftTable reads the text proxier.RenderNftRules writes (`nft list table` syntax, our
 // chains only) and compiles it for family fam. It accepts exactly the statements that
@@ -70,7 +53,7 @@ func parseNftTable(fam nftables.TableFamily, text string) ([]nftChain, error) {
 
 // nftHooks and nftPriorities are the hook and priority words a base chain line uses.
 var (
-	nftHooks = map[string]*nftables.ChainHook{
+	nftHookWords = map[string]*nftables.ChainHook{
 		"prerouting": nftables.ChainHookPrerouting, "input": nftables.ChainHookInput,
 		"forward": nftables.ChainHookForward, "output": nftables.ChainHookOutput,
 		"postrouting": nftables.ChainHookPostrouting,
@@ -92,7 +75,7 @@ func (c *nftChain) parseHook(line string) error {
 	default:
 		return fmt.Errorf("chain type %q", f[1])
 	}
-	if c.hook = nftHooks[f[3]]; c.hook == nil {
+	if c.hook = nftHookWords[f[3]]; c.hook == nil {
 		return fmt.Errorf("hook %q", f[3])
 	}
 	p, ok := nftPriorities[f[5]]
@@ -106,13 +89,6 @@ func (c *nftChain) parseHook(line string) error {
 	c.priority = nftables.ChainPriorityRef(nftables.ChainPriority(p))
 	return nil
 }
-
-// Registers: a single value goes to NFT_REG_1 and a concatenation to the 32-bit
-// registers from NFT_REG32_00, each field padded to 4 bytes, as nft compiles them.
-const (
-	nftReg1    = unix.NFT_REG_1
-	nftReg3200 = unix.NFT_REG32_00
-)
 
 // nftCompiler turns one rule's tokens into expressions.
 type nftCompiler struct {
@@ -488,12 +464,4 @@ func (c *nftCompiler) iifname() error {
 	}
 	c.add(&expr.Meta{Key: expr.MetaKeyIIFNAME, Register: nftReg1}, &expr.Cmp{Op: op, Register: nftReg1, Data: data})
 	return nil
-}
-
-// ruleUserData is a rule's userdata: its comment, as nft stores it.
-func (r nftRule) userData() []byte {
-	if r.comment == "" {
-		return nil
-	}
-	return userdata.AppendString(nil, userdata.TypeComment, r.comment)
 }
