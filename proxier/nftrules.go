@@ -52,12 +52,3 @@ func nftChains() []kernel.Chain {
 	}
 	return out
 }
-
-// NftChains lists our table's chains in the order they are declared.
-var NftChains = func() []string {
-	var names []string
-	for _, c := range nftChains() {
-		names = append(names, c.Name)
-	}
-	return names
-}()

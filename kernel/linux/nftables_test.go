@@ -18,7 +18,7 @@ import (
 	"github.com/ipvs-proxier/ipvs-proxier/proxier"
 )
 
-// nftConfig is a config whose rules use every statement RenderNftRules writes.
+// nftConfig is a config whose rules use every match and target of our nftables table.
 func nftConfig(mode proxier.LocalMode) proxier.Config {
 	bit := 14
 	return proxier.Config{RulesBackend: proxier.RulesNftables, MasqueradeBit: &bit, LocalMode: mode,
@@ -121,10 +121,10 @@ func TestNftablesSetsReal(t *testing.T) {
 	}
 }
 
-// TestNftablesRulesReal: the rendered table compiles, loads in one transaction, and
-// nft itself lists it back as the text we rendered (so the expressions mean what the text
-// says); Save sees a rule added behind our back; a restore of other text replaces the
-// chains; DeleteTables removes everything.
+// TestNftablesRulesReal: the encoded ruleset loads in one transaction, and nft itself
+// lists it back as the ruleset's nft text (so the expressions mean what the text says);
+// Save sees a rule added behind our back; a restore of other text replaces the chains;
+// DeleteTables removes everything.
 func TestNftablesRulesReal(t *testing.T) {
 	kerneltest.RequireNetns(t)
 	if kerneltest.InVM() {
