@@ -110,6 +110,17 @@ const (
 	CtRelated
 )
 
+// names returns the states of s in the given order, as nft names them.
+func (s CtStates) names(order ...CtStates) []string {
+	var out []string
+	for _, st := range order {
+		if s&st != 0 {
+			out = append(out, map[CtStates]string{CtNew: "new", CtEstablished: "established", CtRelated: "related"}[st])
+		}
+	}
+	return out
+}
+
 // Local matches when the source (Src) or destination address is one of the node's
 // (iptables' addrtype LOCAL, nft's fib type local); Not inverts it.
 type Local struct {

@@ -90,16 +90,7 @@ func iptablesMatch(m Match) string {
 	case Lookup:
 		return "-m set " + not(m.Not) + "--match-set " + m.Set + " " + ipsetDirs(m.Key)
 	case CtState:
-		var s []string
-		for _, st := range []struct {
-			bit  CtStates
-			name string
-		}{{CtNew, "NEW"}, {CtRelated, "RELATED"}, {CtEstablished, "ESTABLISHED"}} {
-			if m.States&st.bit != 0 {
-				s = append(s, st.name)
-			}
-		}
-		return "-m conntrack --ctstate " + strings.Join(s, ",")
+		return "-m conntrack --ctstate " + strings.ToUpper(strings.Join(m.States.names(CtNew, CtRelated, CtEstablished), ","))
 	case Local:
 		opt := "--dst-type"
 		if m.Src {
@@ -131,23 +122,20 @@ func ipsetDirs(key []Field) string {
 	return strings.Join(dirs, ",")
 }
 
+// targetWords are the targets without an operand, in iptables' and in nft's words.
+var targetWords = map[TargetKind][2]string{
+	Accept: {"ACCEPT", "accept"}, Drop: {"DROP", "drop"}, Return: {"RETURN", "return"}, Reject: {"REJECT", "reject"},
+	Masquerade: {"MASQUERADE", "masquerade"}, MasqueradeFully: {"MASQUERADE --random-fully", "masquerade fully-random"},
+}
+
 // iptablesTarget prints a target as its "-j" option.
 func iptablesTarget(t Target) string {
+	if w, ok := targetWords[t.Kind]; ok {
+		return "-j " + w[0]
+	}
 	switch t.Kind {
-	case Accept:
-		return "-j ACCEPT"
-	case Drop:
-		return "-j DROP"
-	case Return:
-		return "-j RETURN"
-	case Reject:
-		return "-j REJECT"
 	case Jump:
 		return "-j " + t.Chain
-	case Masquerade:
-		return "-j MASQUERADE"
-	case MasqueradeFully:
-		return "-j MASQUERADE --random-fully"
 	case MarkOr:
 		return fmt.Sprintf("-j MARK --or-mark %#08x", t.Mark)
 	case MarkXor:

@@ -126,16 +126,7 @@ func nftMatch(ip string, m Match) string {
 		}
 		return strings.Join(key, " . ") + " " + neq(m.Not) + "@" + m.Set
 	case CtState:
-		var s []string
-		for _, st := range []struct {
-			bit  CtStates
-			name string
-		}{{CtNew, "new"}, {CtEstablished, "established"}, {CtRelated, "related"}} {
-			if m.States&st.bit != 0 {
-				s = append(s, st.name)
-			}
-		}
-		return "ct state " + strings.Join(s, ",")
+		return "ct state " + strings.Join(m.States.names(CtNew, CtEstablished, CtRelated), ",")
 	case Local:
 		field := "daddr"
 		if m.Src {
@@ -167,21 +158,12 @@ func nftField(ip string, f Field) string {
 
 // nftTarget prints a target.
 func nftTarget(t Target) string {
+	if w, ok := targetWords[t.Kind]; ok {
+		return w[1]
+	}
 	switch t.Kind {
-	case Accept:
-		return "accept"
-	case Drop:
-		return "drop"
-	case Return:
-		return "return"
-	case Reject:
-		return "reject"
 	case Jump:
 		return "jump " + t.Chain
-	case Masquerade:
-		return "masquerade"
-	case MasqueradeFully:
-		return "masquerade fully-random"
 	case MarkOr:
 		return fmt.Sprintf("meta mark set meta mark | 0x%08x", t.Mark)
 	case MarkXor:

@@ -2,8 +2,6 @@ package proxier_test
 
 import (
 	"flag"
-	"fmt"
-	"os"
 	"strings"
 	"testing"
 
@@ -25,29 +23,6 @@ func TestRulesGolden(t *testing.T) {
 				got.WriteString(proxier.Rules(&c.Config, f, c.OutFilters).String())
 			}
 		}
-		name := "testdata/rules-" + string(b) + ".golden"
-		if *update {
-			if err := os.WriteFile(name, []byte(got.String()), 0o644); err != nil {
-				t.Fatal(err)
-			}
-		}
-		want, err := os.ReadFile(name)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if got.String() != string(want) {
-			t.Errorf("%s differs (-update rewrites it):\n%s", name, firstDiff(got.String(), string(want)))
-		}
+		rulescases.Golden(t, "testdata/rules-"+string(b)+".golden", got.String(), *update)
 	}
-}
-
-// firstDiff names the first line where got and want differ.
-func firstDiff(got, want string) string {
-	g, w := strings.Split(got, "\n"), strings.Split(want, "\n")
-	for i := range min(len(g), len(w)) {
-		if g[i] != w[i] {
-			return fmt.Sprintf("line %d:\n  got  %s\n  want %s", i+1, g[i], w[i])
-		}
-	}
-	return fmt.Sprintf("%d lines, want %d", len(g), len(w))
 }

@@ -67,24 +67,7 @@ func TestEncodeGolden(t *testing.T) {
 			}
 		}
 	}
-	if *update {
-		if err := os.WriteFile(name, []byte(got.String()), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	want, err := os.ReadFile(name)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if got.String() != string(want) {
-		g, w := strings.Split(got.String(), "\n"), strings.Split(string(want), "\n")
-		for i := range min(len(g), len(w)) {
-			if g[i] != w[i] {
-				t.Fatalf("%s differs at line %d (-update rewrites it):\n  got  %s\n  want %s", name, i+1, g[i], w[i])
-			}
-		}
-		t.Fatalf("%s: %d lines, want %d", name, len(g), len(w))
-	}
+	rulescases.Golden(t, name, got.String(), *update)
 }
 
 // TestEncodeRefuses: a match nftables has no expression for is an error, never a rule
