@@ -26,7 +26,9 @@ type Chain struct {
 	Table string
 	// Hook is a base chain's netfilter hook; "" for a regular chain.
 	Hook Hook
-	// Priority is an nftables base chain's priority.
+	// Priority is a base chain's priority: nftables', or for iptables its table's at
+	// the hook (nat -100, 100 at postrouting; filter 0), which orders the tables' chains
+	// for the tracer.
 	Priority int32
 }
 

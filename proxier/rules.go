@@ -43,12 +43,13 @@ func RenderRules(cfg *Config, f kernel.Family, outFilters []OutFilter) string {
 }
 
 // iptablesChains is the chains of the iptables backend: the built-in ones we add rules
-// to, then ours in RuleChains' order.
+// to (with their tables' priorities: nat -100 and 100, filter 0), then ours in
+// RuleChains' order.
 func iptablesChains() []kernel.Chain {
 	out := []kernel.Chain{
-		{Name: "PREROUTING", Table: "nat", Hook: kernel.HookPrerouting},
-		{Name: "OUTPUT", Table: "nat", Hook: kernel.HookOutput},
-		{Name: "POSTROUTING", Table: "nat", Hook: kernel.HookPostrouting},
+		{Name: "PREROUTING", Table: "nat", Hook: kernel.HookPrerouting, Priority: -100},
+		{Name: "OUTPUT", Table: "nat", Hook: kernel.HookOutput, Priority: -100},
+		{Name: "POSTROUTING", Table: "nat", Hook: kernel.HookPostrouting, Priority: 100},
 	}
 	for _, table := range []string{"nat", "filter"} {
 		if table == "filter" {
