@@ -21,10 +21,13 @@ type Fake struct {
 	realLinks map[string]bool
 	sets      map[string]*fakeSet
 	rules     map[Family]string
-	flows     map[fakeFlow]struct{}
-	stats     ConntrackStats
-	ops       map[string]int
-	dumped    int // objects the List* dumps returned
+	// ruleset is what Restore was given, for the tracer; nil where RestoreText or Load
+	// wrote the rules.
+	ruleset map[Family]*Ruleset
+	flows   map[fakeFlow]struct{}
+	stats   ConntrackStats
+	ops     map[string]int
+	dumped  int // objects the List* dumps returned
 	// KnownSchedulers lists the scheduler modules the fake kernel can load; nil means the
 	// full in-tree list.
 	KnownSchedulers []string
@@ -55,7 +58,7 @@ func NewFake() *Fake {
 		vs:    map[VSKey]*fakeVS{},
 		links: map[string]map[netip.Addr]struct{}{},
 		sets:  map[string]*fakeSet{},
-		rules: map[Family]string{},
+		rules: map[Family]string{}, ruleset: map[Family]*Ruleset{},
 		flows: map[fakeFlow]struct{}{},
 		ops:   map[string]int{},
 	}
@@ -562,13 +565,32 @@ func (f *Fake) locked(check func() bool) bool {
 	return check()
 }
 
-// Restore implements Iptables.
-func (f *Fake) Restore(fam Family, rules string) error {
+// Restore implements Iptables: the fake holds the ruleset, printed in its backend's
+// language for Save and Dump.
+func (f *Fake) Restore(fam Family, rules *Ruleset) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.count("Restore")
-	f.rules[fam] = rules
+	f.rules[fam], f.ruleset[fam] = rules.String(), rules
 	return nil
+}
+
+// RestoreText replaces the family's rules with text, as another program's restore would:
+// rules a test puts in place behind the syncer's back.
+func (f *Fake) RestoreText(fam Family, text string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.count("Restore")
+	f.rules[fam] = text
+	delete(f.ruleset, fam)
+}
+
+// Ruleset returns the ruleset the family's last Restore wrote, or nil when its rules
+// came from RestoreText or Load.
+func (f *Fake) Ruleset(fam Family) *Ruleset {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.ruleset[fam]
 }
 
 // Save implements Iptables.

@@ -58,6 +58,7 @@ func (f *Fake) Load(text string) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.vs, f.links, f.sets, f.rules = n.vs, n.links, n.sets, n.rules
+	clear(f.ruleset)
 	return nil
 }
 

@@ -50,8 +50,8 @@ func TestLoadIsDumpsInverse(t *testing.T) {
 	}) {
 		must(err)
 	}
-	must(f.Restore(IPv4, "*nat\n:KUBE-SERVICES - [0:0]\n-A KUBE-SERVICES -j RETURN\nCOMMIT\n"))
-	must(f.Restore(IPv6, "*filter\n:KUBE-FIREWALL - [0:0]\nCOMMIT\n"))
+	f.RestoreText(IPv4, "*nat\n:KUBE-SERVICES - [0:0]\n-A KUBE-SERVICES -j RETURN\nCOMMIT\n")
+	f.RestoreText(IPv6, "*filter\n:KUBE-FIREWALL - [0:0]\nCOMMIT\n")
 
 	want := f.Dump()
 	g := NewFake()

@@ -138,7 +138,7 @@ func hookBatch[T any](w *wrapped, ops []T, name func(T) string, write func([]T) 
 
 type wrappedIptables struct{ w *wrapped }
 
-func (x wrappedIptables) Restore(fam Family, rules string) error {
+func (x wrappedIptables) Restore(fam Family, rules *Ruleset) error {
 	return x.w.call("Restore", func() error { return x.w.inner.Iptables.Restore(fam, rules) })
 }
 func (x wrappedIptables) Save(fam Family) (string, error) {

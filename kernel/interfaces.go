@@ -153,10 +153,9 @@ func either(cond bool, yes, no string) string {
 // Iptables applies the rendered rules of our own chains. Implementations are safe for
 // concurrent use.
 type Iptables interface {
-	// Restore makes our chains in the family's tables equal rules, an iptables-save style
-	// text holding only our chains, and ensures the jump rules from built-in chains that
-	// the text lists (lines "-A INPUT ..."). Other chains are left alone.
-	Restore(f Family, rules string) error
+	// Restore makes our chains in the family's tables equal rules, and ensures its rules
+	// in built-in chains (the jumps from INPUT, ...). Other chains are left alone.
+	Restore(f Family, rules *Ruleset) error
 	// Save returns our chains as the kernel has them now, in the form Restore takes, so a
 	// caller can detect drift by comparing text.
 	Save(f Family) (string, error)

@@ -356,7 +356,7 @@ func (d *Desired) Plan(cfg *Config) string {
 				}
 			}
 			b.WriteString("\n# " + f.String() + " nft list table\n")
-			table := RenderNftRules(cfg, f, d.OutFilters())
+			table := RenderRules(cfg, f, d.OutFilters())
 			head, chains, _ := strings.Cut(table, "\n")
 			b.WriteString(head + "\n" + kernel.FormatNftSets(fsets, members) + chains)
 		}

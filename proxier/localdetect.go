@@ -57,25 +57,25 @@ func validIfName(field, name string, prefix bool) error {
 	return nil
 }
 
-// localMatch returns the iptables match selecting traffic from this cluster's pods of
-// family f, or "" when the detector cannot tell (no CIDR of that family): then, as with
+// localMatch returns the match selecting traffic from this cluster's pods of family f,
+// or false when the detector cannot tell (no CIDR of that family): then, as with
 // kube-proxy's no-op detector, nothing counts as pod traffic.
-func (c *Config) localMatch(f kernel.Family) string {
+func (c *Config) localMatch(f kernel.Family) (kernel.Match, bool) {
 	switch c.LocalMode {
 	case LocalModeNodeCIDR:
 		if p := firstOfFamily(c.NodePodCIDRs, f); p.IsValid() {
-			return "-s " + p.String()
+			return kernel.IP{Src: true, Net: p}, true
 		}
-		return ""
+		return nil, false
 	case LocalModeBridgeInterface:
-		return "-i " + c.BridgeInterface
+		return kernel.Iface{Name: c.BridgeInterface}, true
 	case LocalModeInterfaceNamePrefix:
-		return "-i " + c.InterfaceNamePrefix + "+"
+		return kernel.Iface{Name: c.InterfaceNamePrefix, Prefix: true}, true
 	}
 	if p := firstOfFamily(c.ClusterCIDRs, f); p.IsValid() {
-		return "-s " + p.String()
+		return kernel.IP{Src: true, Net: p}, true
 	}
-	return ""
+	return nil, false
 }
 
 // firstOfFamily returns the first prefix of family f: kube-proxy's CIDR detectors take

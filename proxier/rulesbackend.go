@@ -1,10 +1,6 @@
 package proxier
 
-import (
-	"fmt"
-
-	"github.com/ipvs-proxier/ipvs-proxier/kernel"
-)
+import "fmt"
 
 // RulesBackend says what holds the sets and the fixed rules beside IPVS.
 type RulesBackend string
@@ -28,16 +24,4 @@ func ValidateRulesBackend(b RulesBackend) error {
 		return nil
 	}
 	return fmt.Errorf("rules backend %q: want %s or %s", b, RulesIptables, RulesNftables)
-}
-
-// RenderRules renders the fixed rules of one family for the configured backend: for
-// iptables, iptables-restore input holding only our chains (RenderIptablesRules); for
-// nftables, our table's chains as `nft list table` prints them (RenderNftRules). Either
-// way the text is fixed for a config except for the out-filter lines: everything else is
-// driven by set membership, so Service churn never rewrites rules.
-func RenderRules(cfg *Config, f kernel.Family, outFilters []OutFilter) string {
-	if cfg.RulesBackend == RulesNftables {
-		return RenderNftRules(cfg, f, outFilters)
-	}
-	return RenderIptablesRules(cfg, f, outFilters)
 }

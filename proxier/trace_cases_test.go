@@ -223,7 +223,7 @@ func TestTrace(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			cfg := testConfig(tc.cfg...)
-			w := newWorld(t, cfg, kernel.IPv4, tc.svcs, tc.slices)
+			w := newWorld(t, cfg, tc.svcs, tc.slices)
 			for _, c := range tc.checks {
 				if got := w.trace(t, c.p); got.String() != c.want {
 					t.Errorf("%v: %v, want %s", c.p, got, c.want)
@@ -237,7 +237,7 @@ func TestTrace(t *testing.T) {
 func TestTraceIPv6(t *testing.T) {
 	cfg := testConfig(func(c *Config) { c.ClusterCIDRs = mustPrefixes("fd00:244::/64") })
 	svcs := []*v1.Service{svcAt("web", "fd00:96::10"), svcAt("empty", "fd00:96::11")}
-	w := newWorld(t, cfg, kernel.IPv6, svcs, map[string][]*discovery.EndpointSlice{"web": slicesOf("web", remote("fd00:244:1::5"))})
+	w := newWorld(t, cfg, svcs, map[string][]*discovery.EndpointSlice{"web": slicesOf("web", remote("fd00:244:1::5"))})
 	for p, want := range map[packet]string{
 		{src: netip.MustParseAddr("fd00:244::7"), dst: netip.MustParseAddr("fd00:96::10"), proto: kernel.TCP, port: 80, in: "veth1"}: "ipvs [fd00:244:1::5]:80",
 		{src: netip.MustParseAddr("fd00:244::7"), dst: netip.MustParseAddr("fd00:96::11"), proto: kernel.TCP, port: 80, in: "veth1"}: "reject",

@@ -31,14 +31,14 @@ func allocatedMembers(svc *v1.Service) []kernel.Member {
 	return out
 }
 
-// renderClusterIPsCheck writes the check's rules for family f: one REJECT per service
-// CIDR of the family, for new connections to an address no Service holds.
-func renderClusterIPsCheck(cfg *Config, f kernel.Family, w func(format string, args ...any)) {
-	for _, p := range cfg.ServiceCIDRs {
-		if kernel.FamilyOf(p.Addr()) != f {
+// clusterIPsCheck adds the check's rules: one reject per service CIDR of the family, for
+// new connections to an address no Service holds.
+func (b *rulesBuilder) clusterIPsCheck() {
+	for _, p := range b.cfg.ServiceCIDRs {
+		if kernel.FamilyOf(p.Addr()) != b.f {
 			continue
 		}
-		w(`-A %s -d %s -m set ! --match-set %s dst -m comment --comment "unallocated ClusterIP" -j REJECT`,
-			chainClusterIPsCheck, p, SetName(setServiceIPs, f))
+		b.add("filter", chainClusterIPsCheck, reject, kernel.IP{Net: p},
+			kernel.Lookup{Set: SetName(setServiceIPs, b.f), Key: keyDst, Not: true}, comment("unallocated ClusterIP"))
 	}
 }

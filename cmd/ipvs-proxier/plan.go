@@ -34,6 +34,8 @@ func runPlanTo(args []string, out, errOut io.Writer) error {
 	var files []string
 	o.fs.StringArrayVarP(&files, "filename", "f", nil, "Service, EndpointSlice and Node objects (YAML or JSON, multi-document or a List); '-' is stdin")
 	strict := o.fs.Bool("strict", false, "exit non-zero when the input has problems (the daemon's Warning Events)")
+	trace := o.fs.String("trace", "", "also trace one new connection through the planned rules, sets and IPVS table: \"SRC DST:PORT/PROTO\"")
+	traceIn := o.fs.String("trace-in", "eth0", "the interface the traced packet arrives on (a SRC of the node's is its own traffic)")
 	// --help goes to stdout, as every command's help does (status, cleanup).
 	o.fs.SetOutput(out)
 	o.fs.Usage = func() {
@@ -44,7 +46,8 @@ func runPlanTo(args []string, out, errOut io.Writer) error {
 				"and --config apply.",
 			"  ipvs-proxier plan -f examples/cluster.yaml --hostname-override test-node --cluster-cidr 10.244.0.0/16\n"+
 				"  kubectl get svc,endpointslices,nodes -A -o yaml | ipvs-proxier plan -f - --hostname-override node-1\n"+
-				"  ipvs-proxier plan --kubeconfig ~/.kube/config --hostname-override node-1 --strict")
+				"  ipvs-proxier plan --kubeconfig ~/.kube/config --hostname-override node-1 --strict\n"+
+				"  ipvs-proxier plan -f examples/cluster.yaml --hostname-override test-node --trace '10.244.0.7 10.96.0.10:80/tcp'")
 	}
 	if err := o.fs.Parse(args); err != nil {
 		return err
@@ -98,6 +101,15 @@ func runPlanTo(args []string, out, errOut io.Writer) error {
 	cfg := s.Config()
 	if _, err = io.WriteString(out, s.Desired().Plan(&cfg)); err != nil {
 		return err
+	}
+	if *trace != "" {
+		p, err := parseTracePacket(*trace, *traceIn, cfg.NodeIPs, s.Desired().Addresses())
+		if err != nil {
+			return err
+		}
+		if err := printTrace(out, fake, p, cfg.NodeIPs); err != nil {
+			return err
+		}
 	}
 	lines := problems.lines()
 	for _, l := range lines {

@@ -99,7 +99,12 @@ type jump struct{ table, chain, rule string }
 // Restore implements kernel.Iptables: one iptables-save to see which jumps exist, then
 // one iptables-restore --noflush with our chains and an `-I CHAIN 1` line for each
 // missing jump, so the chains and the jumps into them appear together.
-func (t *Iptables) Restore(f kernel.Family, rules string) error {
+func (t *Iptables) Restore(f kernel.Family, rules *kernel.Ruleset) error {
+	return t.restoreText(f, rules.Iptables())
+}
+
+// restoreText is Restore of iptables-restore input.
+func (t *Iptables) restoreText(f kernel.Family, rules string) error {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	var chainLines []string

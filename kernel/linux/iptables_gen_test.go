@@ -15,7 +15,7 @@ import (
 func TestIptablesSaveGenerationReal(t *testing.T) {
 	kerneltest.RequireNetns(t)
 	ipt := &Iptables{mode: "nft", chains: map[string]bool{"KUBE-GEN-TEST": true}, saved: map[kernel.Family]savedTables{}}
-	if err := ipt.Restore(kernel.IPv4, "*nat\n:KUBE-GEN-TEST - [0:0]\n-A KUBE-GEN-TEST -j RETURN\nCOMMIT\n"); err != nil {
+	if err := ipt.restoreText(kernel.IPv4, "*nat\n:KUBE-GEN-TEST - [0:0]\n-A KUBE-GEN-TEST -j RETURN\nCOMMIT\n"); err != nil {
 		t.Fatal(err)
 	}
 	first, err := ipt.Save(kernel.IPv4)

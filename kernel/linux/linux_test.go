@@ -273,7 +273,7 @@ func TestIptablesReal(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if err := ipt.Restore(kernel.IPv4, rules); err != nil {
+	if err := ipt.restoreText(kernel.IPv4, rules); err != nil {
 		t.Fatal(err)
 	}
 	first, err := ipt.Save(kernel.IPv4)
@@ -296,7 +296,7 @@ func TestIptablesReal(t *testing.T) {
 			t.Errorf("jump %q is not in iptables-save's form; saved %s:\n%s", line, table, strings.Join(tables[table], "\n"))
 		}
 	}
-	if err := ipt.Restore(kernel.IPv4, rules); err != nil {
+	if err := ipt.restoreText(kernel.IPv4, rules); err != nil {
 		t.Fatal(err)
 	}
 	second, _ := ipt.Save(kernel.IPv4)
@@ -319,7 +319,7 @@ func TestIptablesReal(t *testing.T) {
 	if out, err := execOut("iptables-"+ipt.Mode(), "-w", "-N", "OTHER"); err != nil {
 		t.Fatal(out, err)
 	}
-	if err := ipt.Restore(kernel.IPv4, strings.Replace(rules, "10.244.0.0/16", "10.245.0.0/16", -1)); err != nil {
+	if err := ipt.restoreText(kernel.IPv4, strings.Replace(rules, "10.244.0.0/16", "10.245.0.0/16", -1)); err != nil {
 		t.Fatal(err)
 	}
 	if out, err := execOut("iptables-"+ipt.Mode(), "-w", "-L", "OTHER"); err != nil {
@@ -355,7 +355,7 @@ func TestIptablesLegacyReal(t *testing.T) {
 		t.Fatalf("mode %s with rules only in legacy", ipt.Mode())
 	}
 	cfg := proxier.Config{}.WithDefaults()
-	if err := ipt.Restore(kernel.IPv4, proxier.RenderRules(&cfg, kernel.IPv4, nil)); err != nil {
+	if err := ipt.restoreText(kernel.IPv4, proxier.RenderRules(&cfg, kernel.IPv4, nil)); err != nil {
 		t.Fatal(err)
 	}
 	if out, err := execOut("iptables-legacy-save", "-t", "nat"); err != nil || !strings.Contains(out, "-A KUBE-MARK-MASQ -j MARK") {

@@ -13,14 +13,14 @@ import (
 	"github.com/ipvs-proxier/ipvs-proxier/kernel"
 )
 
-// Restore implements kernel.Iptables for the nftables backend: rules is
-// proxier.RenderNftRules's text, and our table's chains become exactly its chains, in one
+// Restore implements kernel.Iptables for the nftables backend: our table's chains become
+// exactly the ruleset's chains, encoded as netlink expressions (nft_encode.go), in one
 // transaction (every chain flushed, those no longer in the text deleted, the rest made
 // and filled), so traffic never sees a chain half written. Chains of other tables are
 // never touched: ours has its own hooks.
-func (x *Nftables) Restore(f kernel.Family, rules string) error {
+func (x *Nftables) Restore(f kernel.Family, rules *kernel.Ruleset) error {
 	t := x.table(f)
-	chains, err := parseNftTable(t.Family, rules)
+	chains, err := encodeNftTable(rules)
 	if err != nil {
 		return fmt.Errorf("nftables rules: %w", err)
 	}
@@ -34,6 +34,16 @@ func (x *Nftables) Restore(f kernel.Family, rules string) error {
 	if err != nil {
 		return err
 	}
+	n := queueRules(c, t, have, chains)
+	if err := x.flush(c, n); err != nil {
+		return nftErr("nftables restore "+f.String(), err)
+	}
+	return nil
+}
+
+// queueRules queues the transaction that makes table t's chains exactly chains, where
+// the table holds have now, and returns how many rules it adds.
+func queueRules(c *nftables.Conn, t *nftables.Table, have []*nftables.Chain, chains []nftChain) int {
 	c.AddTable(t)
 	for _, h := range have {
 		c.FlushChain(h)
@@ -60,10 +70,7 @@ func (x *Nftables) Restore(f kernel.Family, rules string) error {
 			n++
 		}
 	}
-	if err := x.flush(c, n); err != nil {
-		return nftErr("nftables restore "+f.String(), err)
-	}
-	return nil
+	return n
 }
 
 // sameHook reports whether an existing chain has the hook, type and priority wanted (a
@@ -98,7 +105,7 @@ func (x *Nftables) chains(c *nftables.Conn, t *nftables.Table) ([]*nftables.Chai
 // Save implements kernel.Iptables for the nftables backend: our table's chains and rules
 // as the kernel holds them, one line per chain (its hook) and per rule (its expressions
 // as the kernel returns them, hex), so any change to them changes the text. It is not
-// RenderNftRules's text: the syncer compares it only with an earlier Save, and at a start
+// the ruleset's nft text: the syncer compares it only with an earlier Save, and at a start
 // restores once (one transaction).
 func (x *Nftables) Save(f kernel.Family) (string, error) {
 	t := x.table(f)

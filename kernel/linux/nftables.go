@@ -19,8 +19,8 @@ import (
 // unmaintained in RHEL 10, legacy xtables off by default from Linux 6.17) can run it.
 //
 // The sets are the ipsets the iptables backend makes, under the same names, typed as nft
-// concatenations (kernel.NftSetType; nftKeyType in nft_sets.go); the rules are proxier.RenderNftRules's text, compiled
-// by nft_compile.go. Each write is one nftables transaction: atomic, so traffic never
+// concatenations (kernel.NftSetType; nftKeyType in nft_sets.go); the rules are the
+// kernel.Ruleset proxier.Rules builds, encoded by nft_encode.go. Each write is one nftables transaction: atomic, so traffic never
 // sees half a rule set; member writes are cut into transactions of at most MaxBatch
 // members, so a cold start at 30,000 Services is never one transaction holding the
 // kernel's nfnl lock for its whole length (kubernetes#139513, #135639).

@@ -18,7 +18,7 @@ import (
 	"github.com/ipvs-proxier/ipvs-proxier/proxier"
 )
 
-// nftConfig is a config whose rules use every statement RenderNftRules writes.
+// nftConfig is a config whose rules use every match and target of our nftables table.
 func nftConfig(mode proxier.LocalMode) proxier.Config {
 	bit := 14
 	return proxier.Config{RulesBackend: proxier.RulesNftables, MasqueradeBit: &bit, LocalMode: mode,
@@ -121,10 +121,10 @@ func TestNftablesSetsReal(t *testing.T) {
 	}
 }
 
-// TestNftablesRulesReal: the rendered table compiles, loads in one transaction, and
-// nft itself lists it back as the text we rendered (so the expressions mean what the text
-// says); Save sees a rule added behind our back; a restore of other text replaces the
-// chains; DeleteTables removes everything.
+// TestNftablesRulesReal: the encoded ruleset loads in one transaction, and nft itself
+// lists it back as the ruleset's nft text (so the expressions mean what the text says);
+// Save sees a rule added behind our back; a restore of other text replaces the chains;
+// DeleteTables removes everything.
 func TestNftablesRulesReal(t *testing.T) {
 	kerneltest.RequireNetns(t)
 	if kerneltest.InVM() {
@@ -145,8 +145,9 @@ func TestNftablesRulesReal(t *testing.T) {
 	for _, mode := range []proxier.LocalMode{proxier.LocalModeClusterCIDR, proxier.LocalModeBridgeInterface, proxier.LocalModeInterfaceNamePrefix} {
 		cfg := nftConfig(mode)
 		for _, f := range fams {
-			text := proxier.RenderNftRules(&cfg, f, outFilters)
-			if err := x.Restore(f, text); err != nil {
+			rs := proxier.Rules(&cfg, f, outFilters)
+			text := rs.Nft()
+			if err := x.Restore(f, rs); err != nil {
 				t.Fatalf("%s %s: %v", mode, f, err)
 			}
 			listed := nftList(t, f)
@@ -176,15 +177,18 @@ func TestNftablesRulesReal(t *testing.T) {
 		t.Error("Save did not change after a rule was added")
 	}
 	// Other text: a chain no longer rendered is deleted, the rest rewritten.
-	short := "table ip ipvs-proxier {\n\tchain KUBE-MARK-MASQ {\n\t\tmeta mark set meta mark | 0x00004000\n\t}\n}\n"
+	short := &kernel.Ruleset{Family: kernel.IPv4, Table: proxier.NftTable, Chains: []kernel.Chain{{Name: "KUBE-MARK-MASQ", Table: "nat"}},
+		Rules: []kernel.Rule{{Table: "nat", Chain: "KUBE-MARK-MASQ", Target: kernel.Target{Kind: kernel.MarkOr, Mark: 0x4000}}}}
 	if err := x.Restore(kernel.IPv4, short); err != nil {
 		t.Fatal(err)
 	}
-	if got := nftList(t, kernel.IPv4); got != normalizeNft(short) {
+	if got := nftList(t, kernel.IPv4); got != normalizeNft(short.Nft()) {
 		t.Errorf("after a short restore: %s", got)
 	}
-	if err := x.Restore(kernel.IPv4, "table ip ipvs-proxier {\n\tchain X {\n\t\tip daddr 1.2.3.4 frobnicate\n\t}\n}\n"); err == nil {
-		t.Error("an unknown statement was accepted")
+	physdev := &kernel.Ruleset{Family: kernel.IPv4, Table: proxier.NftTable, Chains: []kernel.Chain{{Name: "X", Table: "nat"}},
+		Rules: []kernel.Rule{{Table: "nat", Chain: "X", Matches: []kernel.Match{kernel.PhysdevIsIn{}}, Target: kernel.Target{Kind: kernel.Accept}}}}
+	if err := x.Restore(kernel.IPv4, physdev); err == nil {
+		t.Error("a match nftables has no expression for was accepted")
 	}
 	if n, err := x.DeleteTables(); err != nil || n != 2 {
 		t.Fatalf("DeleteTables: %d %v, want both families'", n, err)

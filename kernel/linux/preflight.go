@@ -123,7 +123,7 @@ func (p Preflight) Check(schedulers []string) PreflightReport {
 }
 
 // nftExprModules hold the nftables expressions and chain types our table uses
-// (proxier.RenderNftRules), for both families.
+// (nft_encode.go), for both families.
 var nftExprModules = []string{"nft_chain_nat", "nft_ct", "nft_fib_ipv4", "nft_fib_ipv6", "nft_fib_inet",
 	"nft_masq", "nft_nat", "nft_reject", "nft_reject_ipv4", "nft_reject_ipv6"}
 

@@ -47,7 +47,7 @@ func (o *orderKernel) WriteAddresses(dev string, ops []kernel.AddressOp) []error
 	return o.Addresses.WriteAddresses(dev, ops)
 }
 
-func (o *orderKernel) Restore(f kernel.Family, rules string) error {
+func (o *orderKernel) Restore(f kernel.Family, rules *kernel.Ruleset) error {
 	o.note("restore " + f.String())
 	return o.Iptables.Restore(f, rules)
 }
@@ -120,7 +120,7 @@ func TestCriticalServicesFirst(t *testing.T) {
 func TestCriticalServicesKeepOthersRules(t *testing.T) {
 	fake := kernel.NewFake()
 	theirs := "*nat\n:KUBE-SERVICES - [0:0]\n-A KUBE-SERVICES -d 10.100.0.1/32 -p tcp --dport 80 -j KUBE-SVC-X\nCOMMIT\n"
-	must(t, fake.Restore(kernel.IPv4, theirs))
+	fake.RestoreText(kernel.IPv4, theirs)
 	h, o, _ := orderHarness(t, fake, 20)
 	h.src.SetService(svc("default", "kubernetes", "10.96.0.1", 443, v1.ProtocolTCP))
 	h.src.SetSlice(slice("default", "kubernetes", "kubernetes", 443, v1.ProtocolTCP, "192.168.0.10"))

@@ -554,7 +554,8 @@ func (sc *scenario) kernelCmd(f []string) error {
 	case "flush-set":
 		fk.FlushSet(f[1])
 	case "flush-rules":
-		return fk.Restore(kernel.IPv4, "")
+		fk.RestoreText(kernel.IPv4, "")
+		return nil
 	case "add-flow":
 		o, err1 := netip.ParseAddrPort(f[1])
 		r, err2 := netip.ParseAddrPort(f[2])

@@ -15,7 +15,8 @@ func (r *Reconciler) Sync(checkDrift bool) error {
 	var errs []error
 	cfg := r.cfg.Config()
 	for _, f := range cfg.Families {
-		text := proxier.RenderRules(cfg, f, r.cfg.Desired().OutFilters())
+		rs := proxier.Rules(cfg, f, r.cfg.Desired().OutFilters())
+		text := rs.String()
 		if _, known := r.rules[f]; !known && checkDrift {
 			// First look after a start: adopt rules that already read as ours. When the
 			// backend's saved form differs from ours, the restore below is one atomic
@@ -39,7 +40,7 @@ func (r *Reconciler) Sync(checkDrift bool) error {
 		} else if text == r.rules[f] {
 			continue
 		}
-		if err := r.cfg.Iptables.Restore(f, text); err != nil {
+		if err := r.cfg.Iptables.Restore(f, rs); err != nil {
 			r.cfg.RestoreFailed(f)
 			delete(r.rules, f)
 			errs = append(errs, err)
