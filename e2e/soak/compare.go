@@ -1,0 +1,179 @@
+package main
+
+import (
+	"fmt"
+	"net/netip"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"github.com/ipvs-proxier/ipvs-proxier/e2e/harness"
+)
+
+// nodeStateScript prints the node's whole proxy state in the layout of `ipvs-proxier
+// plan`: the IPVS table, kube-ipvs0's addresses, the sets, both families' rules, each
+// section under plan's own heading, so one reader takes both.
+const nodeStateScript = `ipvsadm -Ln
+echo '# addresses on kube-ipvs0'; ip addr show dev kube-ipvs0
+echo '# ipset save'; ipset save
+echo '# IPv4 iptables-save'; iptables-save
+echo '# IPv6 iptables-save'; ip6tables-save`
+
+// stateLines reads plan's output, or nodeStateScript's, into comparable lines, sorted:
+// every virtual server with its flags, every real server of weight above 0 with its
+// forwarding and weight (connection counters dropped; one at weight 0 is draining, which
+// plan never shows, and the drain verdict judges), every address, every KUBE-* set's
+// type and members (sizes dropped: the kernel's grow with their members), every KUBE-*
+// chain, and every rule with its table, chain and place in the chain.
+func stateLines(text string) []string {
+	var out []string
+	section, table, family := "ipvs", "", ""
+	vs := ""
+	place := map[string]int{}
+	for _, l := range strings.Split(text, "\n") {
+		f := strings.Fields(l)
+		if strings.HasPrefix(l, "# ") {
+			switch {
+			case strings.HasPrefix(l, "# addresses"):
+				section = "addr"
+			case strings.HasPrefix(l, "# ipset"):
+				section = "set"
+			case strings.Contains(l, "iptables-save") && (strings.HasPrefix(l, "# IPv4") || strings.HasPrefix(l, "# IPv6")):
+				section, family = "rules", f[1]
+				place = map[string]int{}
+			}
+			continue
+		}
+		if len(f) == 0 {
+			continue
+		}
+		switch section {
+		case "ipvs":
+			switch {
+			case len(f) >= 3 && (f[0] == "TCP" || f[0] == "UDP" || f[0] == "SCTP"):
+				vs = f[0] + " " + f[1]
+				out = append(out, "vs "+strings.Join(f, " "))
+			case len(f) >= 4 && f[0] == "->" && f[1] != "RemoteAddress:Port" && f[3] != "0":
+				out = append(out, "rs "+vs+" -> "+strings.Join(f[1:4], " "))
+			}
+		case "addr":
+			if (f[0] == "inet" || f[0] == "inet6") && len(f) > 1 {
+				out = append(out, "addr "+f[1])
+			}
+		case "set":
+			if len(f) >= 3 && strings.HasPrefix(f[1], "KUBE-") {
+				switch f[0] {
+				case "create":
+					out = append(out, "set "+strings.Join(f[:3], " "))
+				case "add":
+					out = append(out, "set "+strings.Join(f, " "))
+				}
+			}
+		case "rules":
+			switch {
+			case strings.HasPrefix(l, "*"):
+				table = l[1:]
+			case strings.HasPrefix(l, ":KUBE-"):
+				out = append(out, fmt.Sprintf("chain %s %s %s", family, table, f[0][1:]))
+			case f[0] == "-A" && len(f) > 1:
+				key := table + " " + f[1]
+				out = append(out, fmt.Sprintf("rule %s %s %s #%d %s", family, table, f[1], place[key], strings.Join(f[2:], " ")))
+				place[key]++
+			}
+		}
+	}
+	slices.Sort(out)
+	return slices.Compact(out)
+}
+
+// diffLines is what a has that b lacks, and what b has that a lacks (both sorted).
+func diffLines(a, b []string) (onlyA, onlyB []string) {
+	i, j := 0, 0
+	for i < len(a) || j < len(b) {
+		switch {
+		case j == len(b) || i < len(a) && a[i] < b[j]:
+			onlyA = append(onlyA, a[i])
+			i++
+		case i == len(a) || b[j] < a[i]:
+			onlyB = append(onlyB, b[j])
+			j++
+		default:
+			i++
+			j++
+		}
+	}
+	return onlyA, onlyB
+}
+
+// nodeAddressesScript prints the node's global addresses but kube-ipvs0's, `ip -o addr`.
+const nodeAddressesScript = "ip -o addr show scope global"
+
+// nodeIPs picks from nodeAddressesScript's output the addresses the daemon opens
+// NodePorts on: every global address but the Service addresses on kube-ipvs0 and
+// link-local ones (the pods' veth gateway, 169.254.1.1, which kube-proxy's IPVS mode
+// also skips).
+func nodeIPs(out string) []string {
+	var ips []string
+	for _, l := range strings.Split(out, "\n") {
+		f := strings.Fields(l)
+		if len(f) < 4 || f[1] == "kube-ipvs0" || (f[2] != "inet" && f[2] != "inet6") {
+			continue
+		}
+		p, err := netip.ParsePrefix(f[3])
+		if err != nil || p.Addr().IsLinkLocalUnicast() || p.Addr().IsLoopback() {
+			continue
+		}
+		ips = append(ips, p.Addr().String())
+	}
+	slices.Sort(ips)
+	return slices.Compact(ips)
+}
+
+// planArgs is `ipvs-proxier plan` with the DaemonSet's flags: its container command but
+// the binary, $(NODE_NAME) set, --config pointing at a host copy of its config.conf, the
+// cluster read through kubeconfig, and the node's NodePort addresses given (plan reads
+// them from the Node object, the daemon from its interfaces).
+func planArgs(command []string, config, kubeconfig string, ips []string) []string {
+	args := []string{"plan", "--kubeconfig", kubeconfig}
+	for _, a := range command[1:] {
+		a = strings.ReplaceAll(a, "$(NODE_NAME)", nodeName)
+		if strings.HasPrefix(a, "--config=") {
+			a = "--config=" + config
+		}
+		args = append(args, a)
+	}
+	if len(ips) > 0 {
+		args = append(args, "--node-ip", strings.Join(ips, ","))
+	}
+	return args
+}
+
+// planOutput runs `ipvs-proxier plan` on the host against the live apiserver, as the
+// DaemonSet's daemon is configured, with the node's addresses.
+func (s *soak) planOutput(dir string) (string, error) {
+	kubeconfig := filepath.Join(dir, "kubeconfig")
+	if err := s.cp.WriteKubeconfig(kubeconfig); err != nil {
+		return "", err
+	}
+	config := filepath.Join(dir, "config.conf")
+	if err := os.WriteFile(config, []byte(s.dep.Files["var/lib/kube-proxy/config.conf"]), 0o600); err != nil {
+		return "", err
+	}
+	addrs, err := s.node.MustExec(nodeAddressesScript)
+	if err != nil {
+		return "", err
+	}
+	if err := harness.BuildNodeBinaries(dir); err != nil {
+		return "", err
+	}
+	cmd := exec.Command(filepath.Join(dir, "usr/local/bin/ipvs-proxier"), planArgs(s.dep.Command, config, kubeconfig, nodeIPs(addrs))...)
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		return "", fmt.Errorf("plan: %w: %s", err, stderr.String())
+	}
+	return string(out), nil
+}
