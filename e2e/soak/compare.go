@@ -79,13 +79,76 @@ func stateLines(text string) []string {
 				out = append(out, fmt.Sprintf("chain %s %s %s", family, table, f[0][1:]))
 			case f[0] == "-A" && len(f) > 1:
 				key := table + " " + f[1]
-				out = append(out, fmt.Sprintf("rule %s %s %s #%d %s", family, table, f[1], place[key], strings.Join(f[2:], " ")))
+				out = append(out, fmt.Sprintf("rule %s %s %s #%d %s", family, table, f[1], place[key], canonRule(family, f[2:])))
 				place[key]++
 			}
 		}
 	}
 	slices.Sort(out)
 	return slices.Compact(out)
+}
+
+// canonRule writes a rule's arguments as iptables-save prints them, so plan's
+// iptables-restore input and the node's saved rules compare: hexadecimal without
+// leading zeros, --or-mark M as --set-xmark M/M and --xor-mark M as --set-xmark M/0x0
+// (libxt_MARK), REJECT with its default --reject-with, an -s or -d address with its
+// full prefix length, and --vproto as a number (libxt_ipvs prints it so). --vaddr keeps
+// no /32: libxtables leaves a full mask out (xtables_ipmask_to_numeric).
+func canonRule(family string, args []string) string {
+	full, reject := "/32", "icmp-port-unreachable"
+	if family == "IPv6" {
+		full, reject = "/128", "icmp6-port-unreachable"
+	}
+	protos := map[string]string{"tcp": "6", "udp": "17", "sctp": "132"}
+	var out []string
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		if strings.HasPrefix(a, "0x") {
+			a = "0x" + strings.TrimLeft(a[2:], "0")
+			if a == "0x" {
+				a = "0x0"
+			}
+			if m, mask, ok := strings.Cut(a, "/"); ok && strings.HasPrefix(mask, "0x") {
+				mask = "0x" + strings.TrimLeft(mask[2:], "0")
+				if mask == "0x" {
+					mask = "0x0"
+				}
+				a = m + "/" + mask
+			}
+		}
+		next := func() string {
+			if i+1 < len(args) {
+				i++
+				return canonRule(family, args[i:i+1])
+			}
+			return ""
+		}
+		switch a {
+		case "--or-mark":
+			m := next()
+			out = append(out, "--set-xmark", m+"/"+m)
+		case "--xor-mark":
+			out = append(out, "--set-xmark", next()+"/0x0")
+		case "-s", "-d":
+			v := next()
+			if !strings.Contains(v, "/") {
+				v += full
+			}
+			out = append(out, a, v)
+		case "--vproto":
+			v := next()
+			if n, ok := protos[v]; ok {
+				v = n
+			}
+			out = append(out, a, v)
+		default:
+			out = append(out, a)
+		}
+	}
+	if len(out) >= 2 && out[len(out)-2] == "-j" && out[len(out)-1] == "REJECT" {
+		out = append(out, "--reject-with", reject)
+	}
+	return strings.Join(out, " ")
 }
 
 // diffLines is what a has that b lacks, and what b has that a lacks (both sorted).
