@@ -120,6 +120,14 @@ func TestVerdicts(t *testing.T) {
 	if w := bad.Loops[0].ByWindow; w[""] != 1 || w[faultDaemonKill] != 1 {
 		t.Errorf("failures by window: %v", w)
 	}
+	// No window is documented: a failure during a fault fails the verdict too.
+	during := cleanOutcome()
+	during.Loops[0].ByWindow = byWindow([]time.Time{start.Add(2 * time.Second)}, during.Faults)
+	for _, v := range verdicts(during) {
+		if v.Name == "zero failed requests on the untouched Services" && v.Pass {
+			t.Errorf("a failure in a fault's window passed: %s", v.Detail)
+		}
+	}
 }
 
 // cleanOutcome is a 20-minute run where everything held.
