@@ -8,8 +8,6 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-
-	"github.com/ipvs-proxier/ipvs-proxier/e2e/harness"
 )
 
 // nodeStateScript prints the node's whole proxy state in the layout of `ipvs-proxier
@@ -213,8 +211,9 @@ func planArgs(command []string, config, kubeconfig string, ips []string) []strin
 	return args
 }
 
-// planOutput runs `ipvs-proxier plan` on the host against the live apiserver, as the
-// DaemonSet's daemon is configured, with the node's addresses.
+// planOutput runs `ipvs-proxier plan` (built into dir by harness.BuildNodeBinaries) on
+// the host against the live apiserver, as the DaemonSet's daemon is configured, with
+// the node's addresses.
 func (s *soak) planOutput(dir string) (string, error) {
 	kubeconfig := filepath.Join(dir, "kubeconfig")
 	if err := s.cp.WriteKubeconfig(kubeconfig); err != nil {
@@ -226,9 +225,6 @@ func (s *soak) planOutput(dir string) (string, error) {
 	}
 	addrs, err := s.node.MustExec(nodeAddressesScript)
 	if err != nil {
-		return "", err
-	}
-	if err := harness.BuildNodeBinaries(dir); err != nil {
 		return "", err
 	}
 	cmd := exec.Command(filepath.Join(dir, "usr/local/bin/ipvs-proxier"), planArgs(s.dep.Command, config, kubeconfig, nodeIPs(addrs))...)

@@ -65,11 +65,12 @@ const (
 // node address.
 const flapAddress = "192.168.77.1"
 
-// run injects plan's faults at their times from the soak's start until ctx ends.
-func (f *faultRunner) run(ctx context.Context, plan []plannedFault) {
+// run injects plan's faults at their times from the soak's start until schedule ends;
+// a fault begun runs to the end of its recovery check (under ctx).
+func (f *faultRunner) run(schedule, ctx context.Context, plan []plannedFault) {
 	for _, p := range plan {
 		select {
-		case <-ctx.Done():
+		case <-schedule.Done():
 			return
 		case <-time.After(time.Until(f.s.start.Add(p.At))):
 		}

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"sync"
@@ -46,6 +47,22 @@ func newProber(ctx context.Context, c kubernetes.Interface, node *harness.Node) 
 func (p *prober) change(ctx context.Context, timeout time.Duration) (time.Duration, error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	return p.changeLocked(ctx, timeout)
+}
+
+// errProbeBusy says another change of the probe is under way (a fault's recovery check).
+var errProbeBusy = errors.New("the probe is busy")
+
+// tryChange is change, unless another change is under way.
+func (p *prober) tryChange(ctx context.Context, timeout time.Duration) (time.Duration, error) {
+	if !p.mu.TryLock() {
+		return 0, errProbeBusy
+	}
+	defer p.mu.Unlock()
+	return p.changeLocked(ctx, timeout)
+}
+
+func (p *prober) changeLocked(ctx context.Context, timeout time.Duration) (time.Duration, error) {
 	p.n++
 	ip := fmt.Sprintf("10.250.%d.%d", (p.n>>8)&255, p.n&255)
 	deadline := time.Now().Add(timeout)

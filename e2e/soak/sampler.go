@@ -130,7 +130,7 @@ func (sm *sampler) take(ctx context.Context) sample {
 		smp.DaemonChanges = counterSince(changes, sm.prevChanges)
 		sm.prevChanges = changes
 	}
-	if d, err := s.probe.change(ctx, time.Minute); err == nil {
+	if d, err := s.probe.tryChange(ctx, time.Minute); err == nil {
 		smp.ProbeMs = float64(d) / float64(time.Millisecond)
 	}
 	applied := s.churn.applied.Load()

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"time"
@@ -68,6 +69,12 @@ func runSoak(ctx context.Context, set settings) ([]verdict, error) {
 	benchkit.Logf("results in %s", set.Out)
 	for _, v := range vs {
 		benchkit.Logf("%s: %s (%s)", map[bool]string{true: "pass", false: "FAIL"}[v.Pass], v.Name, v.Detail)
+	}
+	if failed(vs) != nil {
+		// The daemon's log, beside the results of a run that failed a verdict.
+		if out, err := s.node.MustExec("tail -n 5000 /tmp/daemon.log"); err == nil {
+			_ = os.WriteFile(filepath.Join(set.Out, "daemon-tail.log"), []byte(out), 0o644)
+		}
 	}
 	return vs, nil
 }
@@ -222,7 +229,7 @@ func (s *soak) soak(ctx context.Context) outcome {
 	defer stopFaults()
 	plan := s.set.plan().schedule(s.set.Seed)
 	faultsDone := make(chan struct{})
-	go func() { s.faults.run(faultCtx, plan); close(faultsDone) }()
+	go func() { s.faults.run(faultCtx, ctx, plan); close(faultsDone) }()
 
 	sm := &sampler{s: s}
 	var drain drainWatch
@@ -282,6 +289,9 @@ func (s *soak) compare(ctx context.Context) compareResult {
 		return compareResult{Err: err.Error()}
 	}
 	defer os.RemoveAll(dir)
+	if err := harness.BuildNodeBinaries(dir); err != nil {
+		return compareResult{Err: err.Error()}
+	}
 	var r compareResult
 	for r.Attempts = 1; r.Attempts <= 3; r.Attempts++ {
 		time.Sleep(syncPeriod + 5*time.Second)
