@@ -75,14 +75,14 @@ func TestGrowth(t *testing.T) {
 		leak = append(leak, sample{Minute: float64(m), PID: 9, RSSMiB: 100 + 20*float64(m)/60 + noise})
 	}
 	rss := func(s sample) float64 { return s.RSSMiB }
-	if f, n := growthFit(flat, 60, rss); !growthVerdict("RSS", "MiB", f, n).Pass || n != 61 {
+	if f, n := growthFit(flat, 60, 120.5, rss); !growthVerdict("RSS", "MiB", f, n).Pass || n != 61 {
 		t.Errorf("flat: %+v over %d", f, n)
 	}
-	if f, n := growthFit(leak, 60, rss); growthVerdict("RSS", "MiB", f, n).Pass || math.Abs(f.Slope-20) > 2 {
+	if f, n := growthFit(leak, 60, 120.5, rss); growthVerdict("RSS", "MiB", f, n).Pass || math.Abs(f.Slope-20) > 2 {
 		t.Errorf("leak passed: %+v", f)
 	}
 	leak[len(leak)-1].PID = 10
-	if _, n := growthFit(leak, 60, rss); n != 1 {
+	if _, n := growthFit(leak, 60, 120.5, rss); n != 1 {
 		t.Errorf("fitted %d samples across a restart", n)
 	}
 	if f := fitLine([]float64{0, 1, 2}, []float64{1, 3, 5}); f.Slope != 2 || f.SlopeErr != 0 || f.MeanY != 3 {

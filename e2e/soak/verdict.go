@@ -74,16 +74,17 @@ const (
 	eventsPerFault  = 3
 )
 
-// growthFit fits one column of the samples over the growth window (from fromMinute on,
-// of the last process only) against hours.
-func growthFit(ss []sample, fromMinute float64, col func(sample) float64) (fit, int) {
+// growthFit fits one column of the samples over the growth window (fromMinute to
+// toMinute, of the last process only) against hours. The sample taken once the churn
+// and the faults stopped is past toMinute: a daemon at rest is not the level under load.
+func growthFit(ss []sample, fromMinute, toMinute float64, col func(sample) float64) (fit, int) {
 	if len(ss) == 0 {
 		return fit{SlopeErr: math.Inf(1)}, 0
 	}
 	pid := ss[len(ss)-1].PID
 	var xs, ys []float64
 	for _, s := range ss {
-		if s.Minute < fromMinute || s.PID != pid || math.IsNaN(col(s)) {
+		if s.Minute < fromMinute || s.Minute > toMinute || s.PID != pid || math.IsNaN(col(s)) {
 			continue
 		}
 		xs, ys = append(xs, s.Minute/60), append(ys, col(s))
@@ -153,7 +154,7 @@ func verdicts(o outcome) []verdict {
 			c.Lines, c.Attempts, len(c.OnlyPlan), len(c.OnlyNode), c.Err)})
 	from := o.Set.Duration.Minutes() * (1 - o.Set.GrowthWindow)
 	for _, g := range growthColumns {
-		f, n := growthFit(o.Samples, from, g.col)
+		f, n := growthFit(o.Samples, from, o.Set.Duration.Minutes()+0.5, g.col)
 		vs = append(vs, growthVerdict(g.name, g.unit, f, n))
 	}
 	limit := gracefulTimeout + 2*syncPeriod + o.Set.DrainScan
