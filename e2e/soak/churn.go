@@ -100,15 +100,19 @@ type churner struct {
 	svcs []svcModel
 	node nodeModel
 	held map[int]bool
+	// writing is the Service whose drawn change is being written (-1: none): a fault
+	// cannot hold it until the write is done.
+	writing int
 }
 
 // newChurner starts from the Services as loaded.
 func newChurner(seed uint64, svcs []svcModel) *churner {
-	return &churner{rng: rand.New(rand.NewPCG(seed, seed^0x5ca1ab1e)), svcs: svcs, held: map[int]bool{}}
+	return &churner{rng: rand.New(rand.NewPCG(seed, seed^0x5ca1ab1e)), svcs: svcs, held: map[int]bool{}, writing: -1}
 }
 
 // next draws one change and records its result; ok is false when no Service could take
-// the drawn kind in a few tries (everything held, say).
+// the drawn kind in a few tries (everything held, say). The caller writes it, then
+// calls written.
 func (c *churner) next() (o op, ok bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -139,7 +143,7 @@ func (c *churner) next() (o op, ok bool) {
 			return op{Kind: kind, Index: -1, Node: nd}, true
 		}
 		i := c.rng.IntN(len(c.svcs))
-		if c.held[i] {
+		if c.held[i] || c.writing == i {
 			continue
 		}
 		after, applies := change(c.rng, kind, c.svcs[i])
@@ -150,6 +154,7 @@ func (c *churner) next() (o op, ok bool) {
 			kind = opServiceCreate
 		}
 		c.svcs[i] = after
+		c.writing = i
 		return op{Kind: kind, Index: i, After: after}, true
 	}
 	return op{}, false
@@ -226,11 +231,19 @@ func change(r *rand.Rand, kind string, s svcModel) (svcModel, bool) {
 	return s, true
 }
 
-// hold keeps the churn off Service i until release; false if it is already held.
+// written says the last change drawn is written (or failed).
+func (c *churner) written() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.writing = -1
+}
+
+// hold keeps the churn off Service i until release; false if it is already held or
+// its change is being written.
 func (c *churner) hold(i int) bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.held[i] {
+	if c.held[i] || c.writing == i {
 		return false
 	}
 	c.held[i] = true

@@ -42,6 +42,10 @@ func TestChurnStaysValid(t *testing.T) {
 		if o.Index < 0 {
 			continue
 		}
+		if c.hold(o.Index) {
+			t.Fatalf("held Service %d while its change is written", o.Index)
+		}
+		c.written()
 		if o.Index == 3 {
 			t.Fatalf("held Service changed: %+v", o)
 		}

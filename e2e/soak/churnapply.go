@@ -57,7 +57,9 @@ func (a *churnApplier) run(ctx context.Context, perMinute int) {
 		if !ok {
 			continue
 		}
-		if err := a.apply(ctx, o); err != nil {
+		err := a.apply(ctx, o)
+		a.ch.written()
+		if err != nil {
 			a.failed.Add(1)
 			if o.Index >= 0 {
 				a.dirty[o.Index] = true

@@ -108,7 +108,7 @@ func (s *soak) setUp(ctx context.Context) error {
 	if err := w.Grow(ctx, s.set.Services); err != nil {
 		return err
 	}
-	if s.node, err = s.cp.StartNodeWith(ctx, nodeName, s.dep, harness.NodeOptions{MemoryMB: 2048}); err != nil {
+	if s.node, err = s.cp.StartNodeWith(ctx, nodeName, s.dep, harness.NodeOptions{MemoryMB: 4096}); err != nil {
 		return err
 	}
 	if err := s.node.AddPod(clientPod[0], clientPod[1]); err != nil {
