@@ -66,15 +66,15 @@ type epModel struct {
 
 // svcModel is what the churn holds of one Service of the workload: every field it changes.
 type svcModel struct {
-	Exists      bool
-	Type        v1.ServiceType
-	Port        int32
-	Affinity    bool
-	ETPLocal    bool
-	ITPLocal    bool
-	PreferClose bool
-	Scheduler   string
-	Endpoints   []epModel
+	Exists     bool
+	Type       v1.ServiceType
+	Port       int32
+	Affinity   bool
+	ETPLocal   bool
+	ITPLocal   bool
+	PreferZone bool // trafficDistribution PreferSameZone (PreferClose, its old name, is deprecated)
+	Scheduler  string
+	Endpoints  []epModel
 }
 
 // nodeModel is what the churn changes of the Node: a label, its zone and an extra address.
@@ -222,7 +222,7 @@ func change(r *rand.Rand, kind string, s svcModel) (svcModel, bool) {
 	case opITP:
 		s.ITPLocal = !s.ITPLocal
 	case opTrafficDistribution:
-		s.PreferClose = !s.PreferClose
+		s.PreferZone = !s.PreferZone
 	case opScheduler:
 		s.Scheduler = schedulers[(slices.Index(schedulers, s.Scheduler)+1+r.IntN(len(schedulers)-1))%len(schedulers)]
 	default:
@@ -278,9 +278,9 @@ func modelOf(svc *v1.Service, sl *discovery.EndpointSlice) svcModel {
 	}
 	sp := svc.Spec
 	m := svcModel{Exists: true, Type: sp.Type, Affinity: sp.SessionAffinity == v1.ServiceAffinityClientIP,
-		ETPLocal:    sp.ExternalTrafficPolicy == v1.ServiceExternalTrafficPolicyLocal,
-		ITPLocal:    sp.InternalTrafficPolicy != nil && *sp.InternalTrafficPolicy == v1.ServiceInternalTrafficPolicyLocal,
-		PreferClose: sp.TrafficDistribution != nil, Scheduler: svc.Annotations[annotationScheduler]}
+		ETPLocal:   sp.ExternalTrafficPolicy == v1.ServiceExternalTrafficPolicyLocal,
+		ITPLocal:   sp.InternalTrafficPolicy != nil && *sp.InternalTrafficPolicy == v1.ServiceInternalTrafficPolicyLocal,
+		PreferZone: sp.TrafficDistribution != nil, Scheduler: svc.Annotations[annotationScheduler]}
 	if m.Type == "" {
 		m.Type = v1.ServiceTypeClusterIP
 	}
@@ -335,8 +335,8 @@ func applySpec(svc *v1.Service, m svcModel) {
 		sp.SessionAffinity = v1.ServiceAffinityClientIP
 	}
 	sp.TrafficDistribution = nil
-	if m.PreferClose {
-		sp.TrafficDistribution = ptr.To(v1.ServiceTrafficDistributionPreferClose)
+	if m.PreferZone {
+		sp.TrafficDistribution = ptr.To(v1.ServiceTrafficDistributionPreferSameZone)
 	}
 	if len(sp.Ports) > 0 {
 		sp.Ports[0].Port = m.Port

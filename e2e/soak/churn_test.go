@@ -82,7 +82,7 @@ func TestChurnStaysValid(t *testing.T) {
 // TestModelRoundTrip: a Service and slice made from a model read back as that model.
 func TestModelRoundTrip(t *testing.T) {
 	m := svcModel{Exists: true, Type: v1.ServiceTypeLoadBalancer, Port: 81, Affinity: true, ETPLocal: true, ITPLocal: true,
-		PreferClose: true, Scheduler: "mh", Endpoints: []epModel{{Slot: 0, Ready: true, Serving: true}, {Slot: 5, Serving: true, Terminating: true}, {Slot: 2}}}
+		PreferZone: true, Scheduler: "mh", Endpoints: []epModel{{Slot: 0, Ready: true, Serving: true}, {Slot: 5, Serving: true, Terminating: true}, {Slot: 2}}}
 	got := modelOf(newService(300, m), sliceOf(300, m, metav1.Now()))
 	if !reflect.DeepEqual(got, m) {
 		t.Errorf("read back\n%+v\nwant\n%+v", got, m)

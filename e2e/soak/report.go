@@ -72,8 +72,8 @@ func drawChart(path string, o outcome) error {
 			series("probe change to kernel", func(s sample) float64 { return s.ProbeMs })),
 		panel("Changes written per minute", "changes", series("churn writes", func(s sample) float64 { return s.Changes })),
 	}
-	title := fmt.Sprintf("ipvs-proxier soak: %v, %d Services x %d endpoints, %d changes a minute, faults: %d", o.Set.Duration, o.Set.Services,
-		o.Set.Endpoints, o.Set.ChurnPerMinute, len(o.Faults))
+	title := fmt.Sprintf("ipvs-proxier soak: %v, %d Services x %d endpoints, %.0f changes a minute, faults: %d", o.Set.Duration, o.Set.Services,
+		o.Set.Endpoints, float64(o.Applied)/o.Set.Duration.Minutes(), len(o.Faults))
 	return benchkit.Chart(path, title, "a fault's minute (at the top of each panel)", panels)
 }
 
@@ -91,7 +91,8 @@ func page(o outcome, vs []verdict) string {
 	w("## Parameters\n\n| | |\n|---|---|\n")
 	w("| Duration | %v (%s to %s UTC) |\n", o.Set.Duration, o.Started.UTC().Format("2006-01-02 15:04"), o.Finished.UTC().Format("15:04"))
 	w("| Services | %d churned x %d endpoints (namespace %s), and %d untouched ones carrying the traffic |\n", o.Set.Services, o.Set.Endpoints, benchkit.Namespace, len(fixedNames))
-	w("| Churn | %d changes a minute, seed %d: %s |\n", o.Set.ChurnPerMinute, o.Set.Seed, kindCounts(o.Kinds))
+	w("| Churn | %.0f changes a minute written (%d asked; a write waits for the one before), seed %d: %s |\n",
+		float64(o.Applied)/o.Set.Duration.Minutes(), o.Set.ChurnPerMinute, o.Set.Seed, kindCounts(o.Kinds))
 	w("| Faults | a round of every kind each %v from %v, random ones %v apart on average; SIGKILL only before the growth window |\n", o.Set.FaultEvery, o.Set.FaultFrom, o.Set.FaultRandomMean)
 	w("| Growth window | the last %.0f %% of the run |\n", o.Set.GrowthWindow*100)
 	w("| Machine | %s |\n", o.Machine)

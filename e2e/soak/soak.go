@@ -14,6 +14,7 @@ import (
 	discovery "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 
 	"github.com/ipvs-proxier/ipvs-proxier/e2e/benchkit"
@@ -100,7 +101,7 @@ func (s *soak) setUp(ctx context.Context) error {
 	if s.dep, err = s.cp.ApplyDeploy(ctx); err != nil {
 		return err
 	}
-	if s.client, err = benchkit.LoaderClient(s.cp.RESTCfg); err != nil {
+	if s.client, err = loaderClient(s.cp); err != nil {
 		return err
 	}
 	benchkit.Logf("loading %d Services x %d endpoints", s.set.Services, s.set.Endpoints)
@@ -155,6 +156,14 @@ func (s *soak) setUp(ctx context.Context) error {
 	s.churn = &churnApplier{c: s.client, ch: s.ch}
 	s.faults = &faultRunner{s: s}
 	return nil
+}
+
+// loaderClient is benchkit's loader client without the apiserver's warnings logged:
+// the churn's writes would log one for each deprecated field value it meets.
+func loaderClient(cp *harness.ControlPlane) (kubernetes.Interface, error) {
+	cfg := rest.CopyConfig(cp.RESTCfg)
+	cfg.WarningHandler = rest.NoWarnings{}
+	return benchkit.LoaderClient(cfg)
 }
 
 // createFixed creates the untouched Services, their endpoints pod2 and pod3, and the
