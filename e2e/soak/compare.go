@@ -75,6 +75,12 @@ func stateLines(text string) []string {
 				table = l[1:]
 			case strings.HasPrefix(l, ":KUBE-"):
 				out = append(out, fmt.Sprintf("chain %s %s %s", family, table, f[0][1:]))
+			case f[0] == "-A" && len(f) > 1 && !strings.HasPrefix(f[1], "KUBE-"):
+				// A jump from a built-in chain: the daemon inserts each at the chain's
+				// top (iptables-restore `-I CHAIN 1`, ahead of other software's rules,
+				// as kube-proxy prepends its jumps), so the node holds them in the
+				// reverse of plan's order. Their order among themselves is not compared.
+				out = append(out, fmt.Sprintf("rule %s %s %s jump %s", family, table, f[1], canonRule(family, f[2:])))
 			case f[0] == "-A" && len(f) > 1:
 				key := table + " " + f[1]
 				out = append(out, fmt.Sprintf("rule %s %s %s #%d %s", family, table, f[1], place[key], canonRule(family, f[2:])))
@@ -146,7 +152,36 @@ func canonRule(family string, args []string) string {
 	if len(out) >= 2 && out[len(out)-2] == "-j" && out[len(out)-1] == "REJECT" {
 		out = append(out, "--reject-with", reject)
 	}
-	return strings.Join(out, " ")
+	return strings.Join(frontFirst(out), " ")
+}
+
+// frontOptions are the options iptables-save prints before every match, in its order.
+var frontOptions = []string{"-s", "-d", "-i", "-o", "-p"}
+
+// frontFirst moves the front options (each with its value and its "!") ahead of the
+// matches, in iptables-save's order; the rest keeps its order.
+func frontFirst(args []string) []string {
+	front := map[string][]string{}
+	var rest []string
+	for i := 0; i < len(args); i++ {
+		neg := args[i] == "!" && i+1 < len(args) && slices.Contains(frontOptions, args[i+1])
+		at := i
+		if neg {
+			at = i + 1
+		}
+		if slices.Contains(frontOptions, args[at]) && at+1 < len(args) {
+			opt := args[i : at+2]
+			front[args[at]] = append(front[args[at]], opt...)
+			i = at + 1
+			continue
+		}
+		rest = append(rest, args[i])
+	}
+	var out []string
+	for _, o := range frontOptions {
+		out = append(out, front[o]...)
+	}
+	return append(out, rest...)
 }
 
 // diffLines is what a has that b lacks, and what b has that a lacks (both sorted).

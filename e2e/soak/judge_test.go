@@ -225,6 +225,40 @@ func TestCanonRule(t *testing.T) {
 	}
 }
 
+// TestStateLinesJumpsAndFrontOptions: what the node's iptables-save held after a soak
+// and plan printed for the same rules: the jumps from built-in chains in reverse order
+// (the daemon inserts each at the top), a negated source printed first.
+func TestStateLinesJumpsAndFrontOptions(t *testing.T) {
+	plan := `# IPv4 iptables-save
+*filter
+-A INPUT -m comment --comment "kubernetes health check rules" -j KUBE-NODE-PORT
+-A INPUT -m comment --comment "kube-proxy firewall rules" -j KUBE-PROXY-FIREWALL
+-A INPUT -m comment --comment "kubernetes ipvs access filter" -j KUBE-IPVS-FILTER
+COMMIT
+*nat
+-A KUBE-SERVICES -s 127.0.0.0/8 -j RETURN
+-A KUBE-SERVICES -m comment --comment "Kubernetes service cluster ip + port for masquerade purpose" -m set --match-set KUBE-CLUSTER-IP dst,dst ! -s 10.244.0.0/16 -j KUBE-MARK-MASQ
+COMMIT`
+	node := `# IPv4 iptables-save
+*filter
+:INPUT ACCEPT [0:0]
+-A INPUT -m comment --comment "kubernetes ipvs access filter" -j KUBE-IPVS-FILTER
+-A INPUT -m comment --comment "kube-proxy firewall rules" -j KUBE-PROXY-FIREWALL
+-A INPUT -m comment --comment "kubernetes health check rules" -j KUBE-NODE-PORT
+COMMIT
+*nat
+-A KUBE-SERVICES -s 127.0.0.0/8 -j RETURN
+-A KUBE-SERVICES ! -s 10.244.0.0/16 -m comment --comment "Kubernetes service cluster ip + port for masquerade purpose" -m set --match-set KUBE-CLUSTER-IP dst,dst -j KUBE-MARK-MASQ
+COMMIT`
+	if a, b := diffLines(stateLines(plan), stateLines(node)); len(a)+len(b) > 0 {
+		t.Errorf("only plan:\n%s\nonly node:\n%s", strings.Join(a, "\n"), strings.Join(b, "\n"))
+	}
+	swapped := strings.Replace(node, "-A KUBE-SERVICES -s 127.0.0.0/8 -j RETURN\n", "", 1) + "\n-A KUBE-SERVICES -s 127.0.0.0/8 -j RETURN"
+	if a, b := diffLines(stateLines(plan), stateLines(swapped)); len(a) == 0 || len(b) == 0 {
+		t.Errorf("the order of a chain of ours is not compared")
+	}
+}
+
 // TestNodeIPs: global addresses but kube-ipvs0's and link-local ones.
 func TestNodeIPs(t *testing.T) {
 	out := `2: eth0    inet 10.0.2.15/24 brd 10.0.2.255 scope global eth0\       valid_lft forever preferred_lft forever

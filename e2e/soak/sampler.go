@@ -17,9 +17,6 @@ import (
 	"github.com/ipvs-proxier/ipvs-proxier/e2e/benchkit"
 )
 
-// metricsURL is the daemon's metrics listener in the node (deploy/'s metricsBindAddress).
-const metricsURL = "http://127.0.0.1:10249/metrics"
-
 // procScript prints the daemon's process figures and the conntrack count, "KEY VALUE"
 // a line: its resident memory, its open fds, and of those the netlink sockets (the
 // socket inodes among its fds that /proc/PID/net/netlink lists, last column).
@@ -30,17 +27,24 @@ ls -l /proc/$pid/fd 2>/dev/null | grep -o 'socket:\[[0-9]*\]' | tr -dc '0-9\n' >
 echo netlink $(awk 'NR == FNR {s[$1] = 1; next} FNR > 1 && ($NF in s) {n++} END {print n + 0}' /tmp/soak-sockets /proc/$pid/net/netlink)
 echo conntrack $(cat /proc/sys/net/netfilter/nf_conntrack_count)`
 
+// metricsScript fetches the daemon's /metrics inside the node and prints the HTTP
+// answer whole. Through the agent's /get, which gives up after 5 s, the 300 kB of a
+// scrape often did not arrive in time from a VM starved of CPU by a busy host; nc has
+// no deadline but timeout's.
+const metricsScript = `printf 'GET /metrics HTTP/1.0\r\n\r\n' | timeout 120 nc 127.0.0.1 10249`
+
 // scrape reads the daemon's /metrics.
 func (s *soak) scrape() (map[string]*dto.MetricFamily, error) {
-	r, err := s.node.Get("", metricsURL)
+	out, err := s.node.MustExec(metricsScript)
 	if err != nil {
 		return nil, err
 	}
-	if r.Code != 200 {
-		return nil, fmt.Errorf("/metrics: %d", r.Code)
+	head, body, ok := strings.Cut(out, "\r\n\r\n")
+	if status, _, _ := strings.Cut(head, "\r\n"); !ok || !strings.Contains(status, " 200 ") {
+		return nil, fmt.Errorf("/metrics: %q", status)
 	}
 	p := expfmt.NewTextParser(model.UTF8Validation)
-	return p.TextToMetricFamilies(strings.NewReader(r.Body))
+	return p.TextToMetricFamilies(strings.NewReader(body))
 }
 
 // metric is the value of a gauge or counter of the daemon's (its IPv4 series when it
@@ -51,6 +55,20 @@ func (s *soak) metric(name string) float64 {
 		return math.NaN()
 	}
 	return value(one(fams, name))
+}
+
+// fullSyncs is how many full syncs the running daemon has made (the count of its
+// full-sync histogram), -1 when /metrics cannot be read.
+func (s *soak) fullSyncs() float64 {
+	fams, err := s.scrape()
+	if err != nil {
+		return -1
+	}
+	m := one(fams, "kubeproxy_sync_full_proxy_rules_duration_seconds")
+	if m == nil || m.GetHistogram() == nil {
+		return -1
+	}
+	return float64(m.GetHistogram().GetSampleCount())
 }
 
 // one is name's IPv4 series, or its first; nil when there is none.

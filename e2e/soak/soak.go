@@ -243,6 +243,7 @@ func (s *soak) soak(ctx context.Context) outcome {
 	sm := &sampler{s: s}
 	var drain drainWatch
 	o.Samples = append(o.Samples, sm.take(ctx))
+	o.Samples[0].Minute = 0 // the start, whatever the first sample took
 	sampleTick, drainTick := time.NewTicker(s.set.Sample), time.NewTicker(s.set.DrainScan)
 	end := time.After(s.set.Duration)
 loop:
