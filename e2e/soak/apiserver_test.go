@@ -3,12 +3,9 @@ package main
 import (
 	"context"
 	"os"
-	"os/exec"
-	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/ipvs-proxier/ipvs-proxier/e2e/benchkit"
 	"github.com/ipvs-proxier/ipvs-proxier/e2e/harness"
@@ -74,20 +71,14 @@ func TestChurnAgainstAPIServer(t *testing.T) {
 		}
 	}
 	dir := t.TempDir()
-	kubeconfig := filepath.Join(dir, "kubeconfig")
-	if err := cp.WriteKubeconfig(kubeconfig); err != nil {
-		t.Fatal(err)
-	}
 	if err := harness.BuildNodeBinaries(dir); err != nil {
 		t.Fatal(err)
 	}
-	start := time.Now()
-	out, err := exec.Command(filepath.Join(dir, "usr/local/bin/ipvs-proxier"), "plan", "--kubeconfig", kubeconfig,
-		"--hostname-override", nodeName, "--strict").CombinedOutput()
-	if err != nil || !strings.Contains(string(out), "-> 10.128.") {
-		t.Errorf("plan --strict (%v): %v\n%s", time.Since(start), err, out)
+	out, err := runPlan(cp, dir, "--hostname-override", nodeName, "--strict")
+	if err != nil || !strings.Contains(out, "-> 10.128.") {
+		t.Errorf("plan --strict: %v\n%s", err, out)
 	}
 	if os.Getenv("SOAK_KEEP_PLAN") != "" {
-		_ = os.WriteFile(os.Getenv("SOAK_KEEP_PLAN"), out, 0o644)
+		_ = os.WriteFile(os.Getenv("SOAK_KEEP_PLAN"), []byte(out), 0o644)
 	}
 }

@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+
+	"github.com/ipvs-proxier/ipvs-proxier/e2e/harness"
 )
 
 // nodeStateScript prints the node's whole proxy state in the layout of `ipvs-proxier
@@ -227,12 +229,12 @@ func nodeIPs(out string) []string {
 	return slices.Compact(ips)
 }
 
-// planArgs is `ipvs-proxier plan` with the DaemonSet's flags: its container command but
-// the binary, $(NODE_NAME) set, --config pointing at a host copy of its config.conf, the
-// cluster read through kubeconfig, and the node's NodePort addresses given (plan reads
-// them from the Node object, the daemon from its interfaces).
-func planArgs(command []string, config, kubeconfig string, ips []string) []string {
-	args := []string{"plan", "--kubeconfig", kubeconfig}
+// planArgs are `ipvs-proxier plan`'s flags as the DaemonSet's: its container command
+// but the binary, $(NODE_NAME) set, --config pointing at a host copy of its
+// config.conf, and the node's NodePort addresses given (plan reads them from the Node
+// object, the daemon from its interfaces).
+func planArgs(command []string, config string, ips []string) []string {
+	var args []string
 	for _, a := range command[1:] {
 		a = strings.ReplaceAll(a, "$(NODE_NAME)", nodeName)
 		if strings.HasPrefix(a, "--config=") {
@@ -246,14 +248,26 @@ func planArgs(command []string, config, kubeconfig string, ips []string) []strin
 	return args
 }
 
-// planOutput runs `ipvs-proxier plan` (built into dir by harness.BuildNodeBinaries) on
-// the host against the live apiserver, as the DaemonSet's daemon is configured, with
-// the node's addresses.
-func (s *soak) planOutput(dir string) (string, error) {
+// runPlan runs `ipvs-proxier plan` (built into dir by harness.BuildNodeBinaries) on the
+// host against cp's apiserver, read once through an admin kubeconfig, with args; it
+// returns what plan printed, and plan's stderr in its error.
+func runPlan(cp *harness.ControlPlane, dir string, args ...string) (string, error) {
 	kubeconfig := filepath.Join(dir, "kubeconfig")
-	if err := s.cp.WriteKubeconfig(kubeconfig); err != nil {
+	if err := cp.WriteKubeconfig(kubeconfig); err != nil {
 		return "", err
 	}
+	cmd := exec.Command(filepath.Join(dir, "usr/local/bin/ipvs-proxier"), append([]string{"plan", "--kubeconfig", kubeconfig}, args...)...)
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		return "", fmt.Errorf("plan: %w: %s", err, stderr.String())
+	}
+	return string(out), nil
+}
+
+// planOutput is plan's output for the node as the DaemonSet's daemon is configured.
+func (s *soak) planOutput(dir string) (string, error) {
 	config := filepath.Join(dir, "config.conf")
 	if err := os.WriteFile(config, []byte(s.dep.Files["var/lib/kube-proxy/config.conf"]), 0o600); err != nil {
 		return "", err
@@ -262,12 +276,5 @@ func (s *soak) planOutput(dir string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	cmd := exec.Command(filepath.Join(dir, "usr/local/bin/ipvs-proxier"), planArgs(s.dep.Command, config, kubeconfig, nodeIPs(addrs))...)
-	var stderr strings.Builder
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
-	if err != nil {
-		return "", fmt.Errorf("plan: %w: %s", err, stderr.String())
-	}
-	return string(out), nil
+	return runPlan(s.cp, dir, planArgs(s.dep.Command, config, nodeIPs(addrs))...)
 }

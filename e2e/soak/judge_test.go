@@ -269,8 +269,8 @@ func TestNodeIPs(t *testing.T) {
 	if got := nodeIPs(out); !slices.Equal(got, []string{"10.0.2.15", "192.168.50.1", "192.168.77.1"}) {
 		t.Errorf("got %v", got)
 	}
-	args := planArgs([]string{"/usr/local/bin/ipvs-proxier", "--config=/var/lib/kube-proxy/config.conf", "--hostname-override=$(NODE_NAME)"}, "/tmp/c", "/tmp/k", []string{"10.0.2.15", "192.168.77.1"})
-	if strings.Join(args, " ") != "plan --kubeconfig /tmp/k --config=/tmp/c --hostname-override=soak-node --node-ip 10.0.2.15,192.168.77.1" {
+	args := planArgs([]string{"/usr/local/bin/ipvs-proxier", "--config=/var/lib/kube-proxy/config.conf", "--hostname-override=$(NODE_NAME)"}, "/tmp/c", []string{"10.0.2.15", "192.168.77.1"})
+	if strings.Join(args, " ") != "--config=/tmp/c --hostname-override=soak-node --node-ip 10.0.2.15,192.168.77.1" {
 		t.Errorf("plan args %v", args)
 	}
 }
