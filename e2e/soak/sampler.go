@@ -125,7 +125,12 @@ func (sm *sampler) take(ctx context.Context) sample {
 	if out, err := s.node.MustExec(procScript); err == nil {
 		p := procStats(out)
 		smp.PID = int(p["pid"])
-		smp.RSSMiB, smp.OpenFDs, smp.NetlinkSockets, smp.Conntrack = p["rss_kb"]/1024, p["fds"], p["netlink"], p["conntrack"]
+		// With no daemon running (between a SIGKILL and its restart) /proc has no
+		// process to read: those cells stay empty, not a zero that reads as a drop.
+		if _, running := p["rss_kb"]; running {
+			smp.RSSMiB, smp.OpenFDs, smp.NetlinkSockets = p["rss_kb"]/1024, p["fds"], p["netlink"]
+		}
+		smp.Conntrack = p["conntrack"]
 	}
 	if fams, err := s.scrape(); err == nil {
 		smp.HeapInuseMiB = value(one(fams, "go_memstats_heap_inuse_bytes")) / (1 << 20)
