@@ -89,6 +89,9 @@ bench-scale: deps ## ipvs-proxier vs kube-proxy (BENCH_PROXIES: IPVS mode by def
 bench-dataplane: deps ## Requests and hairpin streams through a Service with DP_SIZES Services (default 1000,30000): ipvs-proxier vs kube-proxy's IPVS, iptables and nftables modes (and kube-router in DP_PROXIES) in the VM; results in bench/results/dataplane.md
 	cd e2e && $(GO) run ./dataplane
 
+soak: deps ## Hours on a VM node under churn and faults (SOAK_DURATION, default 2h; SOAK_SERVICES, default 5000 x 4) with traffic through untouched Services: a CSV a minute, a chart, verdicts (the kernel against plan, no growth, no failed request, every fault recovered); results in bench/results/soak/ (not part of make test)
+	cd e2e && $(GO) run ./soak
+
 e2e: deps ## End to end: real kube-apiserver + etcd, the daemon in VM nodes as deploy/ runs it, real traffic; the kubeadm upgrade advice (e2e/kubeadm); then the kubelet tier (e2e-kubelet)
 	@mkdir -p bin
 	@# The log is kept, and on failure its summary (e2e/failsummary.awk) is printed last.

@@ -87,8 +87,14 @@ func Chart(path, title, dnfNote string, panels []Panel) error {
 				i = len(style)
 				style[s.Name] = i
 			}
-			if len(s.XYs) > 0 {
-				line, points, err := plotter.NewLinePoints(s.XYs)
+			xys := s.XYs
+			if log {
+				// A log axis cannot place a zero (gonum's LogScale panics on one): the
+				// series' zeros are left out of a log panel.
+				xys = positive(xys)
+			}
+			if len(xys) > 0 {
+				line, points, err := plotter.NewLinePoints(xys)
 				if err != nil {
 					return err
 				}
@@ -235,4 +241,15 @@ func wrapText(s string, w vg.Length, width func(string) vg.Length) string {
 		line = strings.TrimPrefix(line+" "+word, " ")
 	}
 	return strings.Join(append(lines, line), "\n")
+}
+
+// positive is xys without the points at or below zero.
+func positive(xys plotter.XYs) plotter.XYs {
+	var out plotter.XYs
+	for _, xy := range xys {
+		if xy.Y > 0 {
+			out = append(out, xy)
+		}
+	}
+	return out
 }
