@@ -109,7 +109,7 @@ e2e-nftables: deps ## The e2e tier's Service behaviour tests again, with the dae
 	cd e2e && set -o pipefail && IPVS_PROXIER_E2E=1 IPVS_PROXIER_E2E_RULES=nftables $(GO) test -count=1 -v -timeout 30m -run '$(E2E_NFT_TESTS)' . 2>&1 | tee ../bin/e2e-nftables.log \
 	  || { awk -f failsummary.awk ../bin/e2e-nftables.log; exit 1; }
 
-e2e-skew: deps ## The daemon against kube-apiserver v1.34, v1.35, v1.36 and v1.37 (each with the etcd its kubeadm deploys, built from e2e/skew/apiservers) and against one that does not serve ServiceCIDRs (in make test-all)
+e2e-skew: deps ## The daemon against kube-apiserver v1.34, v1.35, v1.36 and v1.37 (each with the etcd its kubeadm deploys, built from e2e/skew/apiservers): first sync, a ClusterIP, a NodePort, an ETP=Local and a dual-stack Service answer (in make test-all)
 	cd e2e && IPVS_PROXIER_E2E=1 IPVS_PROXIER_E2E_SKEW=1 $(GO) test -count=1 -v -timeout 90m ./skew
 
 e2e-kubelet: deps ## Only the kubelet tier: the image under a real kubelet and containerd in the VM (apply, rolling update, outage, reboot, the migration guide)

@@ -41,23 +41,6 @@ func TestAPIServerVersions(t *testing.T) {
 	}
 }
 
-// TestWithoutServiceCIDRs: an apiserver that does not serve ServiceCIDRs (the resource
-// turned off by --runtime-config) gets the daemon's log line saying so, and the
-// Services still answer: the unallocated-ClusterIP check falls back to the flag.
-func TestWithoutServiceCIDRs(t *testing.T) {
-	requireSkew(t)
-	minor := harness.SkewMinors[0]
-	n := againstAPIServer(t, minor, "--runtime-config=networking.k8s.io/v1/servicecidrs=false")
-	if n == nil {
-		return
-	}
-	out, _ := n.MustExec("grep -c 'does not serve ServiceCIDRs' /tmp/daemon.log")
-	if strings.TrimSpace(out) != "1" {
-		log, _ := n.MustExec("tail -40 /tmp/daemon.log")
-		t.Errorf("the daemon's log says %q times that ServiceCIDRs are not served, want once:\n%s", strings.TrimSpace(out), log)
-	}
-}
-
 func requireSkew(t *testing.T) {
 	t.Helper()
 	if os.Getenv(skewEnv) != "1" || os.Getenv("IPVS_PROXIER_E2E") != "1" {
