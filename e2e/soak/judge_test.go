@@ -40,6 +40,24 @@ func TestSchedule(t *testing.T) {
 	if short := defaults(5*time.Minute, 300).plan().schedule(1); len(short) < len(faultKinds)-1 {
 		t.Errorf("a 5-minute run plans %d faults", len(short))
 	}
+	// The last SIGKILL leaves the restarted daemon a warm-up before the growth window,
+	// and the short form still kills it once.
+	for _, d := range []time.Duration{10 * time.Minute, 12 * time.Minute, 2 * time.Hour} {
+		set := defaults(d, 500)
+		p, kills := set.plan(), 0
+		for _, f := range p.schedule(1) {
+			if f.Kind != faultDaemonKill {
+				continue
+			}
+			kills++
+			if f.At > set.windowStart()-set.restartWarmUp() {
+				t.Errorf("%v: SIGKILL at %v, within a warm-up (%v) of the growth window at %v", d, f.At, set.restartWarmUp(), set.windowStart())
+			}
+		}
+		if kills == 0 {
+			t.Errorf("%v: no SIGKILL planned", d)
+		}
+	}
 }
 
 // TestHistogramQuantile: histogram_quantile's interpolation, the +Inf bucket, and a
@@ -87,6 +105,36 @@ func TestGrowth(t *testing.T) {
 	}
 	if f := fitLine([]float64{0, 1, 2}, []float64{1, 3, 5}); f.Slope != 2 || f.SlopeErr != 0 || f.MeanY != 3 {
 		t.Errorf("exact line: %+v", f)
+	}
+}
+
+// TestGrowthBeyondListeners: goroutines and fds that rise with the daemon's listening
+// sockets (healthCheckNodePorts the churn asked for) are no growth; the same rise with
+// the listeners flat is.
+func TestGrowthBeyondListeners(t *testing.T) {
+	judge := func(listening func(m int) float64) map[string]bool {
+		o := cleanOutcome()
+		for m := range o.Samples {
+			o.Samples[m].Goroutines += float64(m) // one more a minute
+			o.Samples[m].OpenFDs += float64(m)
+			o.Samples[m].Listening = listening(m)
+		}
+		pass := map[string]bool{}
+		for _, v := range verdicts(o) {
+			pass[v.Name] = v.Pass
+		}
+		return pass
+	}
+	names := []string{"no growth: goroutines beyond the listeners", "no growth: open fds beyond the listeners"}
+	withListeners := judge(func(m int) float64 { return 3 + float64(m) })
+	flat := judge(func(int) float64 { return 3 })
+	for _, n := range names {
+		if p, ok := withListeners[n]; !ok || !p {
+			t.Errorf("%s: failed (or absent) when the listeners account for the rise", n)
+		}
+		if flat[n] {
+			t.Errorf("%s: passed a rise the listeners do not account for", n)
+		}
 	}
 }
 

@@ -18,13 +18,15 @@ import (
 )
 
 // procScript prints the daemon's process figures and the conntrack count, "KEY VALUE"
-// a line: its resident memory, its open fds, and of those the netlink sockets (the
-// socket inodes among its fds that /proc/PID/net/netlink lists, last column).
+// a line: its resident memory, its open fds, of those the netlink sockets (the socket
+// inodes among its fds that /proc/PID/net/netlink lists, last column) and the listening
+// TCP sockets (those /proc/PID/net/tcp and tcp6 list in state 0A, inode in column 10).
 const procScript = `pid=$(cat /tmp/daemon.pid); echo pid $pid
 echo rss_kb $(awk '/^VmRSS/ {print $2}' /proc/$pid/status)
 echo fds $(ls /proc/$pid/fd | wc -l)
 ls -l /proc/$pid/fd 2>/dev/null | grep -o 'socket:\[[0-9]*\]' | tr -dc '0-9\n' > /tmp/soak-sockets
 echo netlink $(awk 'NR == FNR {s[$1] = 1; next} FNR > 1 && ($NF in s) {n++} END {print n + 0}' /tmp/soak-sockets /proc/$pid/net/netlink)
+echo listening $(awk 'NR == FNR {s[$1] = 1; next} FNR > 1 && $4 == "0A" && ($10 in s) {n++} END {print n + 0}' /tmp/soak-sockets /proc/$pid/net/tcp /proc/$pid/net/tcp6)
 echo conntrack $(cat /proc/sys/net/netfilter/nf_conntrack_count)`
 
 // metricsScript fetches the daemon's /metrics inside the node and prints the HTTP
@@ -119,7 +121,7 @@ func (sm *sampler) take(ctx context.Context) sample {
 	now := time.Now()
 	smp := sample{Minute: now.Sub(s.start).Minutes()}
 	nan := math.NaN()
-	smp.RSSMiB, smp.HeapInuseMiB, smp.Goroutines, smp.OpenFDs, smp.NetlinkSockets = nan, nan, nan, nan, nan
+	smp.RSSMiB, smp.HeapInuseMiB, smp.Goroutines, smp.OpenFDs, smp.NetlinkSockets, smp.Listening = nan, nan, nan, nan, nan, nan
 	smp.SyncP50Ms, smp.SyncP99Ms, smp.Syncs, smp.ChangeP50Ms, smp.ChangeP99Ms, smp.ProbeMs = nan, nan, nan, nan, nan, nan
 	smp.DaemonChanges, smp.Conntrack, smp.Draining, smp.SyncErrors, smp.Events = nan, nan, nan, nan, nan
 	if out, err := s.node.MustExec(procScript); err == nil {
@@ -128,7 +130,7 @@ func (sm *sampler) take(ctx context.Context) sample {
 		// With no daemon running (between a SIGKILL and its restart) /proc has no
 		// process to read: those cells stay empty, not a zero that reads as a drop.
 		if _, running := p["rss_kb"]; running {
-			smp.RSSMiB, smp.OpenFDs, smp.NetlinkSockets = p["rss_kb"]/1024, p["fds"], p["netlink"]
+			smp.RSSMiB, smp.OpenFDs, smp.NetlinkSockets, smp.Listening = p["rss_kb"]/1024, p["fds"], p["netlink"], p["listening"]
 		}
 		smp.Conntrack = p["conntrack"]
 	}

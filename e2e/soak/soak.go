@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"os"
+	"path"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -108,6 +109,11 @@ func (s *soak) setUp(ctx context.Context) error {
 	w := &benchkit.Workload{Client: s.client, Node: nodeName, Endpoints: s.set.Endpoints, Parallel: 16, Etcd: benchkit.LoadVia(s.cp)}
 	if err := w.Grow(ctx, s.set.Services); err != nil {
 		return err
+	}
+	for k, v := range s.dep.Files {
+		if path.Base(k) == "config.conf" {
+			s.dep.Files[k] = withProfiling(v)
+		}
 	}
 	if s.node, err = s.cp.StartNodeWith(ctx, nodeName, s.dep, harness.NodeOptions{MemoryMB: 4096}); err != nil {
 		return err
@@ -228,8 +234,9 @@ func (s *soak) soak(ctx context.Context) outcome {
 	goRun := func(fn func()) { wg.Add(1); go func() { defer wg.Done(); fn() }() }
 
 	trafficCtx, stopTraffic := context.WithCancel(ctx)
+	ev := newEvidence(s.node, s.set.Out)
 	for _, l := range s.loops {
-		goRun(func() { l.run(trafficCtx, s.node) })
+		goRun(func() { l.run(trafficCtx, s.node, ev.capture) })
 	}
 	churnCtx, stopChurn := context.WithTimeout(ctx, s.set.Duration)
 	defer stopChurn()
@@ -246,11 +253,16 @@ func (s *soak) soak(ctx context.Context) outcome {
 	o.Samples[0].Minute = 0 // the start, whatever the first sample took
 	sampleTick, drainTick := time.NewTicker(s.set.Sample), time.NewTicker(s.set.DrainScan)
 	end := time.After(s.set.Duration)
+	windowStart, dumped := s.set.windowStart(), false
 loop:
 	for {
 		select {
 		case <-sampleTick.C:
 			o.Samples = append(o.Samples, sm.take(ctx))
+			if !dumped && time.Since(s.start) >= windowStart {
+				s.dumpGoroutines(goroutinesWindowFile)
+				dumped = true
+			}
 		case <-drainTick.C:
 			s.scanDrain(&drain, &o.Drain)
 		case <-end:
@@ -267,6 +279,7 @@ loop:
 	wg.Wait()
 	s.scanDrain(&drain, &o.Drain)
 	o.Samples = append(o.Samples, sm.take(ctx))
+	s.dumpGoroutines(goroutinesEndFile)
 	o.Applied, o.Refused, o.Kinds = s.churn.applied.Load(), s.churn.failed.Load(), s.churn.kinds
 	for _, l := range s.loops {
 		o.Loops = append(o.Loops, loopResult{Name: l.Name, Proto: l.Proto, From: l.NS, Target: l.Target, OK: l.ok.Load(), Failed: l.failed.Load(),

@@ -35,19 +35,25 @@ type trafficLoop struct {
 // constant trickle, its load on the emulated VM small beside the churn's.
 const requestGap = 100 * time.Millisecond
 
-// run asks until ctx ends. A failure is timed, so it can be laid against the faults.
-func (l *trafficLoop) run(ctx context.Context, node *harness.Node) {
+// run asks until ctx ends. A failure is timed, so it can be laid against the faults;
+// the first few are logged and handed to capture (when set) with their time.
+func (l *trafficLoop) run(ctx context.Context, node *harness.Node, capture func(flow, time.Time, error)) {
 	for ctx.Err() == nil {
 		a, err := node.Ask(l.NS, l.Proto, l.Target)
 		if err != nil {
+			at := time.Now()
 			l.failed.Add(1)
 			l.mu.Lock()
-			l.failures = append(l.failures, time.Now())
-			if len(l.firstErrs) < 5 {
-				l.firstErrs = append(l.firstErrs, time.Now().Format("15:04:05.000")+" "+err.Error())
+			l.failures = append(l.failures, at)
+			first := len(l.firstErrs) < 5
+			if first {
+				l.firstErrs = append(l.firstErrs, at.Format("15:04:05.000")+" "+err.Error())
 				benchkit.Logf("traffic %s: %v", l.Name, err)
 			}
 			l.mu.Unlock()
+			if first && capture != nil {
+				capture(l.flow, at, err)
+			}
 			time.Sleep(requestGap)
 			continue
 		}
