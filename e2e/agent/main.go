@@ -29,6 +29,7 @@ import (
 	"runtime"
 	"strconv"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/vishvananda/netns"
@@ -138,6 +139,18 @@ func ask(ns, proto, source, target string) (string, error) {
 				d.LocalAddr = &net.UDPAddr{IP: net.ParseIP(ip), Port: port}
 			} else {
 				d.LocalAddr = &net.TCPAddr{IP: net.ParseIP(ip), Port: port}
+			}
+			if port != 0 {
+				// A test that names the port asks again from it: SO_REUSEADDR lets the
+				// bind pass the port's TIME_WAIT sockets of earlier asks (theirs are
+				// set too), as a busy client's kernel-chosen ports do.
+				d.Control = func(_, _ string, c syscall.RawConn) error {
+					var serr error
+					if err := c.Control(func(fd uintptr) { serr = syscall.SetsockoptInt(int(fd), syscall.SOL_SOCKET, syscall.SO_REUSEADDR, 1) }); err != nil {
+						return err
+					}
+					return serr
+				}
 			}
 		}
 		c, err := d.Dial(proto, target)

@@ -26,10 +26,16 @@ import (
 const nodeName = "soak-node"
 
 // The node's netns: pod1 is a client inside the cluster, pod2 and pod3 the untouched
-// Services' endpoints, client the outside world.
+// Services' endpoints (pod4 and pod5 the affinity Service's), client the outside world.
 var (
 	clientPod = [2]string{"pod1", "10.244.0.11"}
 	servePods = [][2]string{{"pod2", "10.244.0.12"}, {"pod3", "10.244.0.13"}}
+	// affinityPods serve the ClientIP-affinity Service alone. IPVS misroutes the answer
+	// when one client port asks an affinity Service, another Service with the same
+	// endpoint, then the affinity Service again within its TIME_WAIT (a limit of IPVS
+	// itself: docs/differences.md, TestAffinityPortReuseAcrossServices); the client pod
+	// asks both Services from kernel-chosen ports, so they share no endpoint here.
+	affinityPods = [][2]string{{"pod4", "10.244.0.14"}, {"pod5", "10.244.0.15"}}
 )
 
 // fixedNames are the untouched Services that carry the traffic.
@@ -121,7 +127,7 @@ func (s *soak) setUp(ctx context.Context) error {
 	if err := s.node.AddPod(clientPod[0], clientPod[1]); err != nil {
 		return err
 	}
-	for _, p := range servePods {
+	for _, p := range append(servePods, affinityPods...) {
 		if err := s.node.AddPod(p[0], p[1]); err != nil {
 			return err
 		}
@@ -172,10 +178,10 @@ func loaderClient(cp *harness.ControlPlane) (kubernetes.Interface, error) {
 	return benchkit.LoaderClient(cfg)
 }
 
-// createFixed creates the untouched Services, their endpoints pod2 and pod3, and the
-// traffic loops through them: ClusterIP (TCP and UDP, from a pod), NodePort (TCP and
-// UDP, from outside), NodePort with ETP=Local (TCP, from outside), ClientIP affinity
-// (TCP, from a pod).
+// createFixed creates the untouched Services, their endpoints (pod2 and pod3; pod4 and
+// pod5 for the affinity Service), and the traffic loops through them: ClusterIP (TCP
+// and UDP, from a pod), NodePort (TCP and UDP, from outside), NodePort with ETP=Local
+// (TCP, from outside), ClientIP affinity (TCP, from a pod).
 func (s *soak) createFixed(ctx context.Context) error {
 	both := []v1.ServicePort{{Name: "tcp", Port: 80, Protocol: v1.ProtocolTCP}, {Name: "udp", Port: 80, Protocol: v1.ProtocolUDP}}
 	specs := map[string]v1.ServiceSpec{
@@ -192,7 +198,11 @@ func (s *soak) createFixed(ctx context.Context) error {
 		}
 		svcs[name] = svc
 		var eps []harness.Endpoint
-		for _, p := range servePods {
+		pods := servePods
+		if name == "soak-affinity" {
+			pods = affinityPods
+		}
+		for _, p := range pods {
 			eps = append(eps, harness.Endpoint{IP: p[1], Node: nodeName})
 		}
 		sl := harness.ReadySlice(name, name+"-1", 80, v1.ProtocolTCP, eps...)
