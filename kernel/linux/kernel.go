@@ -18,9 +18,9 @@ func New(ipvsTimeout time.Duration, iptablesChains []string, nftTable string) (k
 	if nftTable != "" {
 		// Not even the iptables flavour detection runs: it execs iptables.
 		n := NewNftables(nftTable)
-		k.IPSets, k.Iptables = n, n
+		k.Sets, k.Rules = n, n
 	} else {
-		k.IPSets, k.Iptables = &IPSets{}, NewIptables(iptablesChains)
+		k.Sets, k.Rules = &IPSets{}, NewIptables(iptablesChains)
 	}
 	return k, x, nil
 }
