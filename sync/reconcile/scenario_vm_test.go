@@ -43,7 +43,7 @@ func TestScenariosRealKernel(t *testing.T) {
 // programs it with.
 type realKernel struct {
 	k       kernel.Kernel
-	backend proxier.RulesBackend
+	backend *proxier.RulesBackend
 }
 
 // reset removes what any scenario leaves: every virtual server (the VM is the test's),
