@@ -66,7 +66,7 @@ func NewFake() *Fake {
 
 // Kernel returns the fake as a Kernel bundle.
 func (f *Fake) Kernel() Kernel {
-	return Kernel{IPVS: f, Addresses: f, IPSets: f, Iptables: f, Conntrack: f}
+	return Kernel{IPVS: f, Addresses: f, Sets: f, Rules: f, Conntrack: f}
 }
 
 func (f *Fake) count(op string) { f.ops[op]++ }
@@ -356,7 +356,7 @@ func (f *Fake) UnbindAddress(dev string, addr netip.Addr) error {
 	})
 }
 
-// EnsureSet implements IPSets.
+// EnsureSet implements Sets.
 func (f *Fake) EnsureSet(s Set) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -376,7 +376,7 @@ func (f *Fake) EnsureSet(s Set) error {
 	return nil
 }
 
-// CountEntries implements IPSets.
+// CountEntries implements Sets.
 func (f *Fake) CountEntries(name string) (int, error) {
 	n := 0
 	err := f.onSet("CountEntries", name, func(s *fakeSet) error {
@@ -404,7 +404,7 @@ func (f *Fake) FlushSet(name string) {
 	}
 }
 
-// ListEntries implements IPSets.
+// ListEntries implements Sets.
 func (f *Fake) ListEntries(name string) ([]SetEntry, error) {
 	var es []SetEntry
 	err := f.onSet("ListEntries", name, func(s *fakeSet) error {
@@ -415,7 +415,7 @@ func (f *Fake) ListEntries(name string) ([]SetEntry, error) {
 	return es, err
 }
 
-// EachEntry implements IPSets.
+// EachEntry implements Sets.
 func (f *Fake) EachEntry(name string, restart func(), each func(SetEntry)) error {
 	return f.onSet("ListEntries", name, func(s *fakeSet) error {
 		restart()
@@ -448,7 +448,7 @@ func checkEntry(s Set, e SetEntry) error {
 	return nil
 }
 
-// AddEntry implements IPSets.
+// AddEntry implements Sets.
 func (f *Fake) AddEntry(name string, e SetEntry) error {
 	return f.onSet("AddEntry", name, func(s *fakeSet) error {
 		if err := checkEntry(s.set, e); err != nil {
@@ -465,7 +465,7 @@ func (f *Fake) AddEntry(name string, e SetEntry) error {
 	})
 }
 
-// DelEntry implements IPSets.
+// DelEntry implements Sets.
 func (f *Fake) DelEntry(name string, e SetEntry) error {
 	return f.onSet("DelEntry", name, func(s *fakeSet) error {
 		if _, ok := s.entries[e]; !ok {
@@ -519,7 +519,7 @@ func (f *Fake) WriteRealServers(ops []RealServerOp) []error {
 	})
 }
 
-// WriteEntries implements IPSets, one op at a time (counted as AddEntry and DelEntry).
+// WriteEntries implements Sets, one op at a time (counted as AddEntry and DelEntry).
 func (f *Fake) WriteEntries(ops []SetOp) []error {
 	return eachOp(ops, func(op SetOp) error {
 		if op.Delete {
@@ -565,7 +565,7 @@ func (f *Fake) locked(check func() bool) bool {
 	return check()
 }
 
-// Restore implements Iptables: the fake holds the ruleset, printed in its backend's
+// Restore implements Rules: the fake holds the ruleset, printed in its backend's
 // language for Save and Dump.
 func (f *Fake) Restore(fam Family, rules *Ruleset) error {
 	f.mu.Lock()
@@ -593,7 +593,7 @@ func (f *Fake) Ruleset(fam Family) *Ruleset {
 	return f.ruleset[fam]
 }
 
-// Save implements Iptables.
+// Save implements Rules.
 func (f *Fake) Save(fam Family) (string, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()

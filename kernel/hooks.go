@@ -18,7 +18,7 @@ type Hooks struct {
 // error metrics are both built on it, so neither repeats the interface.
 func Wrap(k Kernel, h Hooks) Kernel {
 	w := &wrapped{inner: k, h: h}
-	return Kernel{IPVS: wrappedIPVS{w}, Addresses: wrappedAddrs{w}, IPSets: wrappedSets{w}, Iptables: wrappedIptables{w}, Conntrack: wrappedConntrack{w}}
+	return Kernel{IPVS: wrappedIPVS{w}, Addresses: wrappedAddrs{w}, Sets: wrappedSets{w}, Rules: wrappedRules{w}, Conntrack: wrappedConntrack{w}}
 }
 
 type wrapped struct {
@@ -87,22 +87,22 @@ func (x wrappedAddrs) WriteAddresses(dev string, ops []AddressOp) []error {
 type wrappedSets struct{ w *wrapped }
 
 func (x wrappedSets) EnsureSet(s Set) error {
-	return x.w.call("EnsureSet", func() error { return x.w.inner.IPSets.EnsureSet(s) })
+	return x.w.call("EnsureSet", func() error { return x.w.inner.Sets.EnsureSet(s) })
 }
 func (x wrappedSets) ListEntries(set string) ([]SetEntry, error) {
-	return call1(x.w, "ListEntries", func() ([]SetEntry, error) { return x.w.inner.IPSets.ListEntries(set) })
+	return call1(x.w, "ListEntries", func() ([]SetEntry, error) { return x.w.inner.Sets.ListEntries(set) })
 }
 func (x wrappedSets) EachEntry(set string, restart func(), each func(SetEntry)) error {
-	return x.w.call("ListEntries", func() error { return x.w.inner.IPSets.EachEntry(set, restart, each) })
+	return x.w.call("ListEntries", func() error { return x.w.inner.Sets.EachEntry(set, restart, each) })
 }
 func (x wrappedSets) CountEntries(set string) (int, error) {
-	return call1(x.w, "CountEntries", func() (int, error) { return x.w.inner.IPSets.CountEntries(set) })
+	return call1(x.w, "CountEntries", func() (int, error) { return x.w.inner.Sets.CountEntries(set) })
 }
 
 // WriteEntries passes each op through the hooks as the single-entry operation it
 // stands for, so fault injection and error counts see a batch as its ops.
 func (x wrappedSets) WriteEntries(ops []SetOp) []error {
-	return hookBatch(x.w, ops, SetOp.Name, x.w.inner.IPSets.WriteEntries)
+	return hookBatch(x.w, ops, SetOp.Name, x.w.inner.Sets.WriteEntries)
 }
 
 // hookBatch runs each op's Before hook; the ops it lets through go to write as one
@@ -136,13 +136,13 @@ func hookBatch[T any](w *wrapped, ops []T, name func(T) string, write func([]T) 
 	return errs
 }
 
-type wrappedIptables struct{ w *wrapped }
+type wrappedRules struct{ w *wrapped }
 
-func (x wrappedIptables) Restore(fam Family, rules *Ruleset) error {
-	return x.w.call("Restore", func() error { return x.w.inner.Iptables.Restore(fam, rules) })
+func (x wrappedRules) Restore(fam Family, rules *Ruleset) error {
+	return x.w.call("Restore", func() error { return x.w.inner.Rules.Restore(fam, rules) })
 }
-func (x wrappedIptables) Save(fam Family) (string, error) {
-	return call1(x.w, "Save", func() (string, error) { return x.w.inner.Iptables.Save(fam) })
+func (x wrappedRules) Save(fam Family) (string, error) {
+	return call1(x.w, "Save", func() (string, error) { return x.w.inner.Rules.Save(fam) })
 }
 
 type wrappedConntrack struct{ w *wrapped }

@@ -73,8 +73,9 @@ type AddressOp struct {
 // Name is the single operation it stands for, as hooks and operation counts see it.
 func (o AddressOp) Name() string { return either(o.Unbind, "UnbindAddress", "BindAddress") }
 
-// IPSets manages ipsets and their members. Implementations are safe for concurrent use.
-type IPSets interface {
+// Sets manages our sets and their members: ipsets, or the sets of our nftables table.
+// Implementations are safe for concurrent use.
+type Sets interface {
 	// EnsureSet creates the set if it is missing; an existing set of the same type is
 	// kept. A hash set is remade with set.MaxElem, its members kept, when it holds fewer,
 	// or when it holds more and its members fill at most half of set.MaxElem (RemakeSet).
@@ -150,9 +151,9 @@ func either(cond bool, yes, no string) string {
 	return no
 }
 
-// Iptables applies the rendered rules of our own chains. Implementations are safe for
+// Rules applies the rendered rules of our own chains. Implementations are safe for
 // concurrent use.
-type Iptables interface {
+type Rules interface {
 	// Restore makes our chains in the family's tables equal rules, and ensures its rules
 	// in built-in chains (the jumps from INPUT, ...). Other chains are left alone.
 	Restore(f Family, rules *Ruleset) error
@@ -188,7 +189,7 @@ type ConntrackStats struct {
 type Kernel struct {
 	IPVS      IPVS
 	Addresses Addresses
-	IPSets    IPSets
-	Iptables  Iptables
+	Sets      Sets
+	Rules     Rules
 	Conntrack Conntrack
 }

@@ -97,8 +97,9 @@ type Config struct {
 	MasqueradeBit *int
 	// MaxEndpoints caps the real servers of one virtual server.
 	MaxEndpoints int
-	// RulesBackend holds the sets and fixed rules: iptables (the default) or nftables.
-	RulesBackend RulesBackend
+	// RulesBackend holds the sets and fixed rules: RulesIptables (nil: the default) or
+	// RulesNftables.
+	RulesBackend *RulesBackend
 	// IgnoreExternalIPs is the AllowServiceExternalIPs feature gate off: no Service's
 	// externalIPs are programmed or bound (kube-proxy's ServicePort.ExternalIPs,
 	// pkg/proxy/serviceport.go). The Service still counts as externally accessible, as
@@ -124,10 +125,16 @@ func (c Config) WithDefaults() Config {
 	if len(c.Families) == 0 {
 		c.Families = []kernel.Family{kernel.IPv4, kernel.IPv6}
 	}
-	if c.RulesBackend == "" {
-		c.RulesBackend = RulesIptables
-	}
+	c.RulesBackend = c.rulesBackend()
 	return c
+}
+
+// rulesBackend is the configured rules backend, RulesIptables when none is.
+func (c *Config) rulesBackend() *RulesBackend {
+	if c.RulesBackend == nil {
+		return RulesIptables
+	}
+	return c.RulesBackend
 }
 
 // masqueradeMark is the fwmark KUBE-MARK-MASQ sets.

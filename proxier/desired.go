@@ -317,9 +317,9 @@ func (d *Desired) HealthChecks() map[ServiceKey]HealthCheck {
 // Plan is the whole desired state rendered for an operator, in the order `ipvs-proxier
 // plan` prints it: the IPVS table as `ipvsadm -Ln`, the dummy interface's addresses (or
 // with VIPLocalRoutes the local routes, as `ip route show` lists them),
-// then for the iptables backend the sets as `ipset save` and the rules as
-// iptables-restore input, for the nftables backend each family's table as `nft list
-// table` prints it (sets, their members, chains).
+// then the sets and rules as the rules backend's tools show them (RulesBackend's plan:
+// for iptables the sets as `ipset save` and the rules as iptables-restore input, for
+// nftables each family's table as `nft list table` prints it).
 func (d *Desired) Plan(cfg *Config) string {
 	var b strings.Builder
 	var vss []kernel.VirtualServer
@@ -347,26 +347,7 @@ func (d *Desired) Plan(cfg *Config) string {
 	for i := range sets {
 		sets[i] = Sized(sets[i], len(members[sets[i].Name]))
 	}
-	if cfg.RulesBackend == RulesNftables {
-		for _, f := range cfg.Families {
-			var fsets []kernel.Set
-			for _, s := range sets {
-				if s.Family == f {
-					fsets = append(fsets, s)
-				}
-			}
-			b.WriteString("\n# " + f.String() + " nft list table\n")
-			table := RenderRules(cfg, f, d.OutFilters())
-			head, chains, _ := strings.Cut(table, "\n")
-			b.WriteString(head + "\n" + kernel.FormatNftSets(fsets, members) + chains)
-		}
-		return b.String()
-	}
-	b.WriteString("\n# ipset save\n")
-	b.WriteString(kernel.FormatSets(sets, members))
-	for _, f := range cfg.Families {
-		b.WriteString("\n# " + f.String() + " iptables-save\n")
-		b.WriteString(RenderRules(cfg, f, d.OutFilters()))
-	}
+	cfg.rulesBackend().plan(&b, planRules{families: cfg.Families, sets: sets, members: members,
+		rules: func(f kernel.Family) *kernel.Ruleset { return Rules(cfg, f, d.OutFilters()) }})
 	return b.String()
 }

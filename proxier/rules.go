@@ -10,8 +10,8 @@ import (
 // fixed for a config except for the KUBE-IPVS-OUT-FILTER rules: everything else is
 // driven by set membership, so Service churn never rewrites rules.
 //
-// Both backends get the same rules in the same chains, with the same sets; the
-// nftables table differs where nft has no equivalent:
+// Every backend gets the same rules in the same chains, with the same sets; the
+// nftables table differs where nft has no equivalent (its RulesBackend says so):
 //   - it has base chains of its own (nftBaseChains) in place of rules in iptables'
 //     built-in chains, and the filter table's KUBE-NODE-PORT is KUBE-NODE-PORT-FILTER;
 //   - `-m physdev ! --physdev-is-in` has no nftables match outside the bridge family.
@@ -23,23 +23,12 @@ import (
 //   - a port set's lookup is bound to TCP (the health check ports) or loses the
 //     protocol match its key already holds (SCTP NodePorts).
 func Rules(cfg *Config, f kernel.Family, outFilters []OutFilter) *kernel.Ruleset {
-	b := &rulesBuilder{cfg: cfg, f: f, nft: cfg.RulesBackend == RulesNftables, mark: cfg.masqueradeMark()}
-	b.rs.Family = f
-	if b.nft {
-		b.rs.Table = NftTable
-		b.rs.Chains = nftChains()
-	} else {
-		b.rs.Chains = iptablesChains()
-	}
+	be := cfg.rulesBackend()
+	b := &rulesBuilder{cfg: cfg, f: f, be: be, mark: cfg.masqueradeMark()}
+	b.rs.Family, b.rs.Table, b.rs.Chains = f, be.Table, be.chains()
 	b.nat()
 	b.filter(outFilters)
 	return &b.rs
-}
-
-// RenderRules prints Rules in the backend's language: iptables-restore input holding
-// only our chains, or our table's chains as `nft list table` prints them.
-func RenderRules(cfg *Config, f kernel.Family, outFilters []OutFilter) string {
-	return Rules(cfg, f, outFilters).String()
 }
 
 // iptablesChains is the chains of the iptables backend: the built-in ones we add rules
@@ -70,7 +59,7 @@ type rulesBuilder struct {
 	rs   kernel.Ruleset
 	cfg  *Config
 	f    kernel.Family
-	nft  bool
+	be   *RulesBackend
 	mark uint32
 }
 
@@ -96,13 +85,15 @@ func (b *rulesBuilder) in(base string, key []kernel.Field) kernel.Lookup {
 	return kernel.Lookup{Set: SetName(base, b.f), Key: key}
 }
 
-// base is the chain where rules of iptables' built-in chain of table and hook go.
+// base is the chain where rules of table at hook h go: the backend's first base chain
+// of that table and hook (iptables' built-in chain, or our table's own).
 func (b *rulesBuilder) base(table string, h kernel.Hook) string {
-	if !b.nft {
-		return map[kernel.Hook]string{kernel.HookPrerouting: "PREROUTING", kernel.HookInput: "INPUT",
-			kernel.HookForward: "FORWARD", kernel.HookOutput: "OUTPUT", kernel.HookPostrouting: "POSTROUTING"}[h]
+	for _, c := range b.rs.Chains {
+		if c.Table == table && c.Hook == h {
+			return c.Name
+		}
 	}
-	return table + "-" + string(h)
+	panic("rules: no base chain for " + table + " " + string(h))
 }
 
 // The targets.
@@ -147,7 +138,7 @@ func (b *rulesBuilder) nat() {
 	add(nat, chainServices, jump(chainMarkMasq),
 		comment("Kubernetes service external ip + port for masquerade and filter purpose"), in(setExternalIP, keyDstDst))
 	for _, s := range []string{setExternalIP, setExternalIPLocal} {
-		if !b.nft {
+		if b.be.xtables {
 			add(nat, chainServices, accept, in(s, keyDstDst), kernel.PhysdevIsIn{Not: true}, kernel.Local{Src: true, Not: true})
 		}
 		add(nat, chainServices, accept, in(s, keyDstDst), kernel.Local{})
@@ -168,7 +159,7 @@ func (b *rulesBuilder) nat() {
 		add(nat, chainNodePort, jump(chainMarkMasq), kernel.Proto{Protocol: p.proto}, in(p.all, keyPort))
 	}
 	sctp := []kernel.Match{kernel.Proto{Protocol: kernel.SCTP}}
-	if b.nft {
+	if !b.be.xtables {
 		sctp = nil // the key holds the protocol
 	}
 	add(nat, chainNodePort, ret, append(sctp, in(setNodePortLocalSCTP, keyDstDst))...)
@@ -186,9 +177,8 @@ func (b *rulesBuilder) nat() {
 func (b *rulesBuilder) filter(outFilters []OutFilter) {
 	const filter = "filter"
 	add, in := b.add, b.in
-	nodePort, outFilterBase, hcPort := chainNodePort, b.base(filter, kernel.HookOutput), []kernel.Match{in(setHealthCheckNodePort, keyPort)}
-	if b.nft {
-		nodePort, outFilterBase = chainFilterNodePort, nftFilterOutputPreIPVS
+	nodePort, hcPort := b.be.filterNodePort, []kernel.Match{in(setHealthCheckNodePort, keyPort)}
+	if !b.be.xtables {
 		hcPort = append([]kernel.Match{kernel.Proto{Protocol: kernel.TCP}}, hcPort...)
 	}
 	input, forward, output := b.base(filter, kernel.HookInput), b.base(filter, kernel.HookForward), b.base(filter, kernel.HookOutput)
@@ -199,7 +189,7 @@ func (b *rulesBuilder) filter(outFilters []OutFilter) {
 	add(filter, input, jump(chainIPVSFilter), comment("kubernetes ipvs access filter"))
 	add(filter, forward, jump(chainProxyFirewall), firewall)
 	add(filter, forward, jump(chainForward), comment("kubernetes forwarding rules"))
-	add(filter, outFilterBase, jump(chainIPVSOutFilter), comment("kubernetes ipvs access filter"))
+	add(filter, b.be.outFilter, jump(chainIPVSOutFilter), comment("kubernetes ipvs access filter"))
 	add(filter, forward, jump(chainClusterIPsCheck), unallocated, isNew)
 	add(filter, output, jump(chainClusterIPsCheck), unallocated, isNew)
 	add(filter, chainForward, accept, comment("kubernetes forwarding rules"), kernel.Mark{Mask: b.mark, Value: b.mark})
@@ -223,7 +213,7 @@ func (b *rulesBuilder) filter(outFilters []OutFilter) {
 		if kernel.FamilyOf(o.Address) != b.f {
 			continue
 		}
-		if b.nft {
+		if !b.be.xtables {
 			add(filter, chainIPVSOutFilter, drop, kernel.IP{Src: true, Addr: o.Address}, kernel.IP{Addr: o.Address},
 				kernel.Proto{Protocol: o.Protocol}, kernel.DstPort{Port: o.Port})
 		} else {

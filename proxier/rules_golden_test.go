@@ -15,7 +15,7 @@ var update = flag.Bool("update", false, "rewrite golden files")
 // each backend prints them (testdata/rules-iptables.golden, rules-nftables.golden;
 // -update rewrites them).
 func TestRulesGolden(t *testing.T) {
-	for _, b := range []proxier.RulesBackend{proxier.RulesIptables, proxier.RulesNftables} {
+	for _, b := range []*proxier.RulesBackend{proxier.RulesIptables, proxier.RulesNftables} {
 		var got strings.Builder
 		for _, c := range rulescases.Cases(b) {
 			for _, f := range rulescases.Families {
@@ -23,6 +23,6 @@ func TestRulesGolden(t *testing.T) {
 				got.WriteString(proxier.Rules(&c.Config, f, c.OutFilters).String())
 			}
 		}
-		rulescases.Golden(t, "testdata/rules-"+string(b)+".golden", got.String(), *update)
+		rulescases.Golden(t, "testdata/rules-"+b.Name+".golden", got.String(), *update)
 	}
 }

@@ -36,8 +36,8 @@ var SyncFake func(t *testing.T, cfg Config, svcs []*v1.Service, slices []*discov
 
 // world is a node after a sync, once per rules backend.
 type world struct {
-	fakes   map[RulesBackend]*kernel.Fake
-	nodeIPs map[RulesBackend][]netip.Addr
+	fakes   map[*RulesBackend]*kernel.Fake
+	nodeIPs map[*RulesBackend][]netip.Addr
 }
 
 // newWorld syncs the Services with their slices (by Service name) into a fake kernel per
@@ -48,8 +48,8 @@ func newWorld(t *testing.T, cfg *Config, svcs []*v1.Service, eps map[string][]*d
 	for _, s := range svcs {
 		slices = append(slices, eps[s.Name]...)
 	}
-	w := &world{fakes: map[RulesBackend]*kernel.Fake{}, nodeIPs: map[RulesBackend][]netip.Addr{}}
-	for _, b := range []RulesBackend{RulesIptables, RulesNftables} {
+	w := &world{fakes: map[*RulesBackend]*kernel.Fake{}, nodeIPs: map[*RulesBackend][]netip.Addr{}}
+	for _, b := range []*RulesBackend{RulesIptables, RulesNftables} {
 		bcfg := *cfg
 		bcfg.RulesBackend = b
 		fk, synced := SyncFake(t, bcfg, svcs, slices)
@@ -63,7 +63,7 @@ func (w *world) trace(t *testing.T, p packet) kernel.Verdict {
 	t.Helper()
 	kp := kernel.Packet{Src: p.src, Dst: p.dst, Protocol: p.proto, Port: p.port, In: p.in}
 	var first kernel.Verdict
-	for i, b := range []RulesBackend{RulesIptables, RulesNftables} {
+	for i, b := range []*RulesBackend{RulesIptables, RulesNftables} {
 		v, err := w.fakes[b].Trace(kp, w.nodeIPs[b])
 		if err != nil {
 			t.Fatal(err)

@@ -84,18 +84,9 @@ func runCleanup(args []string, out io.Writer) error {
 		errs = append(errs, cleanupKubeRouter(out, *dummy, exclude))
 	}
 
-	chains, prefixes := proxier.RuleChains, []string(nil)
-	if *leftovers {
-		chains = chainsUnion(chains, linux.IptablesModeChains)
-		prefixes = linux.IptablesModePrefixes
+	for _, b := range rulesBackends {
+		errs = append(errs, b.cleanup(out, cleanupScope{leftovers: *leftovers, keepShared: *keepShared}))
 	}
-	if linux.HaveIptables() {
-		errs = append(errs, cleanupChains(out, chains, prefixes, *keepShared))
-	} else {
-		fmt.Fprintln(out, "iptables chains: no iptables on this node")
-	}
-	errs = append(errs, cleanupSets(out))
-	errs = append(errs, cleanupNftables(out))
 	if *leftovers {
 		errs = append(errs, cleanupKubeProxyNftables(out))
 	}
@@ -106,6 +97,24 @@ func runCleanup(args []string, out io.Writer) error {
 	errs = append(errs, err)
 	fmt.Fprintf(out, "local routes deleted (proto %d): %d\n", linux.RouteProtocol, routes)
 	return errors.Join(errs...)
+}
+
+// cleanupIptables removes the iptables backend's objects: our iptables chains (with
+// scope.leftovers kube-proxy's iptables-mode chains too) in both families, with the
+// jumps to them, and our ipsets.
+func cleanupIptables(out io.Writer, scope cleanupScope) error {
+	chains, prefixes := proxier.RuleChains, []string(nil)
+	if scope.leftovers {
+		chains = chainsUnion(chains, linux.IptablesModeChains)
+		prefixes = linux.IptablesModePrefixes
+	}
+	var err error
+	if linux.HaveIptables() {
+		err = cleanupChains(out, chains, prefixes, scope.keepShared)
+	} else if !scope.quiet {
+		fmt.Fprintln(out, "iptables chains: no iptables on this node")
+	}
+	return errors.Join(err, cleanupSets(out))
 }
 
 // cleanupChains removes our iptables chains (chains, and those named with prefixes) in

@@ -9,7 +9,7 @@ import (
 // nftTransactions reads the nftables backend's transaction counts for the metrics; nil
 // when the sets are ipsets.
 func nftTransactions(k kernel.Kernel) func() metrics.Transactions {
-	n, ok := k.IPSets.(*linux.Nftables)
+	n, ok := k.Sets.(*linux.Nftables)
 	if !ok {
 		return nil
 	}

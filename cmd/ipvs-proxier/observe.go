@@ -202,7 +202,7 @@ type statusSources struct {
 func (s statusSources) report() any {
 	var r statusReport
 	r.Node, r.Version, r.SetupProblems = s.node, version, s.setup
-	r.RulesBackend = string(s.syncer.Config().RulesBackend)
+	r.RulesBackend = s.syncer.Config().RulesBackend.Name
 	st, ps := s.syncer.Status(), s.proxy.State()
 	rd := s.ready()
 	r.Sync.Healthy, r.Sync.Ready, r.Sync.NotReady = ps.Healthy, rd.Ready, rd.Reason

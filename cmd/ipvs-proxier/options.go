@@ -143,8 +143,7 @@ func newOptions(name string) *options {
 	fs.IntVar(&o.maxEndpoints, "max-endpoints-per-port", proxier.DefaultMaxEndpoints,
 		"most real servers programmed for one Service port; more are cut, with a Warning Event (kube-proxy has no cap)")
 	fs.StringVar(&o.lockFile, "lock-file", defaultLockFile, "file the daemon locks exclusively before it touches the kernel")
-	fs.StringVar(&o.rulesBackend, "rules-backend", string(proxier.RulesIptables),
-		"what holds the sets and rules beside IPVS: iptables (ipsets and iptables chains, as kube-proxy's IPVS mode) or nftables (one nftables table per family; no ipset, iptables or xtables needed)")
+	fs.StringVar(&o.rulesBackend, "rules-backend", rulesBackends[0].rules.Name, rulesBackendHelp())
 	fs.BoolVar(&o.profiling, "profiling", false, "serve /debug/pprof on the metrics address (kube-proxy's enableProfiling)")
 	o.addKubeProxyFlags()
 	return o
@@ -188,8 +187,10 @@ func dualStackPair(cidrs []netip.Prefix) error {
 
 // resolved is the validated form of the options.
 type resolved struct {
-	cfg      proxier.Config
-	sync     reconcile.Options
+	cfg  proxier.Config
+	sync reconcile.Options
+	// backend is the rules backend's row; cfg.RulesBackend is its rules.
+	backend  rulesBackend
 	nodeName string
 	// primaryNodePorts: --nodeport-addresses=primary, to be expanded from the Node.
 	primaryNodePorts bool
@@ -218,7 +219,7 @@ func (o *options) validRanges() error {
 	if o.masqueradeBit < 0 || o.masqueradeBit > 31 {
 		return fmt.Errorf("%s: %d not in 0-31", o.origin("iptables-masquerade-bit"), o.masqueradeBit)
 	}
-	if err := proxier.ValidateRulesBackend(proxier.RulesBackend(o.rulesBackend)); err != nil {
+	if _, err := lookupRulesBackend(o.rulesBackend); err != nil {
 		return fmt.Errorf("%s: %w", o.origin("rules-backend"), err)
 	}
 	if err := o.validTimeouts(); err != nil {
@@ -292,13 +293,16 @@ func (o *options) resolve(hostname func() (string, error)) (*resolved, error) {
 	if bind.IsUnspecified() {
 		bind = netip.Addr{}
 	}
+	if r.backend, err = lookupRulesBackend(o.rulesBackend); err != nil { // checked in validRanges
+		return nil, fmt.Errorf("%s: %w", o.origin("rules-backend"), err)
+	}
 	r.cfg = proxier.Config{
 		NodeName: r.nodeName, NodeIPs: ips, NodePortAddresses: nodePortCIDRs,
 		Families: []kernel.Family{kernel.IPv4, kernel.IPv6}, Scheduler: o.scheduler,
 		MasqueradeAll: o.masqueradeAll, ClusterCIDRs: clusterCIDRs, ServiceProxyName: o.serviceProxyName,
 		LocalMode: localMode, BridgeInterface: o.podBridge, InterfaceNamePrefix: o.podIfPrefix, ServiceCIDRs: serviceCIDRs,
 		DummyDevice: o.dummyDevice, VIPLocalRoutes: o.vipLocalRoutes, MasqueradeBit: &o.masqueradeBit, MaxEndpoints: o.maxEndpoints,
-		RulesBackend: proxier.RulesBackend(o.rulesBackend), IgnoreExternalIPs: ignoreExternalIPs,
+		RulesBackend: r.backend.rules, IgnoreExternalIPs: ignoreExternalIPs,
 	}.WithDefaults()
 	// Real servers are re-read over 10 full syncs (5 min at the default syncPeriod), or
 	// ~1,000 virtual servers per full sync past 10,000: at 30,000 Services reading them

@@ -15,7 +15,7 @@ func TestRulesBackendOption(t *testing.T) {
 	for _, c := range []struct {
 		flags []string
 		conf  string
-		want  proxier.RulesBackend
+		want  *proxier.RulesBackend
 	}{
 		{nil, "", proxier.RulesIptables},
 		{nil, "rulesBackend: nftables", proxier.RulesNftables},

@@ -127,8 +127,7 @@ func daemonOptions(args []string) (o *options, warnings []string, done bool, err
 // the dummy device, the sysctls, the IPVS timeouts and the OOM score. setup lists what
 // this container could not set up (setupProblem).
 func prepareNode(o *options, r *resolved, log *zap.Logger) (k kernel.Kernel, h *linux.IPVS, setup []string, err error) {
-	nft := r.cfg.RulesBackend == proxier.RulesNftables
-	report := linux.Preflight{Nftables: nft}.Check([]string{o.scheduler})
+	report := linux.Preflight{Rules: r.backend.modules}.Check([]string{o.scheduler})
 	if report.NoIPVS != "" {
 		// Before any sysctl: on such a kernel they fail with a bare ENOENT.
 		return kernel.Kernel{}, nil, nil, fmt.Errorf("IPVS is not usable on this node: %s (%s)", report.NoIPVS, report)
@@ -139,11 +138,7 @@ func prepareNode(o *options, r *resolved, log *zap.Logger) (k kernel.Kernel, h *
 	if len(report.MissingModules) > 0 && !o.kp.initOnly {
 		setup = append(setup, report.String())
 	}
-	nftTable := ""
-	if nft {
-		nftTable = proxier.NftTable
-	}
-	k, ipvsHandle, err := linux.New(10*time.Second, allChains(), nftTable)
+	k, ipvsHandle, err := linux.New(10*time.Second, r.backend.open)
 	if a, ok := k.Addresses.(*linux.Addresses); ok {
 		a.LocalRoutes = r.cfg.VIPLocalRoutes // as plan prints it (proxier.Desired.Plan)
 	}
@@ -209,7 +204,7 @@ func runProxy(o *options, r *resolved, log *zap.Logger, client *kubeapi.Client, 
 		Pending: func() (int, int) { return tracker.PendingByKind() }, ChangesTotal: func() (uint64, uint64) { return tracker.Totals() },
 		// Closures, not method values: syncer is assigned below, after the metrics.
 		NoLocal:  func(f kernel.Family) (int, int) { return syncer.NoLocal(f) },
-		Families: r.cfg.Families, RulesBackend: string(r.cfg.RulesBackend),
+		Families: r.cfg.Families, RulesBackend: r.cfg.RulesBackend.Name,
 		Transactions: nftTransactions(k),
 	})
 	k = kernel.Wrap(k, m.KernelHooks())
@@ -233,7 +228,7 @@ func runProxy(o *options, r *resolved, log *zap.Logger, client *kubeapi.Client, 
 	r.sync.Wake = func() { runner.Run() } // a closure: runner is made below, from the syncer
 	syncer = reconcile.NewSyncer(r.sync, k, src, tracker)
 	runner = reconcile.NewRunner(syncOnce(syncer.Sync, proxyHealth, func() {
-		removeOtherBackend(r.cfg.RulesBackend, log)
+		removeOtherBackends(r.cfg.RulesBackend, log)
 		removeKubeRouterLeftovers(dummy, r.sync.ExcludeCIDRs, log)
 	}), o.minSyncPeriod, o.syncPeriod)
 	runner.Due = syncer.FullDueIn

@@ -27,7 +27,7 @@ func TestCleanupReal(t *testing.T) {
 		}
 	}
 	cfg := proxier.Config{}.WithDefaults()
-	if err := ipt.restoreText(kernel.IPv4, proxier.RenderRules(&cfg, kernel.IPv4, nil)); err != nil {
+	if err := ipt.restoreText(kernel.IPv4, proxier.Rules(&cfg, kernel.IPv4, nil).String()); err != nil {
 		t.Fatal(err)
 	}
 	bin := "iptables-" + ipt.Mode()

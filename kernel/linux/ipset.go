@@ -37,7 +37,7 @@ var setRevisions = map[kernel.SetType]uint8{
 	kernel.HashIP: 1, kernel.HashIPPort: 1, kernel.HashIPPortIP: 1, kernel.HashIPPortNet: 2, kernel.BitmapPort: 1,
 }
 
-// EnsureSet implements kernel.IPSets.
+// EnsureSet implements kernel.Sets.
 func (x *IPSets) EnsureSet(s kernel.Set) error {
 	opts := netlink.IpsetCreateOptions{Revision: setRevisions[s.Type], MaxElements: s.MaxElem}
 	if s.Type == kernel.BitmapPort {
@@ -73,7 +73,7 @@ func (x *IPSets) EnsureSet(s kernel.Set) error {
 	return nil
 }
 
-// ListEntries implements kernel.IPSets, over the listing connection (listEntries).
+// ListEntries implements kernel.Sets, over the listing connection (listEntries).
 func (x *IPSets) ListEntries(name string) ([]kernel.SetEntry, error) {
 	var out []kernel.SetEntry
 	if err := x.EachEntry(name, func() { out = out[:0] }, func(e kernel.SetEntry) { out = append(out, e) }); err != nil {
@@ -82,7 +82,7 @@ func (x *IPSets) ListEntries(name string) ([]kernel.SetEntry, error) {
 	return out, nil
 }
 
-// EachEntry implements kernel.IPSets, over the listing connection (listEntries).
+// EachEntry implements kernel.Sets, over the listing connection (listEntries).
 func (x *IPSets) EachEntry(name string, restart func(), each func(kernel.SetEntry)) error {
 	var err error
 	for try := 0; try < 5; try++ { // a dump interrupted by a concurrent change is retried

@@ -12,7 +12,7 @@ import (
 	"github.com/ipvs-proxier/ipvs-proxier/kernel"
 )
 
-// WriteEntries implements kernel.IPSets. The writes travel as netlink batches
+// WriteEntries implements kernel.Sets. The writes travel as netlink batches
 // (sendBatch), where kube-proxy execs `ipset` once per entry and the library's calls cost
 // a round trip each: a cold start of 10,000 Services writes 66,000 entries. Without
 // NLM_F_EXCL the kernel itself treats adding a present entry or deleting an absent one

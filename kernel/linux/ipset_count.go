@@ -14,7 +14,7 @@ import (
 // does (IPSET_FLAG_LIST_HEADER in linux/netfilter/ipset/ip_set.h).
 const ipsetFlagListHeader = 1 << 2
 
-// CountEntries implements kernel.IPSets with a header-only list: the kernel reports the
+// CountEntries implements kernel.Sets with a header-only list: the kernel reports the
 // element count (IPSET_ATTR_ELEMENTS, Linux 4.13+) without sending a single member, so a
 // full sync can skip re-reading a set whose count matches the desired one. It returns
 // -1 when the kernel does not report a count.

@@ -96,7 +96,7 @@ func (t *Iptables) bin(f kernel.Family, tool string) string {
 // A jump is a rule of ours in a chain that is not ours (a built-in chain).
 type jump struct{ table, chain, rule string }
 
-// Restore implements kernel.Iptables: one iptables-save to see which jumps exist, then
+// Restore implements kernel.Rules: one iptables-save to see which jumps exist, then
 // one iptables-restore --noflush with our chains and an `-I CHAIN 1` line for each
 // missing jump, so the chains and the jumps into them appear together.
 func (t *Iptables) Restore(f kernel.Family, rules *kernel.Ruleset) error {
@@ -196,7 +196,7 @@ func splitRule(rule string) []string {
 	return out
 }
 
-// Save implements kernel.Iptables: our chains and the jumps to them, per table, in the
+// Save implements kernel.Rules: our chains and the jumps to them, per table, in the
 // kernel's canonical form, without counters.
 func (t *Iptables) Save(f kernel.Family) (string, error) {
 	t.mu.Lock()

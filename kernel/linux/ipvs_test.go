@@ -135,7 +135,7 @@ func must(t *testing.T, err error) {
 // and conn_reuse_mode is left alone on 6.x (kubernetes#93297).
 func TestSysctlsAndPreflightReal(t *testing.T) {
 	kerneltest.RequireIPVS(t)
-	r := Preflight{}.Check([]string{"rr", "lc", "sh", "sed", "mh"})
+	r := Preflight{Rules: IptablesModules}.Check([]string{"rr", "lc", "sh", "sed", "mh"})
 	if len(r.MissingModules) != 0 {
 		t.Errorf("preflight: %s", r)
 	}

@@ -6,21 +6,29 @@ import (
 	"github.com/ipvs-proxier/ipvs-proxier/kernel"
 )
 
-// New opens every real backend. iptablesChains names the chains we own; a non-empty
-// nftTable replaces the ipsets and iptables chains with our nftables table of that name
-// (Nftables), which then holds both the sets and the rules.
-func New(ipvsTimeout time.Duration, iptablesChains []string, nftTable string) (kernel.Kernel, *IPVS, error) {
+// New opens every real backend: IPVS, the addresses and conntrack, then, once IPVS
+// answers, the rules backend's sets and rules with open (OpenIptables, OpenNftables:
+// the daemon's table of rules backends names one).
+func New(ipvsTimeout time.Duration, open func() (kernel.Sets, kernel.Rules)) (kernel.Kernel, *IPVS, error) {
 	x, err := NewIPVS(ipvsTimeout)
 	if err != nil {
 		return kernel.Kernel{}, nil, err
 	}
 	k := kernel.Kernel{IPVS: x, Addresses: &Addresses{}, Conntrack: Conntrack{}}
-	if nftTable != "" {
-		// Not even the iptables flavour detection runs: it execs iptables.
-		n := NewNftables(nftTable)
-		k.IPSets, k.Iptables = n, n
-	} else {
-		k.IPSets, k.Iptables = &IPSets{}, NewIptables(iptablesChains)
-	}
+	k.Sets, k.Rules = open()
 	return k, x, nil
+}
+
+// OpenIptables opens the iptables rules backend: ipsets, and iptables chains of which
+// chains are ours.
+func OpenIptables(chains []string) (kernel.Sets, kernel.Rules) {
+	return &IPSets{}, NewIptables(chains)
+}
+
+// OpenNftables opens the nftables rules backend: our table of that name, which holds
+// both the sets and the rules. Not even the iptables flavour detection runs: it execs
+// iptables.
+func OpenNftables(table string) (kernel.Sets, kernel.Rules) {
+	n := NewNftables(table)
+	return n, n
 }

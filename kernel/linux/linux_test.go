@@ -266,7 +266,7 @@ func TestIptablesReal(t *testing.T) {
 	if inVM {
 		outFilters = []proxier.OutFilter{{VSKey: kernel.VSKey{Protocol: kernel.TCP, Address: netip.MustParseAddr("1.2.3.4"), Port: 80}}}
 	}
-	rules := proxier.RenderRules(&cfg, kernel.IPv4, outFilters)
+	rules := proxier.Rules(&cfg, kernel.IPv4, outFilters).String()
 	// The sets must exist for iptables to accept -m set rules.
 	for _, s := range proxier.Sets([]kernel.Family{kernel.IPv4}) {
 		if err := (&IPSets{}).EnsureSet(s); err != nil {
@@ -355,7 +355,7 @@ func TestIptablesLegacyReal(t *testing.T) {
 		t.Fatalf("mode %s with rules only in legacy", ipt.Mode())
 	}
 	cfg := proxier.Config{}.WithDefaults()
-	if err := ipt.restoreText(kernel.IPv4, proxier.RenderRules(&cfg, kernel.IPv4, nil)); err != nil {
+	if err := ipt.restoreText(kernel.IPv4, proxier.Rules(&cfg, kernel.IPv4, nil).String()); err != nil {
 		t.Fatal(err)
 	}
 	if out, err := execOut("iptables-legacy-save", "-t", "nat"); err != nil || !strings.Contains(out, "-A KUBE-MARK-MASQ -j MARK") {

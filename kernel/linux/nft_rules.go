@@ -13,7 +13,7 @@ import (
 	"github.com/ipvs-proxier/ipvs-proxier/kernel"
 )
 
-// Restore implements kernel.Iptables for the nftables backend: our table's chains become
+// Restore implements kernel.Rules for the nftables backend: our table's chains become
 // exactly the ruleset's chains, encoded as netlink expressions (nft_encode.go), in one
 // transaction (every chain flushed, those no longer in the text deleted, the rest made
 // and filled), so traffic never sees a chain half written. Chains of other tables are
@@ -102,7 +102,7 @@ func (x *Nftables) chains(c *nftables.Conn, t *nftables.Table) ([]*nftables.Chai
 	return out, nil
 }
 
-// Save implements kernel.Iptables for the nftables backend: our table's chains and rules
+// Save implements kernel.Rules for the nftables backend: our table's chains and rules
 // as the kernel holds them, one line per chain (its hook) and per rule (its expressions
 // as the kernel returns them, hex), so any change to them changes the text. It is not
 // the ruleset's nft text: the syncer compares it only with an earlier Save, and at a start

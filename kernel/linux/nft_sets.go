@@ -137,7 +137,7 @@ func rangePrefix(first, last netip.Addr) (netip.Prefix, bool) {
 	return netip.Prefix{}, false
 }
 
-// EnsureSet implements kernel.IPSets: the set in our table of its family, made if
+// EnsureSet implements kernel.Sets: the set in our table of its family, made if
 // missing. A set of the name with another key is ErrExist, as for ipsets. MaxElem is not
 // used: an nft hash set grows without a bound set at creation.
 func (x *Nftables) EnsureSet(s kernel.Set) error {
@@ -182,7 +182,7 @@ func (x *Nftables) known(name string) (*nftables.Set, kernel.Set, error) {
 	return set, x.types[name], nil
 }
 
-// ListEntries implements kernel.IPSets.
+// ListEntries implements kernel.Sets.
 func (x *Nftables) ListEntries(name string) ([]kernel.SetEntry, error) {
 	x.mu.Lock()
 	defer x.mu.Unlock()
@@ -209,7 +209,7 @@ func (x *Nftables) ListEntries(name string) ([]kernel.SetEntry, error) {
 	return out, nil
 }
 
-// EachEntry implements kernel.IPSets, from ListEntries: the nftables library returns a
+// EachEntry implements kernel.Sets, from ListEntries: the nftables library returns a
 // set's elements whole.
 func (x *Nftables) EachEntry(name string, restart func(), each func(kernel.SetEntry)) error {
 	es, err := x.ListEntries(name)
@@ -223,7 +223,7 @@ func (x *Nftables) EachEntry(name string, restart func(), each func(kernel.SetEn
 	return nil
 }
 
-// CountEntries implements kernel.IPSets: nftables tells a set's size only by listing it,
+// CountEntries implements kernel.Sets: nftables tells a set's size only by listing it,
 // so -1 (the caller lists).
 func (x *Nftables) CountEntries(string) (int, error) { return -1, nil }
 
@@ -231,7 +231,7 @@ func (x *Nftables) CountEntries(string) (int, error) { return -1, nil }
 // attribute, whose length is 16 bits.
 const nftPerMessage = 256
 
-// WriteEntries implements kernel.IPSets: the ops in transactions of at most MaxBatch
+// WriteEntries implements kernel.Sets: the ops in transactions of at most MaxBatch
 // members, consecutive ops on one set in one message. nftables fails a whole transaction
 // on a delete of an absent member (Linux 6.1 has no NFT_MSG_DESTROYSETELEM), so a failed
 // transaction is redone one op per transaction, an absent member's delete counted done,

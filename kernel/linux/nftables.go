@@ -12,7 +12,7 @@ import (
 	"github.com/ipvs-proxier/ipvs-proxier/kernel"
 )
 
-// Nftables is the nftables rules backend: kernel.IPSets and kernel.Iptables over one
+// Nftables is the nftables rules backend: kernel.Sets and kernel.Rules over one
 // table of our own per family (`ip ipvs-proxier`, `ip6 ipvs-proxier`), written over
 // netlink with github.com/google/nftables. No process is run, and nothing of iptables,
 // ipset or the xtables compat layer is used: nodes without them (ip_set and nft_compat

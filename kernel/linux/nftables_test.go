@@ -129,7 +129,7 @@ func TestNftablesRulesReal(t *testing.T) {
 	kerneltest.RequireNetns(t)
 	if kerneltest.InVM() {
 		// As the daemon does at start: the VM's kernel cannot load a module on demand.
-		Preflight{Nftables: true}.Check(nil)
+		Preflight{Rules: NftablesModules}.Check(nil)
 	}
 	x := NewNftables(proxier.NftTable)
 	defer x.Close()

@@ -14,11 +14,32 @@ type Preflight struct {
 	Root string
 	// Modprobe loads a module; nil means exec `modprobe`. Tests stub it.
 	Modprobe func(name string) error
-	// Nftables: the nftables rules backend, which needs nf_tables and none of ip_set,
-	// xt_set or any other xtables module (the kernel loads nft's expression modules as
-	// rules use them).
-	Nftables bool
+	// Rules are the modules of the rules backend the daemon runs (IptablesModules,
+	// NftablesModules): only its own are loaded, so the nftables backend's node needs
+	// none of ip_set, xt_set or any other xtables module.
+	Rules RulesModules
 }
+
+// RulesModules are the kernel modules a rules backend uses, beside IPVS's.
+type RulesModules struct {
+	// Required are checked as IPVS's are (loaded, built in, or loaded now), and reported
+	// missing.
+	Required []string
+	// OnUse are loaded when the node has them as modules, and never reported: the kernel
+	// loads each itself when a rule first uses it, but only through the host's modprobe
+	// (request_module); where it cannot (no modprobe at /proc/sys/kernel/modprobe), a
+	// restore fails with ENOENT. A kernel that builds them in, or names them otherwise,
+	// is not reported.
+	OnUse []string
+}
+
+// The rules backends' modules: ipsets and the iptables set match; or nf_tables, with
+// the expressions and chain types our table uses (nft_encode.go), for both families.
+var (
+	IptablesModules = RulesModules{Required: []string{"ip_set", "xt_set"}}
+	NftablesModules = RulesModules{Required: []string{"nf_tables"}, OnUse: []string{"nft_chain_nat", "nft_ct",
+		"nft_fib_ipv4", "nft_fib_ipv6", "nft_fib_inet", "nft_masq", "nft_nat", "nft_reject", "nft_reject_ipv4", "nft_reject_ipv6"}}
+)
 
 // PreflightReport lists what is missing and the fixes, for one clear message.
 type PreflightReport struct {
@@ -70,11 +91,7 @@ func (p Preflight) Check(schedulers []string) PreflightReport {
 	for _, s := range schedulers {
 		mods = append(mods, "ip_vs_"+s)
 	}
-	if p.Nftables {
-		mods = append(mods, "nf_conntrack", "nf_tables")
-	} else {
-		mods = append(mods, "nf_conntrack", "ip_set", "xt_set")
-	}
+	mods = append(append(mods, "nf_conntrack"), p.Rules.Required...)
 	var r PreflightReport
 	for _, m := range mods {
 		if slices.Contains(loaded, m) || slices.Contains(builtin, m) {
@@ -88,16 +105,9 @@ func (p Preflight) Check(schedulers []string) PreflightReport {
 		}
 		r.MissingModules = append(r.MissingModules, m)
 	}
-	if p.Nftables {
-		// The kernel loads an expression's module when a rule first uses it, through
-		// the host's modprobe (request_module); where it cannot (no modprobe at
-		// /proc/sys/kernel/modprobe), a restore fails with ENOENT. So the ones our table
-		// uses are loaded here when the node has them as modules; a kernel that builds
-		// them in, or names them otherwise, is not reported.
-		for _, m := range nftExprModules {
-			if !slices.Contains(loaded, m) && slices.Contains(available, m) {
-				_ = modprobe(m)
-			}
+	for _, m := range p.Rules.OnUse {
+		if !slices.Contains(loaded, m) && slices.Contains(available, m) {
+			_ = modprobe(m)
 		}
 	}
 	if len(r.MissingModules) > 0 {
@@ -121,11 +131,6 @@ func (p Preflight) Check(schedulers []string) PreflightReport {
 	}
 	return r
 }
-
-// nftExprModules hold the nftables expressions and chain types our table uses
-// (nft_encode.go), for both families.
-var nftExprModules = []string{"nft_chain_nat", "nft_ct", "nft_fib_ipv4", "nft_fib_ipv6", "nft_fib_inet",
-	"nft_masq", "nft_nat", "nft_reject", "nft_reject_ipv4", "nft_reject_ipv6"}
 
 // ModuleLoaded reports whether a kernel module is in the running kernel: loaded
 // (/sys/module/NAME, /proc/modules) or built in (modules.builtin). A kernel without

@@ -34,7 +34,7 @@ func TestPreflight(t *testing.T) {
 		"proc/sys/net/ipv4/ip_forward":               "0\n",
 	})
 	var loadedByUs []string
-	p := Preflight{Root: root, Modprobe: func(m string) error {
+	p := Preflight{Root: root, Rules: IptablesModules, Modprobe: func(m string) error {
 		if m == "xt_set" {
 			return errors.New("modprobe failed")
 		}
@@ -80,7 +80,7 @@ func TestPreflightNftables(t *testing.T) {
 		"proc/sys/net/ipv4/vs/conntrack": "0\n",
 	})
 	var loaded []string
-	r := Preflight{Root: root, Nftables: true, Modprobe: func(m string) error { loaded = append(loaded, m); return nil }}.Check(nil)
+	r := Preflight{Root: root, Rules: NftablesModules, Modprobe: func(m string) error { loaded = append(loaded, m); return nil }}.Check(nil)
 	if !reflect.DeepEqual(loaded, []string{"nf_tables", "nft_fib_ipv6"}) {
 		t.Errorf("modprobe called for %v, want nf_tables and nft_fib_ipv6 only", loaded)
 	}
@@ -88,7 +88,7 @@ func TestPreflightNftables(t *testing.T) {
 		t.Errorf("missing %v", r.MissingModules)
 	}
 	loaded = nil
-	r = Preflight{Root: root, Nftables: true, Modprobe: func(m string) error { loaded = append(loaded, m); return errors.New("no") }}.Check(nil)
+	r = Preflight{Root: root, Rules: NftablesModules, Modprobe: func(m string) error { loaded = append(loaded, m); return errors.New("no") }}.Check(nil)
 	if !reflect.DeepEqual(r.MissingModules, []string{"nf_tables"}) {
 		t.Errorf("missing %v, want nf_tables only (the expression modules are not reported)", r.MissingModules)
 	}

@@ -50,7 +50,7 @@ func TestRefusedMembersReal(t *testing.T) {
 		names = append(names, set.Name)
 	}
 	t.Cleanup(func() { _, _ = DestroySets(names) }) // the netns is shared with other tests
-	for name, b := range map[string]kernel.IPSets{"ipset": &IPSets{}, "nftables": nft} {
+	for name, b := range map[string]kernel.Sets{"ipset": &IPSets{}, "nftables": nft} {
 		t.Run(name, func(t *testing.T) {
 			for _, set := range sets {
 				if err := b.EnsureSet(set); err != nil {

@@ -76,7 +76,7 @@ func BenchmarkSetWrites(b *testing.B) {
 }
 
 // writeAll writes ops, failing b on any error.
-func writeAll(b *testing.B, x kernel.IPSets, ops []kernel.SetOp) {
+func writeAll(b *testing.B, x kernel.Sets, ops []kernel.SetOp) {
 	b.Helper()
 	for i, err := range x.WriteEntries(ops) {
 		if err != nil {

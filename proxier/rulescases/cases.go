@@ -23,7 +23,7 @@ type Case struct {
 var Families = []kernel.Family{kernel.IPv4, kernel.IPv6}
 
 // Cases returns the configurations for backend b.
-func Cases(b proxier.RulesBackend) []Case {
+func Cases(b *proxier.RulesBackend) []Case {
 	pfx := func(s ...string) []netip.Prefix {
 		var out []netip.Prefix
 		for _, x := range s {

@@ -72,7 +72,7 @@ func (s *Syncer) ProgramCriticalEarly(src source.Source) bool {
 		return false
 	}
 	for _, set := range proxier.Sets(s.cfg.Families) {
-		if err := s.k.IPSets.EnsureSet(s.sets.Sized(set)); err != nil {
+		if err := s.k.Sets.EnsureSet(s.sets.Sized(set)); err != nil {
 			s.log.Warn("Cannot program the critical Services first; the full sync programs them with the rest", zap.Error(err))
 			return false
 		}
@@ -129,7 +129,7 @@ func (s *Syncer) programCritical(keys []proxier.ServiceKey) bool {
 	}
 	errs = append(errs, s.k.IPVS.WriteRealServers(rss)...)
 	errs = append(errs, s.k.Addresses.WriteAddresses(s.cfg.DummyDevice, addrs)...)
-	errs = append(errs, s.k.IPSets.WriteEntries(members)...)
+	errs = append(errs, s.k.Sets.WriteEntries(members)...)
 	if s.rules.NoneYet() {
 		errs = append(errs, s.rules.Sync(true))
 	}

@@ -20,7 +20,7 @@ import (
 type orderKernel struct {
 	kernel.IPVS
 	kernel.Addresses
-	kernel.Iptables
+	kernel.Rules
 	mu     sync.Mutex
 	events []string
 }
@@ -49,15 +49,15 @@ func (o *orderKernel) WriteAddresses(dev string, ops []kernel.AddressOp) []error
 
 func (o *orderKernel) Restore(f kernel.Family, rules *kernel.Ruleset) error {
 	o.note("restore " + f.String())
-	return o.Iptables.Restore(f, rules)
+	return o.Rules.Restore(f, rules)
 }
 
 // orderHarness is a harness on fake whose writes o records in order (k is its kernel),
 // holding n ordinary Services of one endpoint each.
 func orderHarness(t *testing.T, fake *kernel.Fake, n int) (h *harness, o *orderKernel, k kernel.Kernel) {
-	o = &orderKernel{IPVS: fake, Addresses: fake, Iptables: fake}
+	o = &orderKernel{IPVS: fake, Addresses: fake, Rules: fake}
 	k = fake.Kernel()
-	k.IPVS, k.Addresses, k.Iptables = o, o, o
+	k.IPVS, k.Addresses, k.Rules = o, o, o
 	h = newHarness(t, k, fake)
 	for i := range n {
 		h.src.SetService(svc("bench", fmt.Sprintf("svc-%d", i), fmt.Sprintf("10.100.0.%d", i+1), 80, v1.ProtocolTCP))

@@ -97,7 +97,7 @@ func TestPartialSyncMembersAfterTheBatch(t *testing.T) {
 		for _, e := range entries {
 			del = append(del, kernel.SetOp{Set: set.Name, Entry: e, Delete: true})
 		}
-		for _, err := range fake.Kernel().IPSets.WriteEntries(del) {
+		for _, err := range fake.Kernel().Sets.WriteEntries(del) {
 			if err != nil {
 				t.Fatal(err)
 			}

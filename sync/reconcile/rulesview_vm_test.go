@@ -15,20 +15,20 @@ import (
 // testRulesBackend is the rules backend the real-kernel tests run with:
 // IPVS_PROXIER_TEST_RULES=nftables (e2e/vm/kernel-tests.sh boots a VM without xtables
 // and ipset for it), else iptables.
-func testRulesBackend() proxier.RulesBackend {
-	if os.Getenv("IPVS_PROXIER_TEST_RULES") == string(proxier.RulesNftables) {
+func testRulesBackend() *proxier.RulesBackend {
+	if os.Getenv("IPVS_PROXIER_TEST_RULES") == proxier.RulesNftables.Name {
 		return proxier.RulesNftables
 	}
 	return proxier.RulesIptables
 }
 
 // linuxKernelFor is the VM's kernel behind the seam with the given rules backend.
-func linuxKernelFor(t *testing.T, b proxier.RulesBackend) kernel.Kernel {
+func linuxKernelFor(t *testing.T, b *proxier.RulesBackend) kernel.Kernel {
 	t.Helper()
 	if b != proxier.RulesNftables {
 		return linuxKernel(t)
 	}
-	k, x, err := linux.New(5e9, nil, proxier.NftTable)
+	k, x, err := linux.New(5e9, func() (kernel.Sets, kernel.Rules) { return linux.OpenNftables(proxier.NftTable) })
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -38,7 +38,7 @@ func linuxKernelFor(t *testing.T, b proxier.RulesBackend) kernel.Kernel {
 
 // rulesView reads the backend's rules and sets with its own tools, for the checks
 // TestRealPackets makes on them.
-type rulesView struct{ b proxier.RulesBackend }
+type rulesView struct{ b *proxier.RulesBackend }
 
 // chain is one of our IPv4 chains as the backend's listing prints it.
 func (v rulesView) chain(t *testing.T, table, name string) string {

@@ -92,16 +92,16 @@ const faultRate = 0.1
 // runScenarioWith is runScenario with, for a faultSeed other than 0, faultRate of the
 // syncer's kernel calls failing.
 func runScenarioWith(t *testing.T, path string, real *realKernel, faultSeed uint64) {
-	backend := proxier.RulesBackend("")
+	var backend *proxier.RulesBackend
 	if real != nil {
 		backend = real.backend
 	}
 	runScenarioIn(t, path, real, faultSeed, backend)
 }
 
-// runScenarioIn is runScenarioWith with the syncer on the given rules backend ("" is the
+// runScenarioIn is runScenarioWith with the syncer on the given rules backend (nil is the
 // default).
-func runScenarioIn(t *testing.T, path string, real *realKernel, faultSeed uint64, backend proxier.RulesBackend) {
+func runScenarioIn(t *testing.T, path string, real *realKernel, faultSeed uint64, backend *proxier.RulesBackend) {
 	data, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)
@@ -120,7 +120,7 @@ func runScenarioIn(t *testing.T, path string, real *realKernel, faultSeed uint64
 	if sc.faulty != nil {
 		injectedTotal.Add(int64(sc.faulty.Injected))
 	}
-	if sc.updated && real == nil && sc.faulty == nil && backend == "" {
+	if sc.updated && real == nil && sc.faulty == nil && backend == nil {
 		if err := os.WriteFile(path, a.format(), 0o644); err != nil {
 			t.Fatal(err)
 		}
@@ -142,7 +142,7 @@ type scenario struct {
 	real *realKernel
 	h    *harness
 	// backend, when set, is the syncer's rules backend.
-	backend proxier.RulesBackend
+	backend *proxier.RulesBackend
 	// faulty, when set, stands between the syncer and the fake and fails some calls.
 	faulty *kernel.Faulty
 	// refuser stands between the syncer and its kernel (faulty, when set, is it) and
@@ -208,7 +208,7 @@ func (sc *scenario) errorf(format string, args ...any) {
 func (sc *scenario) harness() *harness {
 	if sc.h == nil {
 		opts := append([]func(*Options){func(o *Options) { o.Now = func() time.Time { return sc.now }; o.Events = &sc.events }}, sc.opts...)
-		if sc.backend != "" {
+		if sc.backend != nil {
 			opts = append(opts, func(o *Options) { o.Config.RulesBackend = sc.backend })
 		}
 		k := kernel.Kernel{}

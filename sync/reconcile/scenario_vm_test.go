@@ -43,7 +43,7 @@ func TestScenariosRealKernel(t *testing.T) {
 // programs it with.
 type realKernel struct {
 	k       kernel.Kernel
-	backend proxier.RulesBackend
+	backend *proxier.RulesBackend
 }
 
 // reset removes what any scenario leaves: every virtual server (the VM is the test's),
@@ -98,7 +98,7 @@ func (r *realKernel) dump(t *testing.T, part string) string {
 		var sets []kernel.Set
 		members := map[string][]kernel.SetEntry{}
 		for _, s := range proxier.Sets([]kernel.Family{kernel.IPv4, kernel.IPv6}) {
-			es, err := r.k.IPSets.ListEntries(s.Name)
+			es, err := r.k.Sets.ListEntries(s.Name)
 			if errors.Is(err, kernel.ErrNotFound) {
 				continue
 			}
@@ -159,14 +159,14 @@ func (r *realKernel) load(t *testing.T, text string) error {
 		if err != nil {
 			continue // not in the text
 		}
-		if err := r.k.IPSets.EnsureSet(s); err != nil {
+		if err := r.k.Sets.EnsureSet(s); err != nil {
 			return err
 		}
 		for _, e := range es {
 			setOps = append(setOps, kernel.SetOp{Set: s.Name, Entry: e})
 		}
 	}
-	return errors.Join(r.k.IPSets.WriteEntries(setOps)...)
+	return errors.Join(r.k.Sets.WriteEntries(setOps)...)
 }
 
 // drift is kernelCmd on the real kernel, made as an operator would, with ipvsadm, ip,

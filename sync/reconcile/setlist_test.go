@@ -35,7 +35,7 @@ func TestFullSyncListsSetsUnlocked(t *testing.T) {
 	var h *harness
 	armed, lists, locked, inner := false, 0, 0, false
 	k := fake.Kernel()
-	k.IPSets = afterList{fake, func(set string) {
+	k.Sets = afterList{fake, func(set string) {
 		lists++
 		if !h.syncer.mu.TryLock() {
 			locked++

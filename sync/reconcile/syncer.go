@@ -170,7 +170,7 @@ func NewSyncer(opts Options, k kernel.Kernel, src source.Source, tracker *source
 		},
 	})
 	s.sets = sets.New(sets.Config{
-		IPSets: k.IPSets, Log: opts.Logger,
+		Sets: k.Sets, Log: opts.Logger,
 		Now:      func() time.Time { return s.opts.Now() },
 		Families: func() []kernel.Family { return s.cfg.Families },
 		Desired:  func() *proxier.Desired { return s.desired },
@@ -182,7 +182,7 @@ func NewSyncer(opts Options, k kernel.Kernel, src source.Source, tracker *source
 		Wait: s.mu.waitReleased, Lock: s.mu.lockReleased,
 	})
 	s.rules = rules.New(rules.Config{
-		Iptables: k.Iptables, Conntrack: k.Conntrack, Log: opts.Logger, SyncPeriod: opts.SyncPeriod,
+		Rules: k.Rules, Conntrack: k.Conntrack, Log: opts.Logger, SyncPeriod: opts.SyncPeriod,
 		Now:           func() time.Time { return s.opts.Now() },
 		Config:        func() *proxier.Config { return &s.cfg },
 		Desired:       func() *proxier.Desired { return s.desired },

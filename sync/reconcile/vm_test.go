@@ -71,7 +71,7 @@ func linuxKernel(t *testing.T) kernel.Kernel {
 	for _, cs := range proxier.RuleChains {
 		chains = append(chains, cs...)
 	}
-	k, x, err := linux.New(5*time.Second, chains, "")
+	k, x, err := linux.New(5*time.Second, func() (kernel.Sets, kernel.Rules) { return linux.OpenIptables(chains) })
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -249,7 +249,7 @@ ip netns exec client ip addr add 10.0.5.4/24 dev eth0 && ip netns exec client ip
 	if backend == proxier.RulesNftables {
 		// As the daemon starts: the preflight of the nftables backend loads nf_tables and
 		// asks for nothing of xtables; at the end (below) none of it was loaded.
-		if r := (linux.Preflight{Nftables: true}).Check([]string{"rr", "sh", "mh", "lc", "sed"}); len(r.MissingModules) > 0 || r.NoIPVS != "" {
+		if r := (linux.Preflight{Rules: linux.NftablesModules}).Check([]string{"rr", "sh", "mh", "lc", "sed"}); len(r.MissingModules) > 0 || r.NoIPVS != "" {
 			t.Fatalf("preflight: %s", r)
 		}
 		defer t.Run("nothing of xtables or ipset was loaded", checkNoXtables)

@@ -17,7 +17,7 @@ import (
 // Config is what the reconciler needs of the syncer: the kernel, and the syncer's state
 // it reads (the translation config, the desired state) or reports to.
 type Config struct {
-	Iptables  kernel.Iptables
+	Rules     kernel.Rules
 	Conntrack kernel.Conntrack
 	Log       *zap.Logger
 	Now       func() time.Time

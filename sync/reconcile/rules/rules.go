@@ -21,13 +21,13 @@ func (r *Reconciler) Sync(checkDrift bool) error {
 			// First look after a start: adopt rules that already read as ours. When the
 			// backend's saved form differs from ours, the restore below is one atomic
 			// iptables-restore transaction, so traffic never sees a gap.
-			if cur, err := r.cfg.Iptables.Save(f); err == nil && cur == text {
+			if cur, err := r.cfg.Rules.Save(f); err == nil && cur == text {
 				r.rules[f], r.saved[f] = text, cur
 				continue
 			}
 		}
 		if text == r.rules[f] && checkDrift {
-			cur, err := r.cfg.Iptables.Save(f)
+			cur, err := r.cfg.Rules.Save(f)
 			if err != nil {
 				errs = append(errs, err)
 				r.cfg.NeedFull()
@@ -40,7 +40,7 @@ func (r *Reconciler) Sync(checkDrift bool) error {
 		} else if text == r.rules[f] {
 			continue
 		}
-		if err := r.cfg.Iptables.Restore(f, rs); err != nil {
+		if err := r.cfg.Rules.Restore(f, rs); err != nil {
 			r.cfg.RestoreFailed(f)
 			delete(r.rules, f)
 			errs = append(errs, err)
@@ -48,7 +48,7 @@ func (r *Reconciler) Sync(checkDrift bool) error {
 			continue
 		}
 		r.rules[f] = text
-		saved, err := r.cfg.Iptables.Save(f)
+		saved, err := r.cfg.Rules.Save(f)
 		if err != nil {
 			errs = append(errs, err)
 			delete(r.rules, f)
@@ -68,7 +68,7 @@ func (r *Reconciler) Sync(checkDrift bool) error {
 // KUBE-CLUSTER-IPS-CHECK) until the sync ended (`make e2e-kubelet`, the migration guide).
 func (r *Reconciler) NoneYet() bool {
 	for _, f := range r.cfg.Config().Families {
-		saved, err := r.cfg.Iptables.Save(f)
+		saved, err := r.cfg.Rules.Save(f)
 		if err != nil || hasChains(saved) {
 			return false
 		}

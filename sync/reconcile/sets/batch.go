@@ -86,7 +86,7 @@ func (r *Reconciler) startMembers(w memberWrites) (*Batch, error) {
 		defer r.write.Unlock()
 		chunk := make([]kernel.SetOp, 0, memberChunk)
 		send := func() {
-			for i, err := range r.cfg.IPSets.WriteEntries(chunk) {
+			for i, err := range r.cfg.Sets.WriteEntries(chunk) {
 				if err != nil {
 					b.failed, b.errs = append(b.failed, chunk[i]), append(b.errs, err)
 				}

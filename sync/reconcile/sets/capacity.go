@@ -64,7 +64,7 @@ func (r *Reconciler) growSets(ops []kernel.SetOp) {
 			if set.Name != op.Set {
 				continue
 			}
-			if err := r.cfg.IPSets.EnsureSet(r.Sized(set)); err != nil {
+			if err := r.cfg.Sets.EnsureSet(r.Sized(set)); err != nil {
 				r.cfg.Log.Warn("Cannot grow a set; its adds fail until a sync grows it", zap.String("set", set.Name), zap.Error(err))
 			}
 		}

@@ -49,7 +49,7 @@ func (r *Reconciler) writeMembers(ops []kernel.SetOp) error {
 	})
 	r.cfg.Lock(&r.write, nil)
 	r.growSets(ops) // not during a batch: a set remade for its capacity would lose its writes
-	results := r.cfg.IPSets.WriteEntries(ops)
+	results := r.cfg.Sets.WriteEntries(ops)
 	r.write.Unlock()
 	return r.membersFailed(ops, results)
 }

@@ -13,7 +13,7 @@ import (
 // know (a restart after its Service went).
 func (r *Reconciler) Named() *OwnershipEntries {
 	if r.named == nil {
-		r.named = ReadOwnershipSets(r.cfg.IPSets)
+		r.named = ReadOwnershipSets(r.cfg.Sets)
 	}
 	return r.named
 }
@@ -24,7 +24,7 @@ func (r *Reconciler) ForgetNamed() { r.named = nil }
 
 // ReadOwnershipSets lists proxier.OwnershipSets; a set that cannot be read names
 // nothing.
-func ReadOwnershipSets(ipsets kernel.IPSets) *OwnershipEntries {
+func ReadOwnershipSets(ipsets kernel.Sets) *OwnershipEntries {
 	o := &OwnershipEntries{keys: map[kernel.VSKey]struct{}{}, ports: map[kernel.VSKey]struct{}{}}
 	for _, set := range proxier.OwnershipSets() {
 		entries, err := ipsets.ListEntries(set)

@@ -21,9 +21,9 @@ import (
 // it reads (the desired state, the families served) or reports to (a failed write, a
 // wait).
 type Config struct {
-	IPSets kernel.IPSets
-	Log    *zap.Logger
-	Now    func() time.Time
+	Sets kernel.Sets
+	Log  *zap.Logger
+	Now  func() time.Time
 	// Families returns the IP families served: their sets are ours.
 	Families func() []kernel.Family
 	// Desired returns the desired state in force.
@@ -83,7 +83,7 @@ func (r *Reconciler) EnsureAll() ([]kernel.Set, []error) {
 	all := proxier.Sets(r.cfg.Families())
 	for i, set := range all {
 		all[i] = r.Sized(set)
-		if err := r.cfg.IPSets.EnsureSet(all[i]); err != nil {
+		if err := r.cfg.Sets.EnsureSet(all[i]); err != nil {
 			errs = append(errs, err)
 			r.pending[set.Name] = struct{}{}
 		}

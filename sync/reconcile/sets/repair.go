@@ -26,7 +26,7 @@ func (r *Reconciler) Check(all []kernel.Set, listAll bool, uncountedUpTo int) {
 			r.pending[set.Name] = struct{}{}
 			continue
 		}
-		n, err := r.cfg.IPSets.CountEntries(set.Name)
+		n, err := r.cfg.Sets.CountEntries(set.Name)
 		if err != nil || (n >= 0 && n != desired.SetLen(set.Name)) || (n < 0 && total <= uncountedUpTo) {
 			r.pending[set.Name] = struct{}{}
 		}
@@ -49,7 +49,7 @@ func (r *Reconciler) EnsurePending() ([]kernel.Set, error) {
 			continue
 		}
 		set = r.Sized(set)
-		if err := r.cfg.IPSets.EnsureSet(set); err != nil {
+		if err := r.cfg.Sets.EnsureSet(set); err != nil {
 			errs = append(errs, err)
 			continue
 		}
@@ -81,7 +81,7 @@ func (r *Reconciler) List(sets []kernel.Set) *Listing {
 	// largest part of a heap profile once each was packed after its listing.
 	l := &Listing{sets: sets, listed: make([]proxier.MemberList, len(sets)), failed: make([]error, len(sets))}
 	for i, set := range sets {
-		l.failed[i] = r.cfg.IPSets.EachEntry(set.Name, func() { l.listed[i] = proxier.MemberList{} }, func(e kernel.SetEntry) {
+		l.failed[i] = r.cfg.Sets.EachEntry(set.Name, func() { l.listed[i] = proxier.MemberList{} }, func(e kernel.SetEntry) {
 			l.listed[i] = l.listed[i].Append(kernel.Member{Set: set.Name, Entry: e})
 		})
 	}
