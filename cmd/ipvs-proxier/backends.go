@@ -24,6 +24,11 @@ type rulesBackend struct {
 	open func() (kernel.Sets, kernel.Rules)
 	// modules are the kernel modules it uses, for preflight.
 	modules linux.RulesModules
+	// setsModule is the module without which the node holds none of its sets; sets
+	// opens its sets alone, for cleanup to read the ownership sets before it removes
+	// them (asking without the module loaded would load it).
+	setsModule string
+	sets       func() kernel.Sets
 	// cleanup removes what it holds on the node: ours, and with scope.leftovers what
 	// kube-proxy's modes left there.
 	cleanup func(out io.Writer, scope cleanupScope) error
@@ -33,10 +38,12 @@ type rulesBackend struct {
 var rulesBackends = []rulesBackend{
 	{rules: proxier.RulesIptables, help: "ipsets and iptables chains, as kube-proxy's IPVS mode",
 		open:    func() (kernel.Sets, kernel.Rules) { return linux.OpenIptables(allChains()) },
-		modules: linux.IptablesModules, cleanup: cleanupIptables},
+		modules: linux.IptablesModules, cleanup: cleanupIptables,
+		setsModule: "ip_set", sets: func() kernel.Sets { return &linux.IPSets{} }},
 	{rules: proxier.RulesNftables, help: "one nftables table per family; no ipset, iptables or xtables needed",
 		open:    func() (kernel.Sets, kernel.Rules) { return linux.OpenNftables(proxier.NftTable) },
-		modules: linux.NftablesModules, cleanup: func(out io.Writer, _ cleanupScope) error { return cleanupNftables(out) }},
+		modules: linux.NftablesModules, cleanup: func(out io.Writer, _ cleanupScope) error { return cleanupNftables(out) },
+		setsModule: "nf_tables", sets: func() kernel.Sets { return linux.NewNftables(proxier.NftTable) }},
 }
 
 // cleanupScope says how much a rules backend's cleanup removes.

@@ -254,9 +254,7 @@ func deleteVirtualServers(dummy string, pick func(vss []kernel.DumpedVS, nodeIPs
 	if err != nil {
 		return 0, err
 	}
-	ipsets := &linux.IPSets{}
-	defer ipsets.Close()
-	named := sets.ReadOwnershipSets(ipsets)
+	named := readOwnership(rulesBackends, linux.ModuleLoaded)
 	owned := func(k kernel.VSKey, nodeIPs []netip.Addr, exclude []netip.Prefix) bool {
 		return sets.Owns(k, onDummy[k.Address], nodeIPs, exclude, 30000, 32767, named)
 	}
@@ -306,4 +304,22 @@ func chainsWhere(a, b map[string][]string, inB bool) map[string][]string {
 		}
 	}
 	return out
+}
+
+// readOwnership reads the ownership sets of every rules backend whose sets module is
+// loaded: a node that ran the nftables backend names its virtual servers on node IPs
+// in its nftables table, and has no ipsets (nor, often, ip_set).
+func readOwnership(rows []rulesBackend, loaded func(module string) bool) *sets.OwnershipEntries {
+	named := sets.ReadOwnershipSets(nil)
+	for _, b := range rows {
+		if !loaded(b.setsModule) {
+			continue
+		}
+		s := b.sets()
+		named.Merge(sets.ReadOwnershipSets(s))
+		if c, ok := s.(interface{ Close() }); ok {
+			c.Close()
+		}
+	}
+	return named
 }

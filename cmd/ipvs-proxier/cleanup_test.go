@@ -2,12 +2,15 @@ package main
 
 import (
 	"bytes"
+	"net/netip"
 	"slices"
 	"strings"
 	"testing"
 
+	"github.com/ipvs-proxier/ipvs-proxier/kernel"
 	"github.com/ipvs-proxier/ipvs-proxier/kernel/linux"
 	"github.com/ipvs-proxier/ipvs-proxier/proxier"
+	"github.com/ipvs-proxier/ipvs-proxier/sync/reconcile/sets"
 )
 
 // TestCleanupChainSets: --leftovers-only never touches a chain we use, and
@@ -62,5 +65,33 @@ func TestCleanupValidatesBeforeChanging(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), "nothing was changed") || out.Len() > 0 {
 			t.Errorf("cleanup %v: %v, printed %q", args, err, out.String())
 		}
+	}
+}
+
+// TestCleanupReadsEachBackendsOwnership: cleanup's ownership rule reads the sets of
+// every rules backend whose module is loaded, so a NodePort outside the default range
+// that the nftables backend's table names is ours on a node without ipsets; the sets of
+// a backend whose module is not loaded are never opened (asking would load it).
+func TestCleanupReadsEachBackendsOwnership(t *testing.T) {
+	nft := kernel.NewFake()
+	if err := nft.EnsureSet(kernel.Set{Name: "KUBE-NODE-PORT-TCP", Type: kernel.BitmapPort, Family: kernel.IPv4}); err != nil {
+		t.Fatal(err)
+	}
+	if err := nft.AddEntry("KUBE-NODE-PORT-TCP", kernel.SetEntry{Port: 8080}); err != nil {
+		t.Fatal(err)
+	}
+	rows := []rulesBackend{
+		{setsModule: "ip_set", sets: func() kernel.Sets { t.Error("opened the sets of a backend whose module is not loaded"); return nil }},
+		{setsModule: "nf_tables", sets: func() kernel.Sets { return nft }},
+	}
+	named := readOwnership(rows, func(m string) bool { return m == "nf_tables" })
+	nodeIP := netip.MustParseAddr("192.168.122.10")
+	key := kernel.VSKey{Protocol: kernel.TCP, Address: nodeIP, Port: 8080}
+	if !sets.Owns(key, false, []netip.Addr{nodeIP}, nil, 30000, 32767, named) {
+		t.Errorf("%v, named in the nftables backend's NodePort set, is not ours", key)
+	}
+	other := kernel.VSKey{Protocol: kernel.TCP, Address: nodeIP, Port: 8081}
+	if sets.Owns(other, false, []netip.Addr{nodeIP}, nil, 30000, 32767, named) {
+		t.Errorf("%v, named by no set, is ours", other)
 	}
 }

@@ -23,9 +23,12 @@ func (r *Reconciler) Named() *OwnershipEntries {
 func (r *Reconciler) ForgetNamed() { r.named = nil }
 
 // ReadOwnershipSets lists proxier.OwnershipSets; a set that cannot be read names
-// nothing.
+// nothing, and nil Sets name nothing.
 func ReadOwnershipSets(ipsets kernel.Sets) *OwnershipEntries {
 	o := &OwnershipEntries{keys: map[kernel.VSKey]struct{}{}, ports: map[kernel.VSKey]struct{}{}}
+	if ipsets == nil {
+		return o
+	}
 	for _, set := range proxier.OwnershipSets() {
 		entries, err := ipsets.ListEntries(set)
 		if err != nil {
@@ -40,6 +43,19 @@ func ReadOwnershipSets(ipsets kernel.Sets) *OwnershipEntries {
 		}
 	}
 	return o
+}
+
+// Merge adds what other names: the ownership sets of another rules backend on the node.
+func (o *OwnershipEntries) Merge(other *OwnershipEntries) {
+	if other == nil {
+		return
+	}
+	for k := range other.keys {
+		o.keys[k] = struct{}{}
+	}
+	for k := range other.ports {
+		o.ports[k] = struct{}{}
+	}
 }
 
 // names reports whether one of the sets names k.
