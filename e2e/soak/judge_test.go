@@ -93,15 +93,18 @@ func TestGrowth(t *testing.T) {
 		leak = append(leak, sample{Minute: float64(m), PID: 9, RSSMiB: 100 + 20*float64(m)/60 + noise})
 	}
 	rss := func(s sample) float64 { return s.RSSMiB }
-	if f, n := growthFit(flat, 60, 120.5, rss); !growthVerdict("RSS", "MiB", f, n).Pass || n != 61 {
+	if f, n := growthFit(flat, 60, 120.5, rss, nil); !growthVerdict("RSS", "MiB", f, n).Pass || n != 61 {
 		t.Errorf("flat: %+v over %d", f, n)
 	}
-	if f, n := growthFit(leak, 60, 120.5, rss); growthVerdict("RSS", "MiB", f, n).Pass || math.Abs(f.Slope-20) > 2 {
+	if f, n := growthFit(leak, 60, 120.5, rss, nil); growthVerdict("RSS", "MiB", f, n).Pass || math.Abs(f.Slope-20) > 2 {
 		t.Errorf("leak passed: %+v", f)
 	}
 	leak[len(leak)-1].PID = 10
-	if _, n := growthFit(leak, 60, 120.5, rss); n != 1 {
+	if _, n := growthFit(leak, 60, 120.5, rss, nil); n != 1 {
 		t.Errorf("fitted %d samples across a restart", n)
+	}
+	if _, n := growthFit(flat, 60, 120.5, rss, func(s sample) bool { return s.Minute == 70 }); n != 60 {
+		t.Errorf("skipped nothing: %d samples", n)
 	}
 	if f := fitLine([]float64{0, 1, 2}, []float64{1, 3, 5}); f.Slope != 2 || f.SlopeErr != 0 || f.MeanY != 3 {
 		t.Errorf("exact line: %+v", f)
@@ -135,6 +138,31 @@ func TestGrowthBeyondListeners(t *testing.T) {
 		if flat[n] {
 			t.Errorf("%s: passed a rise the listeners do not account for", n)
 		}
+	}
+}
+
+// TestGrowthLeavesFaultsOut: a sample taken while the apiserver was down (the watches'
+// goroutines gone) is no level to fit: the dip it makes at the window's start would
+// read as growth.
+func TestGrowthLeavesFaultsOut(t *testing.T) {
+	o := cleanOutcome()
+	o.Samples[10].Goroutines, o.Samples[11].Goroutines = 20, 20 // the window's first samples, under the fault
+	pass := func(o outcome) bool {
+		for _, v := range verdicts(o) {
+			if v.Name == "no growth: goroutines beyond the listeners" {
+				return v.Pass
+			}
+		}
+		t.Fatal("no goroutines verdict")
+		return false
+	}
+	if pass(o) {
+		t.Fatal("the dip passed without a fault to explain it: the test shows nothing")
+	}
+	at := o.Started.Add(10 * time.Minute)
+	o.Faults = append(o.Faults, faultRecord{Kind: faultRelist, Start: at.Add(-10 * time.Second), End: at, Recovery: 55 * time.Second, Bound: boundRestart})
+	if !pass(o) {
+		t.Error("a sample under a relist counted as the daemon's level")
 	}
 }
 

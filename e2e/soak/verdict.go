@@ -77,14 +77,14 @@ const (
 // growthFit fits one column of the samples over the growth window (fromMinute to
 // toMinute, of the last process only) against hours. The sample taken once the churn
 // and the faults stopped is past toMinute: a daemon at rest is not the level under load.
-func growthFit(ss []sample, fromMinute, toMinute float64, col func(sample) float64) (fit, int) {
+func growthFit(ss []sample, fromMinute, toMinute float64, col func(sample) float64, skip func(sample) bool) (fit, int) {
 	if len(ss) == 0 {
 		return fit{SlopeErr: math.Inf(1)}, 0
 	}
 	pid := ss[len(ss)-1].PID
 	var xs, ys []float64
 	for _, s := range ss {
-		if s.Minute < fromMinute || s.Minute > toMinute || s.PID != pid || math.IsNaN(col(s)) {
+		if s.Minute < fromMinute || s.Minute > toMinute || s.PID != pid || math.IsNaN(col(s)) || skip != nil && skip(s) {
 			continue
 		}
 		xs, ys = append(xs, s.Minute/60), append(ys, col(s))
@@ -116,6 +116,19 @@ var growthColumns = []struct {
 	{"goroutines beyond the listeners", "", func(s sample) float64 { return s.Goroutines - s.Listening }},
 	{"open fds beyond the listeners", "", func(s sample) float64 { return s.OpenFDs - s.Listening }},
 	{"netlink sockets", "", func(s sample) float64 { return s.NetlinkSockets }},
+}
+
+// underFault reports whether the sample was taken in a fault's window: the level then
+// is the fault's (a relist has its watches' goroutines gone, a restart its process
+// young), not the daemon's, and the growth fit leaves it out.
+func (o outcome) underFault(s sample) bool {
+	at := o.Started.Add(time.Duration(s.Minute * float64(time.Minute)))
+	for _, r := range o.Faults {
+		if from, to := faultWindow(r); !at.Before(from) && !at.After(to) {
+			return true
+		}
+	}
+	return false
 }
 
 // faultWindow is when a fault may disturb traffic: from its start to its recovery (to
@@ -157,7 +170,7 @@ func verdicts(o outcome) []verdict {
 			c.Lines, c.Attempts, len(c.OnlyPlan), len(c.OnlyNode), c.Err)})
 	from := o.Set.windowStart().Minutes()
 	for _, g := range growthColumns {
-		f, n := growthFit(o.Samples, from, o.Set.Duration.Minutes()+0.5, g.col)
+		f, n := growthFit(o.Samples, from, o.Set.Duration.Minutes()+0.5, g.col, o.underFault)
 		vs = append(vs, growthVerdict(g.name, g.unit, f, n))
 	}
 	limit := gracefulTimeout + 2*syncPeriod + o.Set.DrainScan
