@@ -117,15 +117,19 @@ func vsBlock(out, vip string) string {
 }
 
 // TestSchedulerAnnotationAndEvent: the per-Service scheduler shows in ipvsadm; a bad
-// one falls back to rr and leaves a Warning Event on the Service.
+// one falls back to rr and leaves a Warning Event on the Service. kube-router's
+// annotation is read as an alias of ours through the informers' cache too.
 func TestSchedulerAnnotationAndEvent(t *testing.T) {
 	requireEnv(t)
 	good := createService(t, &v1.Service{ObjectMeta: metav1.ObjectMeta{Name: "sched-sh",
 		Annotations: map[string]string{"ipvs-proxier.io/scheduler": "sh"}}}, 80, v1.ProtocolTCP, podEP{"10.244.0.11", "node-1"})
 	bad := createService(t, &v1.Service{ObjectMeta: metav1.ObjectMeta{Name: "sched-bad",
 		Annotations: map[string]string{"ipvs-proxier.io/scheduler": "fastest"}}}, 80, v1.ProtocolTCP, podEP{"10.244.0.11", "node-1"})
+	alias := createService(t, &v1.Service{ObjectMeta: metav1.ObjectMeta{Name: "sched-kube-router",
+		Annotations: map[string]string{"kube-router.io/service.scheduler": "lc"}}}, 80, v1.ProtocolTCP, podEP{"10.244.0.11", "node-1"})
 	waitIPVS(t, "schedulers", func(s string) bool {
-		return strings.Contains(s, good.Spec.ClusterIP+":80 sh") && strings.Contains(s, bad.Spec.ClusterIP+":80 rr")
+		return strings.Contains(s, good.Spec.ClusterIP+":80 sh") && strings.Contains(s, bad.Spec.ClusterIP+":80 rr") &&
+			strings.Contains(s, alias.Spec.ClusterIP+":80 lc")
 	})
 	waitWarning(t, "sched-bad", "InvalidScheduler", func(string) bool { return true })
 }
