@@ -45,11 +45,12 @@ type serviceRare struct {
 }
 
 // The labels and annotations of a Service anything here reads: the translation's
-// (service-proxy-name, the scheduler annotations) and the critical-Services pass's
-// (k8s-app, which marks the cluster DNS).
+// (service-proxy-name, the scheduler annotations and their kube-router aliases) and the
+// critical-Services pass's (k8s-app, which marks the cluster DNS).
 var (
 	keptServiceLabels      = []string{proxier.LabelServiceProxyName, "k8s-app"}
-	keptServiceAnnotations = []string{proxier.AnnotationScheduler, proxier.AnnotationSchedulerFlags}
+	keptServiceAnnotations = []string{proxier.AnnotationScheduler, proxier.KubeRouterAnnotationScheduler,
+		proxier.AnnotationSchedulerFlags, proxier.KubeRouterAnnotationSchedulerFlags}
 )
 
 // itpValues are the shared internalTrafficPolicy values.

@@ -93,7 +93,7 @@ func TestTrimKeepsTheTranslation(t *testing.T) {
 			t.Errorf("%v: translation changed by trim", k)
 		}
 		for a := range tsvc.Annotations { // only what the translation reads is kept
-			if a != proxier.AnnotationScheduler && a != proxier.AnnotationSchedulerFlags {
+			if _, read := keep(tsvc.Annotations, keptServiceAnnotations)[a]; !read {
 				t.Errorf("%v: Service keeps annotation %q", k, a)
 			}
 		}
@@ -164,7 +164,7 @@ func oddServices() []*v1.Service {
 				ExternalTrafficPolicy: v1.ServiceExternalTrafficPolicyLocal, HealthCheckNodePort: 31999, InternalTrafficPolicy: &unknownITP},
 			Status: v1.ServiceStatus{LoadBalancer: v1.LoadBalancerStatus{Ingress: []v1.LoadBalancerIngress{{IP: "203.0.113.7"},
 				{IP: "203.0.113.8", IPMode: ptr.To(v1.LoadBalancerIPModeProxy)}, {Hostname: "lb.example"}}}}},
-		{ObjectMeta: metav1.ObjectMeta{Namespace: "odd", Name: "local", Annotations: map[string]string{proxier.AnnotationScheduler: "sh"}},
+		{ObjectMeta: metav1.ObjectMeta{Namespace: "odd", Name: "local", Annotations: map[string]string{proxier.AnnotationScheduler: "sh", proxier.KubeRouterAnnotationSchedulerFlags: "flag-2"}},
 			Spec: v1.ServiceSpec{Type: v1.ServiceTypeNodePort, ClusterIP: "10.96.7.3", ClusterIPs: []string{"10.96.7.3"},
 				Ports:                 []v1.ServicePort{{Name: "http", Protocol: v1.ProtocolTCP, Port: 80, NodePort: 30080}},
 				InternalTrafficPolicy: ptr.To(v1.ServiceInternalTrafficPolicyLocal), ExternalTrafficPolicy: v1.ServiceExternalTrafficPolicyLocal}},
