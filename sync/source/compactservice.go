@@ -5,12 +5,13 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/ipvs-proxier/ipvs-proxier/proxier"
+	"github.com/ipvs-proxier/ipvs-proxier/proxier/compact"
 )
 
 // compactService is what the informer cache keeps of a Service: the fields
 // proxier.Translate and the critical-Services pass read, in about a fifth of a decoded
 // v1.Service's memory (BenchmarkRetainedObjects30k). Its strings share one allocation
-// (arena) or are interned (namespace, type, policies, port names); the fields most
+// (compact.Arena) or are interned (namespace, type, policies, port names); the fields most
 // Services leave empty are behind one pointer. Cached objects are read-only: Service
 // turns one back into a v1.Service for the translation.
 type compactService struct {
@@ -66,9 +67,9 @@ func init() {
 func packService(svc *v1.Service) *compactService {
 	sp := &svc.Spec
 	c := &compactService{
-		typ:      v1.ServiceType(internValue(string(sp.Type))),
-		affinity: v1.ServiceAffinity(internValue(string(sp.SessionAffinity))),
-		etp:      v1.ServiceExternalTrafficPolicy(internValue(string(sp.ExternalTrafficPolicy))),
+		typ:      v1.ServiceType(compact.Value(string(sp.Type))),
+		affinity: v1.ServiceAffinity(compact.Value(string(sp.SessionAffinity))),
+		etp:      v1.ServiceExternalTrafficPolicy(compact.Value(string(sp.ExternalTrafficPolicy))),
 	}
 	if p := sp.InternalTrafficPolicy; p != nil {
 		if c.itp = itpValues[*p]; c.itp == nil {
@@ -76,28 +77,23 @@ func packService(svc *v1.Service) *compactService {
 			c.itp = &v
 		}
 	}
-	var a arena
-	c.objMeta.namespace = internValue(svc.Namespace)
-	a.add(&c.objMeta.name, svc.Name)
-	a.add(&c.objMeta.rv, svc.ResourceVersion)
-	if len(sp.ClusterIPs) > 0 {
-		c.clusterIPs = make([]string, len(sp.ClusterIPs))
-		for i, ip := range sp.ClusterIPs {
-			a.add(&c.clusterIPs[i], ip)
-		}
-	}
+	var a compact.Arena
+	c.objMeta.namespace = compact.Value(svc.Namespace)
+	a.Add(&c.objMeta.name, svc.Name)
+	a.Add(&c.objMeta.rv, svc.ResourceVersion)
+	c.clusterIPs = a.Strings(sp.ClusterIPs)
 	sharesFirst := len(sp.ClusterIPs) > 0 && sp.ClusterIP == sp.ClusterIPs[0]
 	if !sharesFirst {
-		a.add(&c.clusterIP, sp.ClusterIP)
+		a.Add(&c.clusterIP, sp.ClusterIP)
 	}
 	if len(sp.Ports) > 0 {
 		c.ports = make([]servicePort, len(sp.Ports))
 		for i, p := range sp.Ports {
-			c.ports[i] = servicePort{name: internValue(p.Name), protocol: v1.Protocol(internValue(string(p.Protocol))), port: p.Port, nodePort: p.NodePort}
+			c.ports[i] = servicePort{name: compact.Value(p.Name), protocol: v1.Protocol(compact.Value(string(p.Protocol))), port: p.Port, nodePort: p.NodePort}
 		}
 	}
 	c.rare = packRare(svc, &a)
-	a.seal()
+	a.Seal()
 	if sharesFirst {
 		c.clusterIP = c.clusterIPs[0]
 	}
@@ -105,16 +101,16 @@ func packService(svc *v1.Service) *compactService {
 }
 
 // packRare returns the rare part of svc, or nil when it has none.
-func packRare(svc *v1.Service, a *arena) *serviceRare {
+func packRare(svc *v1.Service, a *compact.Arena) *serviceRare {
 	sp := &svc.Spec
 	r := &serviceRare{labels: keep(svc.Labels, keptServiceLabels), annotations: keep(svc.Annotations, keptServiceAnnotations),
 		affinityConfig: sp.SessionAffinityConfig, healthCheckNodePort: sp.HealthCheckNodePort}
-	r.externalIPs = packStrings(sp.ExternalIPs, a)
-	r.sourceRanges = packStrings(sp.LoadBalancerSourceRanges, a)
+	r.externalIPs = a.Strings(sp.ExternalIPs)
+	r.sourceRanges = a.Strings(sp.LoadBalancerSourceRanges)
 	if in := svc.Status.LoadBalancer.Ingress; len(in) > 0 {
 		r.ingress = make([]v1.LoadBalancerIngress, len(in))
 		for i, ing := range in {
-			a.add(&r.ingress[i].IP, ing.IP)
+			a.Add(&r.ingress[i].IP, ing.IP)
 			r.ingress[i].IPMode = ing.IPMode
 		}
 	}
@@ -123,18 +119,6 @@ func packRare(svc *v1.Service, a *arena) *serviceRare {
 		return nil
 	}
 	return r
-}
-
-// packStrings copies ss into the arena (nil for none).
-func packStrings(ss []string, a *arena) []string {
-	if len(ss) == 0 {
-		return nil
-	}
-	out := make([]string, len(ss))
-	for i, s := range ss {
-		a.add(&out[i], s)
-	}
-	return out
 }
 
 // service returns the v1.Service the translation reads: a new object, with only the
