@@ -1,7 +1,8 @@
-// Package compact holds the two helpers that keep cached objects small: an Arena, which
-// copies the strings of one object into a single allocation, and a table of interned
-// values, which points equal values of many objects at one shared copy. The informer
-// caches' compact objects (package source) use them; what they return is shared and
+// Package compact keeps cached objects small: an Arena copies the strings of one object
+// into a single allocation, a table of interned values points equal values of many
+// objects at one shared copy, and NoMeta is the part of metav1.Object a cached object
+// does not keep. The translation's Service form (proxier.NewService) and the informer
+// caches' EndpointSlices (package source) use them; what they return is shared and
 // read-only.
 package compact
 
