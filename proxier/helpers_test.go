@@ -129,7 +129,7 @@ func makeSlice(ns, svc, name string, proto v1.Protocol, eps ...ep) *discovery.En
 }
 
 func translate(cfg *Config, svc *v1.Service, slices ...*discovery.EndpointSlice) *ServiceState {
-	return Translate(cfg, ServiceKey{Namespace: svc.Namespace, Name: svc.Name}, svc, slices)
+	return Translate(cfg, ServiceKey{Namespace: svc.Namespace, Name: svc.Name}, NewService(svc), slices)
 }
 
 // vsMap renders the virtual servers as "TCP 10.0.0.1:80" -> real servers "ip:port" (with

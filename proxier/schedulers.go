@@ -4,8 +4,6 @@ import (
 	"fmt"
 	"strings"
 
-	v1 "k8s.io/api/core/v1"
-
 	"github.com/ipvs-proxier/ipvs-proxier/kernel"
 )
 
@@ -16,7 +14,7 @@ import (
 // buckets, and without the flag the clients hashed to it are refused ("no destination
 // available", kubernetes#139497); with it they go to an available server, and nothing
 // changes while every server is available (net/netfilter/ipvs/ip_vs_sh.c, ip_vs_mh.c).
-func schedulerFor(cfg *Config, svc *v1.Service, probs *[]Problem) (string, uint32) {
+func schedulerFor(cfg *Config, svc *Service, probs *[]Problem) (string, uint32) {
 	sched, flags := schedulerAndFlags(cfg, svc, probs)
 	if sched == "sh" || sched == "mh" {
 		flags |= kernel.FlagSched1
@@ -36,10 +34,13 @@ const (
 	KubeRouterAnnotationSchedulerFlags = "kube-router.io/service.schedflags"
 )
 
+// schedulerAnnotations are the annotations schedulerFor reads, the ones a Service keeps.
+var schedulerAnnotations = []string{AnnotationScheduler, KubeRouterAnnotationScheduler, AnnotationSchedulerFlags, KubeRouterAnnotationSchedulerFlags}
+
 // annotation returns the value of the first of names that svc sets, and its name.
-func annotation(svc *v1.Service, names ...string) (value, name string, ok bool) {
+func annotation(svc *Service, names ...string) (value, name string, ok bool) {
 	for _, n := range names {
-		if v, ok := svc.Annotations[n]; ok {
+		if v, ok := svc.rare().annotations[n]; ok {
 			return v, n, true
 		}
 	}
@@ -62,7 +63,7 @@ func kubeRouterFlags(sched, s string) string {
 	return strings.Join(out, ",")
 }
 
-func schedulerAndFlags(cfg *Config, svc *v1.Service, probs *[]Problem) (string, uint32) {
+func schedulerAndFlags(cfg *Config, svc *Service, probs *[]Problem) (string, uint32) {
 	sched := cfg.Scheduler
 	if a, name, ok := annotation(svc, AnnotationScheduler, KubeRouterAnnotationScheduler); ok {
 		if err := ValidateScheduler(a); err != nil {
@@ -118,6 +119,6 @@ func parseSchedulerFlags(sched, s string) (uint32, error) {
 	return flags, nil
 }
 
-func serviceProblem(svc *v1.Service, reason, msg string) Problem {
-	return Problem{Kind: "Service", Namespace: svc.Namespace, Name: svc.Name, Reason: reason, Message: BoundMessage(msg)}
+func serviceProblem(svc *Service, reason, msg string) Problem {
+	return Problem{Kind: "Service", Namespace: svc.namespace, Name: svc.name, Reason: reason, Message: BoundMessage(msg)}
 }

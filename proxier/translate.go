@@ -21,29 +21,30 @@ const (
 )
 
 // Skip reports why a Service produces no kernel state, or "" if it is served.
-func Skip(cfg *Config, svc *v1.Service) string {
-	if name, ok := svc.Labels[LabelServiceProxyName]; ok && name != cfg.ServiceProxyName {
+func Skip(cfg *Config, svc *Service) string {
+	if name, ok := svc.rare().labels[LabelServiceProxyName]; ok && name != cfg.ServiceProxyName {
 		return "served by proxy " + name
 	}
-	if svc.Spec.Type == v1.ServiceTypeExternalName {
+	if svc.typ == v1.ServiceTypeExternalName {
 		return "ExternalName"
 	}
-	if svc.Spec.ClusterIP == v1.ClusterIPNone || svc.Spec.ClusterIP == "" && len(svc.Spec.ClusterIPs) == 0 {
+	if svc.clusterIP == v1.ClusterIPNone || svc.clusterIP == "" && len(svc.clusterIPs) == 0 {
 		return "headless"
 	}
 	return ""
 }
 
-// Translate computes the desired kernel state of one Service from the Service and its
-// EndpointSlices. A nil Service (deleted) or a skipped one yields an empty state. It
-// never panics on malformed input: bad parts are skipped and listed in Problems.
-func Translate(cfg *Config, key ServiceKey, svc *v1.Service, epSlices []*discovery.EndpointSlice) *ServiceState {
+// Translate computes the desired kernel state of one Service from the Service (the form
+// NewService makes) and its EndpointSlices. A nil Service (deleted) or a skipped one
+// yields an empty state. It never panics on malformed input: bad parts are skipped and
+// listed in Problems.
+func Translate(cfg *Config, key ServiceKey, svc *Service, epSlices []*discovery.EndpointSlice) *ServiceState {
 	st := &ServiceState{Key: key}
 	if svc == nil {
 		return st
 	}
 	if reason := Skip(cfg, svc); reason != "" {
-		if _, other := svc.Labels[LabelServiceProxyName]; other {
+		if _, other := svc.rare().labels[LabelServiceProxyName]; other {
 			// Another proxy serves it, but its ClusterIPs are allocated all the same.
 			st.normalize(allocatedMembers(svc))
 		}
@@ -57,7 +58,7 @@ func Translate(cfg *Config, key ServiceKey, svc *v1.Service, epSlices []*discove
 
 type translator struct {
 	cfg *Config
-	svc *v1.Service
+	svc *Service
 	st  *ServiceState
 	// members collects the set members; normalize packs them into st.Members.
 	members []kernel.Member
@@ -76,10 +77,10 @@ func (t *translator) problem(reason, format string, args ...any) {
 func (t *translator) run(epSlices []*discovery.EndpointSlice) {
 	svc := t.svc
 	t.vs.Scheduler, t.vs.Flags = schedulerFor(t.cfg, svc, &t.st.Problems)
-	if svc.Spec.SessionAffinity == v1.ServiceAffinityClientIP {
+	if svc.affinity == v1.ServiceAffinityClientIP {
 		t.vs.Flags |= kernel.FlagPersistent
 		t.vs.Timeout = DefaultAffinityTimeout
-		if c := svc.Spec.SessionAffinityConfig; c != nil && c.ClientIP != nil && c.ClientIP.TimeoutSeconds != nil {
+		if c := svc.rare().affinityConfig; c != nil && c.ClientIP != nil && c.ClientIP.TimeoutSeconds != nil {
 			if s := *c.ClientIP.TimeoutSeconds; s > 0 && s <= 86400 {
 				t.vs.Timeout = uint32(s)
 			} else {
@@ -96,39 +97,39 @@ func (t *translator) run(epSlices []*discovery.EndpointSlice) {
 	}
 	seen := map[seenKey]bool{}
 	seenNodePort := map[seenKey]bool{}
-	for _, sp := range svc.Spec.Ports {
-		proto, ok := kernelProtocol(sp.Protocol)
+	for _, sp := range svc.ports {
+		proto, ok := kernelProtocol(sp.protocol)
 		if !ok {
-			t.problem("UnsupportedProtocol", "port %q: protocol %q is not TCP, UDP or SCTP; skipped", sp.Name, sp.Protocol)
+			t.problem("UnsupportedProtocol", "port %q: protocol %q is not TCP, UDP or SCTP; skipped", sp.name, sp.protocol)
 			continue
 		}
-		if sp.Port <= 0 || sp.Port > 65535 || sp.NodePort < 0 || sp.NodePort > 65535 {
-			t.problem("InvalidPort", "port %q: port %d / nodePort %d out of range; skipped", sp.Name, sp.Port, sp.NodePort)
+		if sp.port <= 0 || sp.port > 65535 || sp.nodePort < 0 || sp.nodePort > 65535 {
+			t.problem("InvalidPort", "port %q: port %d / nodePort %d out of range; skipped", sp.name, sp.port, sp.nodePort)
 			continue
 		}
 		// A missing protocol is TCP everywhere (the API defaults it; a file may omit
 		// it), so "80" and "80/TCP" are the same port.
-		protoName := sp.Protocol
+		protoName := sp.protocol
 		if protoName == "" {
 			protoName = v1.ProtocolTCP
 		}
-		k := seenKey{sp.Port, protoName}
+		k := seenKey{sp.port, protoName}
 		if seen[k] {
-			t.problem("DuplicatePort", "port %d/%s listed twice; the second is skipped", sp.Port, protoName)
+			t.problem("DuplicatePort", "port %d/%s listed twice; the second is skipped", sp.port, protoName)
 			continue
 		}
 		seen[k] = true
 		// Two ports on one NodePort (the API rejects it, a file can hold it) would make
 		// one virtual server of two ports, the set entries of both.
-		if np := (seenKey{sp.NodePort, protoName}); sp.NodePort > 0 && seenNodePort[np] {
-			t.problem("DuplicateNodePort", "port %q: nodePort %d/%s is already another port's; it gets none", sp.Name, sp.NodePort, protoName)
-			sp.NodePort = 0
-		} else if sp.NodePort > 0 {
+		if np := (seenKey{sp.nodePort, protoName}); sp.nodePort > 0 && seenNodePort[np] {
+			t.problem("DuplicateNodePort", "port %q: nodePort %d/%s is already another port's; it gets none", sp.name, sp.nodePort, protoName)
+			sp.nodePort = 0
+		} else if sp.nodePort > 0 {
 			seenNodePort[np] = true
 		}
 		for _, cip := range clusterIPs {
 			f := kernel.FamilyOf(cip)
-			list := eps[portKey{name: sp.Name, proto: protoName, fam: f}]
+			list := eps[portKey{name: sp.name, proto: protoName, fam: f}]
 			t.addPort(sp, proto, cip, list)
 		}
 	}
@@ -137,9 +138,9 @@ func (t *translator) run(epSlices []*discovery.EndpointSlice) {
 
 // clusterIPs returns the parsed ClusterIPs of families the node serves.
 func (t *translator) clusterIPs() []netip.Addr {
-	ips := t.svc.Spec.ClusterIPs
+	ips := t.svc.clusterIPs
 	if len(ips) == 0 {
-		ips = []string{t.svc.Spec.ClusterIP}
+		ips = []string{t.svc.clusterIP}
 	}
 	var out []netip.Addr
 	for _, s := range ips {
@@ -169,8 +170,8 @@ func kernelProtocol(p v1.Protocol) (kernel.Protocol, bool) {
 
 // externallyAccessible mirrors kube-proxy's ExternallyAccessible: NodePort, LoadBalancer,
 // or any external IP.
-func externallyAccessible(svc *v1.Service) bool {
-	return svc.Spec.Type == v1.ServiceTypeNodePort || svc.Spec.Type == v1.ServiceTypeLoadBalancer || len(svc.Spec.ExternalIPs) > 0
+func externallyAccessible(svc *Service) bool {
+	return svc.typ == v1.ServiceTypeNodePort || svc.typ == v1.ServiceTypeLoadBalancer || len(svc.rare().externalIPs) > 0
 }
 
 // portState is one service port in one family, as it is being translated: what its
@@ -189,20 +190,20 @@ type portState struct {
 }
 
 // addPort adds everything one service port needs in one family.
-func (t *translator) addPort(sp v1.ServicePort, proto kernel.Protocol, cip netip.Addr, eps []endpoint) {
+func (t *translator) addPort(sp servicePort, proto kernel.Protocol, cip netip.Addr, eps []endpoint) {
 	cfg, svc, st, f := t.cfg, t.svc, t.st, kernel.FamilyOf(cip)
 	slices.SortFunc(eps, func(a, b endpoint) int { return a.addr.Compare(b.addr) })
 	if len(eps) > cfg.MaxEndpoints {
-		t.problem("TooManyEndpoints", "port %q has %d endpoints; only the first %d are programmed", sp.Name, len(eps), cfg.MaxEndpoints)
+		t.problem("TooManyEndpoints", "port %q has %d endpoints; only the first %d are programmed", sp.name, len(eps), cfg.MaxEndpoints)
 	}
 	cluster, local := categorize(cfg, eps)
 	clusterRS, localRS := realServers(cluster, cfg.MaxEndpoints), realServers(local, cfg.MaxEndpoints)
-	ps := &portState{t: t, f: f, proto: proto, port: uint16(sp.Port), internal: clusterRS, external: clusterRS}
+	ps := &portState{t: t, f: f, proto: proto, port: uint16(sp.port), internal: clusterRS, external: clusterRS}
 
 	// Internal traffic: ClusterIP. ITP=Local uses local endpoints only, and with none the
 	// port is rejected like one with no endpoints (kube-proxy's IPVS mode instead falls
 	// back to remote endpoints when the Service is external; see README).
-	if svc.Spec.InternalTrafficPolicy != nil && *svc.Spec.InternalTrafficPolicy == v1.ServiceInternalTrafficPolicyLocal {
+	if svc.itp != nil && *svc.itp == v1.ServiceInternalTrafficPolicyLocal {
 		ps.internal = localRS
 		if len(local) == 0 && len(eps) > 0 {
 			st.NoLocalInternal[FamilyIndex(f)] = true
@@ -211,7 +212,7 @@ func (t *translator) addPort(sp v1.ServicePort, proto kernel.Protocol, cip netip
 	// External traffic: NodePort, external IPs, LB IPs. ETP=Local uses local endpoints; with
 	// none, the virtual servers keep the cluster endpoints for in-cluster clients
 	// (kubernetes#93456) and traffic from outside the cluster is dropped by iptables.
-	ps.externalLocal = svc.Spec.ExternalTrafficPolicy == v1.ServiceExternalTrafficPolicyLocal && externallyAccessible(svc)
+	ps.externalLocal = svc.etp == v1.ServiceExternalTrafficPolicyLocal && externallyAccessible(svc)
 	if ps.externalLocal {
 		if len(local) > 0 {
 			ps.external = localRS
@@ -225,11 +226,11 @@ func (t *translator) addPort(sp v1.ServicePort, proto kernel.Protocol, cip netip
 	ps.bind(cip)
 	ps.member(setClusterIP, ps.ipPort(cip))
 	ps.addExternalIPs()
-	if svc.Spec.Type == v1.ServiceTypeLoadBalancer {
+	if svc.typ == v1.ServiceTypeLoadBalancer {
 		ps.addLoadBalancer()
 	}
-	if sp.NodePort > 0 && (svc.Spec.Type == v1.ServiceTypeNodePort || svc.Spec.Type == v1.ServiceTypeLoadBalancer) {
-		ps.addNodePort(uint16(sp.NodePort))
+	if sp.nodePort > 0 && (svc.typ == v1.ServiceTypeNodePort || svc.typ == v1.ServiceTypeLoadBalancer) {
+		ps.addNodePort(uint16(sp.nodePort))
 	}
 	// Hairpin: every local endpoint, whatever its condition (as kube-proxy).
 	for _, e := range eps {
@@ -292,7 +293,7 @@ func (ps *portState) addExternalIPs() {
 	if t.cfg.IgnoreExternalIPs {
 		return
 	}
-	for _, s := range t.svc.Spec.ExternalIPs {
+	for _, s := range t.svc.rare().externalIPs {
 		a, ok := t.parseFamilyIP(s, ps.f, "InvalidExternalIP")
 		if !ok || !t.usableVIP(a, "externalIPs", "InvalidExternalIP") {
 			continue
@@ -341,7 +342,7 @@ func (ps *portState) addNodePort(np uint16) {
 func (ps *portState) addLoadBalancer() {
 	t := ps.t
 	ranges, filtered := t.sourceRanges(ps.f)
-	for _, ing := range t.svc.Status.LoadBalancer.Ingress {
+	for _, ing := range t.svc.rare().ingress {
 		if ing.IP == "" || ing.IPMode != nil && *ing.IPMode != v1.LoadBalancerIPModeVIP {
 			continue // hostname-only or ipMode Proxy: the LB delivers to the pods itself
 		}
@@ -387,7 +388,7 @@ func (ps *portState) addLoadBalancer() {
 // file may hold it) keeps both families filtered: it fails closed, never open.
 func (t *translator) sourceRanges(f kernel.Family) (ranges []netip.Prefix, filtered bool) {
 	listed, invalid, open := false, false, false
-	for _, s := range t.svc.Spec.LoadBalancerSourceRanges {
+	for _, s := range t.svc.rare().sourceRanges {
 		if strings.TrimSpace(s) == "" {
 			continue
 		}
@@ -473,8 +474,8 @@ func (t *translator) parseFamilyIP(s string, f kernel.Family, reason string) (ne
 // addHealthCheck adds the healthCheckNodePort of an ETP=Local LoadBalancer.
 func (t *translator) addHealthCheck(eps map[portKey][]endpoint, clusterIPs []netip.Addr) {
 	svc := t.svc
-	if svc.Spec.Type != v1.ServiceTypeLoadBalancer || svc.Spec.ExternalTrafficPolicy != v1.ServiceExternalTrafficPolicyLocal ||
-		svc.Spec.HealthCheckNodePort <= 0 || svc.Spec.HealthCheckNodePort > 65535 {
+	hc := svc.rare().healthCheckNodePort
+	if svc.typ != v1.ServiceTypeLoadBalancer || svc.etp != v1.ServiceExternalTrafficPolicyLocal || hc <= 0 || hc > 65535 {
 		return
 	}
 	local := map[netip.Addr]bool{}
@@ -485,7 +486,7 @@ func (t *translator) addHealthCheck(eps map[portKey][]endpoint, clusterIPs []net
 			}
 		}
 	}
-	port := uint16(svc.Spec.HealthCheckNodePort)
+	port := uint16(hc)
 	t.st.HealthCheck = &HealthCheck{Port: port, LocalEndpoints: len(local)}
 	for _, ip := range clusterIPs {
 		t.members = append(t.members, kernel.Member{Set: SetName(setHealthCheckNodePort, kernel.FamilyOf(ip)), Entry: kernel.SetEntry{Port: port}})

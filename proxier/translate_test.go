@@ -530,7 +530,7 @@ func TestTranslateSkips(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			st := Translate(testConfig(tc.cfg...), ServiceKey{"ns", "s"}, tc.svc, []*discovery.EndpointSlice{makeSlice("ns", "s", "s1", v1.ProtocolTCP, ep{ip: "10.0.0.1"})})
+			st := Translate(testConfig(tc.cfg...), ServiceKey{"ns", "s"}, NewService(tc.svc), []*discovery.EndpointSlice{makeSlice("ns", "s", "s1", v1.ProtocolTCP, ep{ip: "10.0.0.1"})})
 			if !st.Empty() {
 				t.Errorf("want empty state, got\n%s", st)
 			}
@@ -540,7 +540,7 @@ func TestTranslateSkips(t *testing.T) {
 	// so the unallocated-ClusterIP check never rejects that proxy's traffic.
 	t.Run("another proxy's service", func(t *testing.T) {
 		svc := makeService("ns", "s", withClusterIPs("10.20.30.41", "fd00:20::41"), func(s *v1.Service) { s.Labels = map[string]string{LabelServiceProxyName: "other"} })
-		st := Translate(testConfig(), ServiceKey{"ns", "s"}, svc, []*discovery.EndpointSlice{makeSlice("ns", "s", "s1", v1.ProtocolTCP, ep{ip: "10.0.0.1"})})
+		st := Translate(testConfig(), ServiceKey{"ns", "s"}, NewService(svc), []*discovery.EndpointSlice{makeSlice("ns", "s", "s1", v1.ProtocolTCP, ep{ip: "10.0.0.1"})})
 		want := []kernel.Member{{Set: "KUBE-SERVICE-IPS", Entry: kernel.SetEntry{IP: netip.MustParseAddr("10.20.30.41")}},
 			{Set: "KUBE-6-SERVICE-IPS", Entry: kernel.SetEntry{IP: netip.MustParseAddr("fd00:20::41")}}}
 		slices.SortFunc(want, compareMembers)

@@ -1,10 +1,6 @@
 package proxier
 
-import (
-	v1 "k8s.io/api/core/v1"
-
-	"github.com/ipvs-proxier/ipvs-proxier/kernel"
-)
+import "github.com/ipvs-proxier/ipvs-proxier/kernel"
 
 // chainClusterIPsCheck rejects new connections to addresses of the service CIDRs that
 // no Service holds (a deleted Service's IP, a typo), which would otherwise leave the
@@ -15,10 +11,10 @@ const chainClusterIPsCheck = "KUBE-CLUSTER-IPS-CHECK"
 
 // allocatedMembers returns the KUBE-SERVICE-IPS entries of a Service: each valid
 // ClusterIP, in its family's set.
-func allocatedMembers(svc *v1.Service) []kernel.Member {
-	ips := svc.Spec.ClusterIPs
-	if len(ips) == 0 && svc.Spec.ClusterIP != "" {
-		ips = []string{svc.Spec.ClusterIP}
+func allocatedMembers(svc *Service) []kernel.Member {
+	ips := svc.clusterIPs
+	if len(ips) == 0 && svc.clusterIP != "" {
+		ips = []string{svc.clusterIP}
 	}
 	var out []kernel.Member
 	for _, s := range ips {

@@ -19,7 +19,7 @@ import (
 // (kubernetes/kubernetes#133773); at 30,000 a whole cold start takes minutes.
 var (
 	kubernetesService = proxier.ServiceKey{Namespace: "default", Name: "kubernetes"}
-	dnsLabel          = [2]string{"k8s-app", "kube-dns"}
+	dnsLabel          = [2]string{proxier.LabelK8sApp, "kube-dns"}
 )
 
 // criticalKeys are the critical Services of src that exist, the apiserver's first.
@@ -32,7 +32,7 @@ func criticalKeys(src source.Source) []proxier.ServiceKey {
 		if k.Namespace != "kube-system" {
 			continue
 		}
-		if svc := src.Service(k); svc != nil && svc.Labels[dnsLabel[0]] == dnsLabel[1] {
+		if svc := src.Service(k); svc != nil && svc.Label(dnsLabel[0]) == dnsLabel[1] {
 			out = append(out, k)
 		}
 	}

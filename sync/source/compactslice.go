@@ -6,14 +6,15 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/ipvs-proxier/ipvs-proxier/proxier"
+	"github.com/ipvs-proxier/ipvs-proxier/proxier/compact"
 )
 
 // compactSlice is what the informer cache keeps of an EndpointSlice: its Service (the
 // service-name label: headless slices are not watched), its address type, and per endpoint the first address (the only one a proxy programs, as
 // kube-proxy), the conditions, the node name and the hints; per port the name, protocol
 // and number. A quarter of a decoded slice's memory (BenchmarkRetainedObjects30k): no
-// label map, one allocation for the strings (arena), the node and port names interned.
-// slice turns one back into a discovery.EndpointSlice for the translation.
+// label map, one allocation for the strings (compact.Arena), the node and port names
+// interned. slice turns one back into a discovery.EndpointSlice for the translation.
 type compactSlice struct {
 	objMeta
 	// service is the kubernetes.io/service-name label's value; hasService tells an
@@ -56,39 +57,42 @@ type endpointPort struct {
 
 // packSlice makes the compact form of sl.
 func packSlice(sl *discovery.EndpointSlice) *compactSlice {
-	c := &compactSlice{addressType: discovery.AddressType(internValue(string(sl.AddressType)))}
+	c := &compactSlice{addressType: discovery.AddressType(compact.Value(string(sl.AddressType)))}
 	c.service, c.hasService = sl.Labels[discovery.LabelServiceName]
-	var a arena
-	c.objMeta.namespace = internValue(sl.Namespace)
-	a.add(&c.objMeta.name, sl.Name)
-	a.add(&c.objMeta.rv, sl.ResourceVersion)
-	a.add(&c.service, c.service)
+	var a compact.Arena
+	c.objMeta.namespace = compact.Value(sl.Namespace)
+	a.Add(&c.objMeta.name, sl.Name)
+	a.Add(&c.objMeta.rv, sl.ResourceVersion)
+	a.Add(&c.service, c.service)
 	if len(sl.Endpoints) > 0 {
 		c.endpoints = make([]endpoint, len(sl.Endpoints))
 		for i := range sl.Endpoints {
 			e, ce := &sl.Endpoints[i], &c.endpoints[i]
 			if len(e.Addresses) > 0 {
 				ce.cond |= hasAddr
-				a.add(&ce.addr, e.Addresses[0])
+				a.Add(&ce.addr, e.Addresses[0])
 			}
 			ce.cond |= packCond(e.Conditions.Ready, readySet, ready) | packCond(e.Conditions.Serving, servingSet, serving) |
 				packCond(e.Conditions.Terminating, terminatingSet, terminating)
-			ce.node, ce.hints = internString(e.NodeName), e.Hints
+			ce.node, ce.hints = compact.StringPtr(e.NodeName), e.Hints
 		}
 	}
 	if len(sl.Ports) > 0 {
 		c.ports = make([]endpointPort, len(sl.Ports))
 		for i, p := range sl.Ports {
 			cp := &c.ports[i]
-			cp.name, cp.protocol = internString(p.Name), internProtocol(p.Protocol)
+			cp.name, cp.protocol = compact.StringPtr(p.Name), compact.Protocol(p.Protocol)
 			if p.Port != nil {
 				cp.port, cp.hasPort = *p.Port, true
 			}
 		}
 	}
-	a.seal()
+	a.Seal()
 	return c
 }
+
+// yes and no are the shared condition values.
+var yes, no = true, false
 
 func packCond(b *bool, set, value condBits) condBits {
 	switch {

@@ -104,8 +104,8 @@ func changeHandler(tracker *Tracker, triggers *triggerBox, bySvc *sliceIndex, ba
 			obj = d.Obj
 		}
 		switch o := obj.(type) {
-		case *compactService:
-			return proxier.ServiceKey{Namespace: o.namespace, Name: o.name}, true
+		case *proxier.Service:
+			return o.Key(), true
 		case *compactSlice:
 			k, ok := o.key()
 			if !ok && badSlice != nil {
@@ -120,7 +120,7 @@ func changeHandler(tracker *Tracker, triggers *triggerBox, bySvc *sliceIndex, ba
 		if !ok {
 			return
 		}
-		if _, svc := obj.(*compactService); svc {
+		if _, svc := obj.(*proxier.Service); svc {
 			tracker.ServiceChanged(k)
 		} else {
 			tracker.EndpointsChanged(k)
@@ -250,12 +250,12 @@ func (s *InformerSource) HasSynced() bool {
 }
 
 // Service implements Source.
-func (s *InformerSource) Service(k proxier.ServiceKey) *v1.Service {
+func (s *InformerSource) Service(k proxier.ServiceKey) *proxier.Service {
 	obj, ok, err := s.services.GetStore().GetByKey(k.String())
 	if err != nil || !ok {
 		return nil
 	}
-	return obj.(*compactService).service()
+	return obj.(*proxier.Service)
 }
 
 // Slices implements Source.
@@ -281,8 +281,7 @@ func (s *InformerSource) Slices(k proxier.ServiceKey) []*discovery.EndpointSlice
 func (s *InformerSource) ServiceKeys() []proxier.ServiceKey {
 	keys := sets.New[proxier.ServiceKey]()
 	for _, o := range s.services.GetStore().List() {
-		svc := o.(*compactService)
-		keys.Insert(proxier.ServiceKey{Namespace: svc.namespace, Name: svc.name})
+		keys.Insert(o.(*proxier.Service).Key())
 	}
 	keys.Insert(s.bySvc.keys()...)
 	return keys.UnsortedList()

@@ -6,6 +6,8 @@ import (
 	v1 "k8s.io/api/core/v1"
 	discovery "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/ipvs-proxier/ipvs-proxier/proxier"
 )
 
 // TestResyncIsNoChange: an update that delivers a Service or slice again with the same
@@ -15,7 +17,7 @@ func TestResyncIsNoChange(t *testing.T) {
 	tracker := NewTracker(func() {})
 	h := changeHandler(tracker, nil, newSliceIndex(), nil)
 	svc := func(rv string) any {
-		return packService(&v1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "a", ResourceVersion: rv}})
+		return proxier.NewService(&v1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "a", ResourceVersion: rv}})
 	}
 	slice := func(rv string) any {
 		return packSlice(&discovery.EndpointSlice{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "a-1", ResourceVersion: rv,

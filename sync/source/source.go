@@ -18,8 +18,9 @@ import (
 type Source interface {
 	// HasSynced reports whether every informer has done its initial list.
 	HasSynced() bool
-	// Service returns the Service, or nil if it does not exist.
-	Service(key proxier.ServiceKey) *v1.Service
+	// Service returns the Service in the form the translation reads, or nil if it does
+	// not exist. It is shared: read-only.
+	Service(key proxier.ServiceKey) *proxier.Service
 	// Slices returns the EndpointSlices labelled with the Service's name.
 	Slices(key proxier.ServiceKey) []*discovery.EndpointSlice
 	// ServiceKeys returns every Service, and every Service name slices point at.

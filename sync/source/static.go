@@ -17,7 +17,7 @@ import (
 // it as a fake informer; `plan -f` reads files into one. It is safe for concurrent use.
 type StaticSource struct {
 	mu       sync.RWMutex
-	services map[proxier.ServiceKey]*v1.Service
+	services map[proxier.ServiceKey]*proxier.Service
 	slices   map[proxier.ServiceKey]map[string]*discovery.EndpointSlice
 	node     *v1.Node
 	cidrs    []netip.Prefix
@@ -25,18 +25,21 @@ type StaticSource struct {
 
 // NewStaticSource returns an empty source.
 func NewStaticSource() *StaticSource {
-	return &StaticSource{services: map[proxier.ServiceKey]*v1.Service{}, slices: map[proxier.ServiceKey]map[string]*discovery.EndpointSlice{}}
+	return &StaticSource{services: map[proxier.ServiceKey]*proxier.Service{}, slices: map[proxier.ServiceKey]map[string]*discovery.EndpointSlice{}}
 }
 
 // HasSynced implements Source; a static source is always synced.
 func (s *StaticSource) HasSynced() bool { return true }
 
-// SetService adds or replaces a Service and returns its key.
+// SetService adds or replaces a Service and returns its key. It keeps the form the
+// translation reads (proxier.NewService), as the informers do: a later change to svc is
+// not seen.
 func (s *StaticSource) SetService(svc *v1.Service) proxier.ServiceKey {
+	c := proxier.NewService(svc)
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	k := proxier.ServiceKey{Namespace: svc.Namespace, Name: svc.Name}
-	s.services[k] = svc
+	k := c.Key()
+	s.services[k] = c
 	return k
 }
 
@@ -81,7 +84,7 @@ func (s *StaticSource) SetNode(n *v1.Node) {
 }
 
 // Service implements Source.
-func (s *StaticSource) Service(k proxier.ServiceKey) *v1.Service {
+func (s *StaticSource) Service(k proxier.ServiceKey) *proxier.Service {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	return s.services[k]

@@ -1,6 +1,9 @@
 package source
 
 import (
+	"bufio"
+	"errors"
+	"io"
 	"net/netip"
 	"os"
 	"reflect"
@@ -9,16 +12,21 @@ import (
 	v1 "k8s.io/api/core/v1"
 	discovery "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"k8s.io/utils/ptr"
+	"sigs.k8s.io/yaml"
 
 	"github.com/ipvs-proxier/ipvs-proxier/proxier"
+	"github.com/ipvs-proxier/ipvs-proxier/sync/kubeapi"
 )
 
 // TestTrimKeepsTheTranslation: every Service of the test and example clusters, dressed
 // as a real cluster stores it (last-applied annotation, owner references, copied labels,
-// targetRefs), translates to the same state after trim, and loses the dressing.
+// targetRefs), translates to the same state after trim, and loses the dressing: the
+// cached Service is the form of the undressed one.
 func TestTrimKeepsTheTranslation(t *testing.T) {
 	src := NewStaticSource()
+	services := map[proxier.ServiceKey]*v1.Service{} // the source keeps their translation's form
 	for _, file := range []string{"../reconcile/testdata/basic.yaml", "../../examples/cluster.yaml", "../../examples/demo.yaml"} {
 		f, err := os.Open(file)
 		if err != nil {
@@ -28,9 +36,12 @@ func TestTrimKeepsTheTranslation(t *testing.T) {
 			t.Fatal(err)
 		}
 		_ = f.Close()
+		for _, svc := range servicesIn(t, file) {
+			services[proxier.ServiceKey{Namespace: svc.Namespace, Name: svc.Name}] = svc
+		}
 	}
 	for _, svc := range oddServices() {
-		src.SetService(svc)
+		services[src.SetService(svc)] = svc
 	}
 	for _, sl := range oddSlices() {
 		src.SetSlice(sl)
@@ -59,10 +70,14 @@ func TestTrimKeepsTheTranslation(t *testing.T) {
 	}
 	scheduled := 0
 	for _, k := range keys {
-		svc := src.Service(k).DeepCopy()
+		svc := services[k].DeepCopy()
+		if svc == nil {
+			continue // slices only
+		}
 		if svc.Annotations[proxier.AnnotationScheduler] != "" && svc.Annotations[proxier.AnnotationSchedulerFlags] != "" {
 			scheduled++
 		}
+		undressed := proxier.NewService(svc)
 		dress(&svc.ObjectMeta)
 		svc.Spec.Selector = map[string]string{"app": "x"}
 		var slices, trimmed []*discovery.EndpointSlice
@@ -79,26 +94,18 @@ func TestTrimKeepsTheTranslation(t *testing.T) {
 			trimmed = append(trimmed, c.(*compactSlice).slice())
 		}
 		c, _ := trim(svc.DeepCopy())
-		tsvc := c.(*compactService).service()
-		if w, g := serviceView(svc), serviceView(tsvc); !reflect.DeepEqual(w, g) {
-			t.Errorf("%v: the compact Service gives back\n%+v\nnot\n%+v", k, g, w)
+		tsvc := c.(*proxier.Service)
+		if !reflect.DeepEqual(tsvc, undressed) {
+			t.Errorf("%v: the cached Service is\n%+v\nnot\n%+v", k, tsvc, undressed)
 		}
 		for i, sl := range trimmed {
 			if w, g := sliceView(slices[i]), sliceView(sl); !reflect.DeepEqual(w, g) {
 				t.Errorf("%v: the compact slice gives back\n%+v\nnot\n%+v", k, g, w)
 			}
 		}
-		want := proxier.Translate(&cfg, k, svc, slices)
+		want := proxier.Translate(&cfg, k, proxier.NewService(svc), slices)
 		if got := proxier.Translate(&cfg, k, tsvc, trimmed); !got.Equal(want) || len(got.Problems) != len(want.Problems) {
 			t.Errorf("%v: translation changed by trim", k)
-		}
-		for a := range tsvc.Annotations { // only what the translation reads is kept
-			if a != proxier.AnnotationScheduler && a != proxier.AnnotationSchedulerFlags {
-				t.Errorf("%v: Service keeps annotation %q", k, a)
-			}
-		}
-		if tsvc.OwnerReferences != nil || tsvc.Labels["app"] != "" || tsvc.Spec.Selector != nil {
-			t.Errorf("%v: Service not trimmed: %v %v", k, tsvc.Annotations, tsvc.Labels)
 		}
 		for _, sl := range trimmed {
 			if len(sl.Labels) != 0 || sl.OwnerReferences != nil {
@@ -115,8 +122,8 @@ func TestTrimKeepsTheTranslation(t *testing.T) {
 		t.Error("the odd Services translate without a problem: their bad fields are untested")
 	}
 	dns, _ := trim(oddServices()[0])
-	if l := dns.(*compactService).service().Labels; l["k8s-app"] != "kube-dns" {
-		t.Errorf("the cluster DNS label is not kept (the critical-Services pass reads it): %v", l)
+	if l := dns.(*proxier.Service).Label(proxier.LabelK8sApp); l != "kube-dns" {
+		t.Errorf("the cluster DNS label is not kept (the critical-Services pass reads it): %q", l)
 	}
 	if scheduled == 0 {
 		t.Error("no Service carries both scheduler annotations: trim's keeping them is untested")
@@ -164,7 +171,7 @@ func oddServices() []*v1.Service {
 				ExternalTrafficPolicy: v1.ServiceExternalTrafficPolicyLocal, HealthCheckNodePort: 31999, InternalTrafficPolicy: &unknownITP},
 			Status: v1.ServiceStatus{LoadBalancer: v1.LoadBalancerStatus{Ingress: []v1.LoadBalancerIngress{{IP: "203.0.113.7"},
 				{IP: "203.0.113.8", IPMode: ptr.To(v1.LoadBalancerIPModeProxy)}, {Hostname: "lb.example"}}}}},
-		{ObjectMeta: metav1.ObjectMeta{Namespace: "odd", Name: "local", Annotations: map[string]string{proxier.AnnotationScheduler: "sh"}},
+		{ObjectMeta: metav1.ObjectMeta{Namespace: "odd", Name: "local", Annotations: map[string]string{proxier.AnnotationScheduler: "sh", proxier.KubeRouterAnnotationSchedulerFlags: "flag-2"}},
 			Spec: v1.ServiceSpec{Type: v1.ServiceTypeNodePort, ClusterIP: "10.96.7.3", ClusterIPs: []string{"10.96.7.3"},
 				Ports:                 []v1.ServicePort{{Name: "http", Protocol: v1.ProtocolTCP, Port: 80, NodePort: 30080}},
 				InternalTrafficPolicy: ptr.To(v1.ServiceInternalTrafficPolicyLocal), ExternalTrafficPolicy: v1.ServiceExternalTrafficPolicyLocal}},
@@ -194,24 +201,34 @@ func oddSlices() []*discovery.EndpointSlice {
 	return out
 }
 
-// serviceView is what the translation and the critical-Services pass read of a Service
-// (proxier/translate.go, proxier/schedulers.go, proxier/unallocated.go): the compact
-// form must give each back unchanged.
-func serviceView(svc *v1.Service) v1.Service {
-	sp := svc.Spec
-	v := v1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: svc.Namespace, Name: svc.Name,
-		Labels: keep(svc.Labels, keptServiceLabels), Annotations: keep(svc.Annotations, keptServiceAnnotations)},
-		Spec: v1.ServiceSpec{Type: sp.Type, ClusterIP: sp.ClusterIP, ClusterIPs: sp.ClusterIPs, ExternalIPs: sp.ExternalIPs,
-			LoadBalancerSourceRanges: sp.LoadBalancerSourceRanges, SessionAffinity: sp.SessionAffinity,
-			SessionAffinityConfig: sp.SessionAffinityConfig, ExternalTrafficPolicy: sp.ExternalTrafficPolicy,
-			InternalTrafficPolicy: sp.InternalTrafficPolicy, HealthCheckNodePort: sp.HealthCheckNodePort}}
-	for _, p := range sp.Ports {
-		v.Spec.Ports = append(v.Spec.Ports, v1.ServicePort{Name: p.Name, Protocol: p.Protocol, Port: p.Port, NodePort: p.NodePort})
+// servicesIn returns the Services of a file of YAML documents, as LoadObjects decodes
+// them.
+func servicesIn(t *testing.T, file string) []*v1.Service {
+	t.Helper()
+	f, err := os.Open(file)
+	if err != nil {
+		t.Fatal(err)
 	}
-	for _, ing := range svc.Status.LoadBalancer.Ingress {
-		v.Status.LoadBalancer.Ingress = append(v.Status.LoadBalancer.Ingress, v1.LoadBalancerIngress{IP: ing.IP, IPMode: ing.IPMode})
+	defer f.Close()
+	var out []*v1.Service
+	r := utilyaml.NewYAMLReader(bufio.NewReader(f))
+	for {
+		doc, err := r.Read()
+		if errors.Is(err, io.EOF) {
+			return out
+		} else if err != nil {
+			t.Fatal(err)
+		}
+		raw, err := yaml.YAMLToJSONStrict(doc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if obj, _, err := kubeapi.Codecs.UniversalDeserializer().Decode(raw, nil, nil); err == nil {
+			if svc, ok := obj.(*v1.Service); ok {
+				out = append(out, svc)
+			}
+		}
 	}
-	return v
 }
 
 // sliceView is what the translation reads of an EndpointSlice (proxier/endpoints.go):

@@ -1,4 +1,4 @@
-package source
+package compact
 
 import (
 	"sync"
@@ -7,15 +7,12 @@ import (
 )
 
 // The decoder allocates every string and pointer field of every object on its own:
-// namespaces, node names, port names, protocols, the condition bools. Cached objects are
-// read-only (the informer contract), so the compact forms point equal values at one
-// shared copy instead (BenchmarkRetainedObjects30k).
+// namespaces, node names, port names, protocols. Cached objects are read-only (the
+// informer contract), so the compact forms point equal values at one shared copy instead
+// (BenchmarkRetainedObjects30k).
 
-var (
-	yes, no = true, false
-	// protocols are the shared protocol values; an unknown one keeps its own pointer.
-	protocols = map[v1.Protocol]*v1.Protocol{}
-)
+// protocols are the shared protocol values; an unknown one keeps its own pointer.
+var protocols = map[v1.Protocol]*v1.Protocol{}
 
 func init() {
 	for _, p := range []v1.Protocol{v1.ProtocolTCP, v1.ProtocolUDP, v1.ProtocolSCTP} {
@@ -33,17 +30,17 @@ var names = struct {
 	m map[string]*string
 }{m: map[string]*string{}}
 
-// internString returns a shared pointer to *p's value (nil for nil).
-func internString(p *string) *string {
+// StringPtr returns a shared pointer to *p's value (nil for nil).
+func StringPtr(p *string) *string {
 	if p == nil {
 		return nil
 	}
 	return intern(*p, p)
 }
 
-// internValue returns a shared copy of s, for values many objects repeat (namespaces,
-// types, policies, port names).
-func internValue(s string) string {
+// Value returns a shared copy of s, for values many objects repeat (namespaces, types,
+// policies, port names).
+func Value(s string) string {
 	if s == "" {
 		return ""
 	}
@@ -68,8 +65,8 @@ func intern(s string, p *string) *string {
 	return p
 }
 
-// internProtocol returns the shared pointer to *p's value (p itself for one unknown).
-func internProtocol(p *v1.Protocol) *v1.Protocol {
+// Protocol returns the shared pointer to *p's value (p itself for one unknown).
+func Protocol(p *v1.Protocol) *v1.Protocol {
 	if p == nil {
 		return nil
 	}
