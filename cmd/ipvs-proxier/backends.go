@@ -43,7 +43,13 @@ var rulesBackends = []rulesBackend{
 	{rules: proxier.RulesNftables, help: "one nftables table per family; no ipset, iptables or xtables needed",
 		open:    func() (kernel.Sets, kernel.Rules) { return linux.OpenNftables(proxier.NftTable) },
 		modules: linux.NftablesModules, cleanup: func(out io.Writer, _ cleanupScope) error { return cleanupNftables(out) },
-		setsModule: "nf_tables", sets: func() kernel.Sets { return linux.NewNftables(proxier.NftTable) }},
+		setsModule: "nf_tables", sets: func() kernel.Sets {
+			// A fresh Nftables reads only the sets it made or found: Adopt finds ours
+			// and makes none.
+			n := linux.NewNftables(proxier.NftTable)
+			n.Adopt(proxier.Sets([]kernel.Family{kernel.IPv4, kernel.IPv6}))
+			return n
+		}},
 }
 
 // cleanupScope says how much a rules backend's cleanup removes.

@@ -173,6 +173,35 @@ func (x *Nftables) EnsureSet(s kernel.Set) error {
 	return nil
 }
 
+// Adopt finds those of sets that our table already holds with their key type, as
+// EnsureSet finds them, and makes nothing: the others stay unknown to this Nftables (a
+// read of one is ErrNotFound). A reader that must not change the node, such as cleanup
+// reading the ownership sets, calls it before ListEntries. It returns how many it found.
+func (x *Nftables) Adopt(sets []kernel.Set) int {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	c, err := x.c()
+	if err != nil {
+		return 0
+	}
+	n := 0
+	for _, s := range sets {
+		kt, interval, err := nftKeyType(s.Type, s.Family)
+		if err != nil {
+			continue
+		}
+		t := x.table(s.Family)
+		have, err := c.GetSetByName(t, s.Name)
+		if err != nil || have.KeyType.GetNFTMagic() != kt.GetNFTMagic() || have.Interval != interval {
+			continue
+		}
+		have.Table = t
+		x.sets[s.Name], x.types[s.Name] = have, s
+		n++
+	}
+	return n
+}
+
 // known returns the set EnsureSet made or found. Callers hold mu.
 func (x *Nftables) known(name string) (*nftables.Set, kernel.Set, error) {
 	set, ok := x.sets[name]

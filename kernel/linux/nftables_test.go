@@ -249,3 +249,44 @@ func normalizeNft(s string) string {
 	}
 	return strings.Join(out, "\n")
 }
+
+// TestNftablesAdoptReal: a fresh Nftables reads none of our table's sets until Adopt
+// finds them; Adopt makes nothing where nothing is (cleanup reads the ownership sets of
+// a node that ran the nftables backend through it).
+func TestNftablesAdoptReal(t *testing.T) {
+	kerneltest.RequireNetns(t)
+	sets := proxier.Sets([]kernel.Family{kernel.IPv4, kernel.IPv6})
+	x := NewNftables(proxier.NftTable)
+	defer x.Close()
+	defer func() { _, _ = x.DeleteTables() }()
+	for _, set := range sets {
+		if err := x.EnsureSet(set); err != nil {
+			t.Fatalf("ensure %s: %v", set.Name, err)
+		}
+	}
+	for i, err := range x.WriteEntries([]kernel.SetOp{{Set: "KUBE-NODE-PORT-TCP", Entry: kernel.SetEntry{Port: 8080}}}) {
+		if err != nil {
+			t.Fatalf("op %d: %v", i, err)
+		}
+	}
+	fresh := NewNftables(proxier.NftTable)
+	defer fresh.Close()
+	if _, err := fresh.ListEntries("KUBE-NODE-PORT-TCP"); !errors.Is(err, kernel.ErrNotFound) {
+		t.Fatalf("read before Adopt: %v, want ErrNotFound", err)
+	}
+	if n := fresh.Adopt(sets); n != len(sets) {
+		t.Errorf("adopted %d of %d sets", n, len(sets))
+	}
+	got, err := fresh.ListEntries("KUBE-NODE-PORT-TCP")
+	if err != nil || len(got) != 1 || got[0].Port != 8080 {
+		t.Errorf("after Adopt: %v %v, want port 8080", got, err)
+	}
+	absent := NewNftables("ipvs-proxier-absent")
+	defer absent.Close()
+	if n := absent.Adopt(sets); n != 0 {
+		t.Errorf("adopted %d sets of a table that is not there", n)
+	}
+	if out, err := exec.Command("nft", "list", "tables").CombinedOutput(); err != nil || strings.Contains(string(out), "ipvs-proxier-absent") {
+		t.Errorf("Adopt made a table: %s %v", out, err)
+	}
+}
