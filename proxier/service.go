@@ -3,6 +3,7 @@ package proxier
 import (
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"reflect"
 
 	"github.com/ipvs-proxier/ipvs-proxier/proxier/compact"
 )
@@ -126,8 +127,9 @@ func newServiceRare(svc *v1.Service, a *compact.Arena) *serviceRare {
 			r.ingress[i].IPMode = ing.IPMode
 		}
 	}
-	if r.labels == nil && r.annotations == nil && r.externalIPs == nil && r.sourceRanges == nil && r.ingress == nil &&
-		r.affinityConfig == nil && r.healthCheckNodePort == 0 {
+	// Every field, so that a field added to serviceRare is never dropped for a Service
+	// where it is the only rare one set.
+	if reflect.ValueOf(*r).IsZero() {
 		return nil
 	}
 	return r

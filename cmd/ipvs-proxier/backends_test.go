@@ -21,7 +21,7 @@ func TestRulesBackendTable(t *testing.T) {
 			t.Errorf("backend name %q empty or twice", name)
 		}
 		seen[name] = true
-		if b.help == "" || b.open == nil || b.cleanup == nil || len(b.modules.Required) == 0 {
+		if b.help == "" || b.open == nil || b.cleanup == nil || len(b.modules.Required) == 0 || b.setsModule == "" || b.sets == nil {
 			t.Errorf("%s: row incomplete", name)
 		}
 		if got, err := lookupRulesBackend(name); err != nil || got.rules != b.rules {

@@ -46,7 +46,7 @@ func captureCommand(proto, target string) string {
 		fmt.Sprintf("echo '# ipvsadm -Ln %s %s --stats'; ipvsadm -Ln %s %s --stats 2>&1", flag, target, flag, target),
 		// TIME_WAIT entries are the loop's finished requests: counted, not listed, so that
 		// the failed one (SYN_RECV, SYN_SENT) and the persistence template (NONE) show.
-		fmt.Sprintf("echo '# ipvsadm -Lnc (%s), TIME_WAIT counted'; ipvsadm -Lnc > /tmp/soak-conns 2>&1; grep -F ' %s' /tmp/soak-conns | grep -c TIME_WAIT; grep -F ' %s' /tmp/soak-conns | grep -v TIME_WAIT | head -n 40", host, host, host),
+		fmt.Sprintf("echo '# ipvsadm -Lnc (%s), TIME_WAIT counted'; ipvsadm -Lnc > /tmp/soak-conns 2>&1; grep -F ' %s:' /tmp/soak-conns | grep -c TIME_WAIT; grep -F ' %s:' /tmp/soak-conns | grep -v TIME_WAIT | head -n 40", host, host, host),
 		fmt.Sprintf("echo '# conntrack -L -d %s, TIME_WAIT counted'; conntrack -L -d %s > /tmp/soak-ct 2>&1; grep -c TIME_WAIT /tmp/soak-ct; grep -v TIME_WAIT /tmp/soak-ct | head -n 40", host, host),
 		fmt.Sprintf("echo '# ip -o addr (%s)'; ip -o addr 2>&1 | grep -F ' %s/' ", host, host),
 		"echo '# daemon log'; tail -n 60 /tmp/daemon.log",

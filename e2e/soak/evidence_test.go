@@ -14,7 +14,7 @@ func TestCaptureCommand(t *testing.T) {
 	} {
 		cmd := captureCommand(c.proto, c.target)
 		host := strings.Split(c.target, ":")[0]
-		for _, w := range []string{c.want, "grep -F ' " + host + "'", "conntrack -L -d " + host + " ", "grep -v TIME_WAIT", "tail -n 60 /tmp/daemon.log"} {
+		for _, w := range []string{c.want, "grep -F ' " + host + ":'", "conntrack -L -d " + host + " ", "grep -v TIME_WAIT", "tail -n 60 /tmp/daemon.log"} {
 			if !strings.Contains(cmd, w) {
 				t.Errorf("%s %s: %q lacks %q", c.proto, c.target, cmd, w)
 			}

@@ -93,10 +93,10 @@ func page(o outcome, vs []verdict) string {
 	w("| Services | %d churned x %d endpoints (namespace %s), and %d untouched ones carrying the traffic |\n", o.Set.Services, o.Set.Endpoints, benchkit.Namespace, len(fixedNames))
 	w("| Churn | %.0f changes a minute written (%d asked; a write waits for the one before), seed %d: %s |\n",
 		float64(o.Applied)/o.Set.Duration.Minutes(), o.Set.ChurnPerMinute, o.Set.Seed, kindCounts(o.Kinds))
-	w("| Faults | a round of every kind each %v from %v, random ones %v apart on average; SIGKILL only before the growth window |\n", o.Set.FaultEvery, o.Set.FaultFrom, o.Set.FaultRandomMean)
-	w("| Growth window | the last %.0f %% of the run |\n", o.Set.GrowthWindow*100)
+	w("| Faults | a round of every kind each %v from %v, random ones %v apart on average; SIGKILL only until %v before the growth window |\n", o.Set.FaultEvery, o.Set.FaultFrom, o.Set.FaultRandomMean, o.Set.restartWarmUp())
+	w("| Growth window | the last %.0f %% of the run, less the samples taken in a fault's window |\n", o.Set.GrowthWindow*100)
 	w("| Machine | %s |\n", o.Machine)
-	w("| Node | the daemon as deploy/'s DaemonSet runs it (iptables rules backend), its kernel state compared with `ipvs-proxier plan` at the end |\n")
+	w("| Node | the daemon as deploy/'s DaemonSet runs it (iptables rules backend; profiling on, for the goroutine profiles), its kernel state compared with `ipvs-proxier plan` at the end |\n")
 	w("| Reproduce | `SOAK_DURATION=%v SOAK_SERVICES=%d SOAK_SEED=%d make soak` |\n\n", o.Set.Duration, o.Set.Services, o.Set.Seed)
 	w("## Verdicts\n\n| Verdict | | Detail |\n|---|---|---|\n")
 	for _, v := range vs {

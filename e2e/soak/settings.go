@@ -84,6 +84,7 @@ func (s settings) windowStart() time.Duration {
 }
 
 // restartWarmUp is the time a restarted daemon is given before the growth window: a
-// quarter of the run, at most 10 minutes (a cold start at 5,000 Services takes seconds;
-// its RSS settled within two minutes of each restart in the short form).
+// quarter of the run, at most 10 minutes. A restarted process relists every object and
+// grows its heap to the live set's level over its first full syncs; the sample CSV's
+// process figures after each SIGKILL show how long that takes.
 func (s settings) restartWarmUp() time.Duration { return min(10*time.Minute, s.Duration/4) }

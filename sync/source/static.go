@@ -33,7 +33,8 @@ func (s *StaticSource) HasSynced() bool { return true }
 
 // SetService adds or replaces a Service and returns its key. It keeps the form the
 // translation reads (proxier.NewService), as the informers do: a later change to svc is
-// not seen.
+// not seen, but for its SessionAffinityConfig and its ingress IP modes, which that form
+// shares with svc.
 func (s *StaticSource) SetService(svc *v1.Service) proxier.ServiceKey {
 	c := proxier.NewService(svc)
 	s.mu.Lock()

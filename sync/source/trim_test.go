@@ -103,6 +103,8 @@ func TestTrimKeepsTheTranslation(t *testing.T) {
 				t.Errorf("%v: the compact slice gives back\n%+v\nnot\n%+v", k, g, w)
 			}
 		}
+		// Both sides read the Service through NewService (the cached form equals the
+		// undressed one, above): what this translation compares is the slices' trim.
 		want := proxier.Translate(&cfg, k, proxier.NewService(svc), slices)
 		if got := proxier.Translate(&cfg, k, tsvc, trimmed); !got.Equal(want) || len(got.Problems) != len(want.Problems) {
 			t.Errorf("%v: translation changed by trim", k)
