@@ -117,9 +117,9 @@ e2e-kubelet: deps ## Only the kubelet tier: the image under a real kubelet and c
 
 CONFORMANCE_PROXIES ?= ipvs-proxier,kube-proxy-ipvs
 CONFORMANCE_PROCS ?= 3
-# The cluster's shape: ipv4 (two nodes), dual-stack, ipv6-first, three-zones (dual-stack, three nodes).
-CONFORMANCE_SHAPE ?= ipv4
-conformance: deps ## The upstream Kubernetes Service e2e suite on a cluster of CONFORMANCE_SHAPE (ipv4, dual-stack, ipv6-first, three-zones), with ipvs-proxier and with kube-proxy's IPVS mode (CONFORMANCE_PROXIES also: kube-proxy-nftables, kube-router, ipvs-proxier-nftables); writes docs/conformance[-SHAPE].md and .csv (long; not part of make test; CONFORMANCE_FOCUS narrows it)
+# The cluster's shape: dual-stack (two nodes; the default), ipv4, ipv6-first, three-zones (dual-stack, three nodes).
+CONFORMANCE_SHAPE ?= dual-stack
+conformance: deps ## The upstream Kubernetes Service e2e suite on a cluster of CONFORMANCE_SHAPE (dual-stack by default, ipv4, ipv6-first, three-zones), with ipvs-proxier and with kube-proxy's IPVS mode (CONFORMANCE_PROXIES also: kube-proxy-nftables, kube-router, ipvs-proxier-nftables); writes docs/conformance[-SHAPE].md and .csv (long; not part of make test; CONFORMANCE_FOCUS narrows it)
 	cd e2e && $(GO) run ./conformance/run -shape $(CONFORMANCE_SHAPE) -proxies $(CONFORMANCE_PROXIES) -procs $(CONFORMANCE_PROCS) $(if $(CONFORMANCE_FOCUS),-focus '$(CONFORMANCE_FOCUS)')
 
 demo: deps ## The main job: local apiserver, a real-kernel VM node running the daemon, examples/demo.yaml; Ctrl-C to stop

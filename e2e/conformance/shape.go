@@ -50,7 +50,7 @@ var Shapes = []Shape{
 }
 
 // DefaultShape is the shape `make conformance` runs when CONFORMANCE_SHAPE is unset.
-const DefaultShape = "ipv4"
+const DefaultShape = "dual-stack"
 
 // LookupShape finds a shape by name.
 func LookupShape(name string) (Shape, error) {
