@@ -1,14 +1,12 @@
 package e2e
 
 import (
-	"context"
 	"slices"
 	"strings"
 	"testing"
 
 	v1 "k8s.io/api/core/v1"
 	discovery "k8s.io/api/discovery/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 
 	"github.com/ipvs-proxier/ipvs-proxier/e2e/harness"
@@ -37,15 +35,7 @@ func setHintedEndpoints(t *testing.T, svcName string, port int32, eps ...hinted)
 			sl.Endpoints[i].Hints.ForNodes = []discovery.ForNode{{Name: e.hintNode}}
 		}
 	}
-	ctx := context.Background()
-	cur, err := cp.Admin.DiscoveryV1().EndpointSlices("default").Get(ctx, sl.Name, metav1.GetOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	sl.ResourceVersion = cur.ResourceVersion
-	if _, err := cp.Admin.DiscoveryV1().EndpointSlices("default").Update(ctx, sl, metav1.UpdateOptions{}); err != nil {
-		t.Fatal(err)
-	}
+	writeSlice(t, sl)
 }
 
 // TestTrafficDistributionHints: node-1 is in zone-a. For a PreferSameNode Service its

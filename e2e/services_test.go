@@ -9,6 +9,7 @@ import (
 	"time"
 
 	v1 "k8s.io/api/core/v1"
+	discovery "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/ipvs-proxier/ipvs-proxier/e2e/harness"
@@ -77,6 +78,12 @@ func setEndpoints(t *testing.T, svcName string, port int32, proto v1.Protocol, e
 	// network-programming latency metric starts from it.
 	sl := harness.ReadySlice(svcName, svcName+"-1", port, proto, endpoints(eps)...)
 	sl.Annotations = map[string]string{v1.EndpointsLastChangeTriggerTime: time.Now().UTC().Format(time.RFC3339Nano)}
+	writeSlice(t, sl)
+}
+
+// writeSlice creates the EndpointSlice, or updates it when it exists.
+func writeSlice(t *testing.T, sl *discovery.EndpointSlice) {
+	t.Helper()
 	ctx := context.Background()
 	cur, err := cp.Admin.DiscoveryV1().EndpointSlices("default").Get(ctx, sl.Name, metav1.GetOptions{})
 	if err == nil {
