@@ -73,40 +73,14 @@ func (f *Fake) loadVirtualServer(line string) (*fakeVS, error) {
 	if err != nil || proto == 0 {
 		return nil, fmt.Errorf("protocol or address: %v", err)
 	}
-	vs := VirtualServer{VSKey: VSKey{Protocol: proto, Address: ap.Addr(), Port: ap.Port()}, VSSettings: VSSettings{Scheduler: w[2]}}
-	for rest := w[3:]; len(rest) > 0; rest = rest[1:] {
-		switch {
-		case strings.HasPrefix(rest[0], "("):
-			for _, name := range strings.Split(strings.Trim(rest[0], "()"), ",") {
-				bit := schedFlagBit(vs.Scheduler, name)
-				if bit == 0 {
-					return nil, fmt.Errorf("flag %q", name)
-				}
-				vs.Flags |= bit
-			}
-		case rest[0] == "persistent" && len(rest) > 1:
-			t, err := strconv.ParseUint(rest[1], 10, 32)
-			if err != nil {
-				return nil, err
-			}
-			vs.Flags, vs.Timeout, rest = vs.Flags|FlagPersistent, uint32(t), rest[1:]
-		default:
-			return nil, fmt.Errorf("unknown %q", rest[0])
-		}
+	settings, err := parseSettings(w[2:])
+	if err != nil {
+		return nil, err
 	}
+	vs := VirtualServer{VSKey: VSKey{Protocol: proto, Address: ap.Addr(), Port: ap.Port()}, VSSettings: settings}
 	v := &fakeVS{vs: vs, rss: map[netip.AddrPort]RealServer{}}
 	f.vs[vs.VSKey] = v
 	return v, nil
-}
-
-// schedFlagBit is the inverse of schedFlagNames for one name.
-func schedFlagBit(sched, name string) uint32 {
-	for _, bit := range []uint32{FlagSched1, FlagSched2, FlagSched3} {
-		if n := schedFlagNames(sched, bit); len(n) == 1 && n[0] == name {
-			return bit
-		}
-	}
-	return 0
 }
 
 // loadRealServer parses a destination line of FormatRealServer.

@@ -33,34 +33,12 @@ func CompareRealServers(a, b RealServer) int {
 	return cmp.Compare(a.Port, b.Port)
 }
 
-// schedFlagNames gives ipvsadm's names for the scheduler flag bits.
-func schedFlagNames(sched string, flags uint32) []string {
-	prefix := "flag-"
-	names := [3]string{"1", "2", "3"}
-	if sched == "sh" || sched == "mh" {
-		prefix = sched + "-"
-		names = [3]string{"fallback", "port", "3"}
-	}
-	var out []string
-	for i, bit := range []uint32{FlagSched1, FlagSched2, FlagSched3} {
-		if flags&bit != 0 {
-			out = append(out, prefix+names[i])
-		}
-	}
-	return out
-}
-
 // FormatVirtualServer prints the service line of `ipvsadm -Ln`, without the newline.
 func FormatVirtualServer(vs VirtualServer) string {
 	var b strings.Builder
 	// ipvsadm pads the protocol to four columns: "TCP  ...", "SCTP ..." (checked in the VM).
-	fmt.Fprintf(&b, "%-4s %s %s", vs.Protocol, netip.AddrPortFrom(vs.Address, vs.Port), vs.Scheduler)
-	if f := schedFlagNames(vs.Scheduler, vs.Flags); len(f) > 0 {
-		fmt.Fprintf(&b, " (%s)", strings.Join(f, ","))
-	}
-	if vs.Flags&FlagPersistent != 0 {
-		fmt.Fprintf(&b, " persistent %d", vs.Timeout)
-	}
+	fmt.Fprintf(&b, "%-4s %s ", vs.Protocol, netip.AddrPortFrom(vs.Address, vs.Port))
+	vs.VSSettings.format(&b)
 	return b.String()
 }
 

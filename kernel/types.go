@@ -60,25 +60,6 @@ func (f Family) String() string {
 	return "IPv4"
 }
 
-// IPVS service flags (include/uapi/linux/ip_vs.h).
-const (
-	// FlagPersistent is IP_VS_SVC_F_PERSISTENT: session affinity with a timeout.
-	FlagPersistent uint32 = 0x1
-	// FlagHashed is IP_VS_SVC_F_HASHED. The kernel sets it on every service it reports;
-	// it must never take part in comparisons (kubernetes/kubernetes#53801).
-	FlagHashed uint32 = 0x2
-	// FlagSched1 is IP_VS_SVC_F_SCHED1: sh-fallback / mh-fallback.
-	FlagSched1 uint32 = 0x8
-	// FlagSched2 is IP_VS_SVC_F_SCHED2: sh-port / mh-port.
-	FlagSched2 uint32 = 0x10
-	// FlagSched3 is IP_VS_SVC_F_SCHED3 (unused by the in-tree schedulers).
-	FlagSched3 uint32 = 0x20
-)
-
-// OwnFlags is the set of flags ipvs-proxier sets and compares; all other bits are the
-// kernel's business.
-const OwnFlags = FlagPersistent | FlagSched1 | FlagSched2 | FlagSched3
-
 // VSKey identifies an IPVS virtual server: protocol, address and port.
 type VSKey struct {
 	Protocol Protocol
@@ -97,27 +78,6 @@ type VirtualServer struct {
 	VSKey
 	VSSettings
 }
-
-// VSSettings are a virtual server's settings: every IPVS attribute but its key. The
-// translation sets them, the codec writes and reads them, and the writer's cache keeps
-// them as they are (24 bytes, against 64 for a VirtualServer with its key).
-type VSSettings struct {
-	Scheduler string
-	// Flags holds only the bits in OwnFlags.
-	Flags uint32
-	// Timeout is the persistence timeout in seconds; used only with FlagPersistent.
-	Timeout uint32
-}
-
-// Own returns the settings with only the flags we own (OwnFlags): the form the writer
-// keeps and compares.
-func (s VSSettings) Own() VSSettings {
-	s.Flags &= OwnFlags
-	return s
-}
-
-// Equal reports whether two settings are the same, ignoring the flags we do not own.
-func (s VSSettings) Equal(o VSSettings) bool { return s.Own() == o.Own() }
 
 // Equal reports whether two virtual servers have the same key and settings.
 func (v VirtualServer) Equal(o VirtualServer) bool {

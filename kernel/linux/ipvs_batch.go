@@ -33,10 +33,6 @@ const (
 	ipvsSvcAttrProtocol = 2
 	ipvsSvcAttrAddr     = 3
 	ipvsSvcAttrPort     = 4
-	ipvsSvcAttrSched    = 6
-	ipvsSvcAttrFlags    = 7
-	ipvsSvcAttrTimeout  = 8
-	ipvsSvcAttrNetmask  = 9
 
 	ipvsDestAttrAddr      = 1
 	ipvsDestAttrPort      = 2
@@ -191,25 +187,16 @@ func rsOpString(op kernel.RealServerOp) string {
 
 // ipvsServiceMessage encodes one virtual-server op as IPVS_CMD_NEW/SET/DEL_SERVICE with
 // the attributes moby/ipvs sends (fillService in its netlink_linux.go): the key (family,
-// protocol, address, port) and, for a new or changed one, the scheduler, the flags with
-// a full mask, the persistence timeout and the netmask. A delete carries the key only:
-// the kernel reads the rest only for NEW and SET (ip_vs_genl_parse_service, need_full_svc).
+// protocol, address, port) and, for a new or changed one, its settings (appendSettings).
+// A delete carries the key only: the kernel reads the rest only for NEW and SET
+// (ip_vs_genl_parse_service, need_full_svc).
 func ipvsServiceMessage(b []byte, family uint16, op kernel.VirtualServerOp, seq uint32) []byte {
 	m := ipvsRequest(b, family, seq, [3]uint8{ipvsCmdNewSvc, ipvsCmdSetSvc, ipvsCmdDelSvc}, op.Kind == kernel.OpUpdate, op.Kind == kernel.OpDelete)
 	vs := op.VS
 	svc := m.nest(ipvsCmdAttrService)
 	appendServiceKey(&m, vs.VSKey)
 	if op.Kind != kernel.OpDelete {
-		mask := uint32(0xffffffff)
-		if vs.Address.Unmap().Is6() {
-			mask = 128
-		}
-		m.str(ipvsSvcAttrSched, vs.Scheduler)
-		m.attrHeader(ipvsSvcAttrFlags, 8) // struct ip_vs_flags {flags, mask}, host order
-		m.b = binary.NativeEndian.AppendUint32(m.b, vs.Flags&kernel.OwnFlags)
-		m.b = binary.NativeEndian.AppendUint32(m.b, 0xffffffff)
-		m.u32(ipvsSvcAttrTimeout, vs.Timeout)
-		m.u32(ipvsSvcAttrNetmask, mask)
+		appendSettings(&m, vs.VSSettings, vs.Address.Unmap().Is6())
 	}
 	m.end(svc)
 	return m.done()

@@ -78,6 +78,9 @@ func parseService(attrs []byte) (vs kernel.VirtualServer, st kernel.VSStats, ok 
 	var fwmark uint32
 	var stats, stats64 []byte
 	eachAttr(nested(attrs, ipvsCmdAttrService), func(t uint16, v []byte) {
+		if readSetting(t, v, &vs.VSSettings) {
+			return
+		}
 		switch t {
 		case ipvsSvcAttrAF:
 			af = u16(v)
@@ -89,12 +92,6 @@ func parseService(attrs []byte) (vs kernel.VirtualServer, st kernel.VSStats, ok 
 			vs.Port = be16(v)
 		case ipvsSvcAttrFWMark:
 			fwmark = u32(v)
-		case ipvsSvcAttrSched:
-			vs.Scheduler = schedulerName(v)
-		case ipvsSvcAttrFlags:
-			vs.Flags = u32(v) // struct ip_vs_flags: the flags, then the mask
-		case ipvsSvcAttrTimeout:
-			vs.Timeout = u32(v)
 		case ipvsSvcAttrStats:
 			stats = v
 		case ipvsSvcAttrStats64:
@@ -152,21 +149,4 @@ func parseDest(attrs []byte, svcAF uint16) (kernel.RealServer, bool) {
 	a, ok := addrOf(af, addr)
 	rs.Address = a
 	return rs, ok
-}
-
-// schedulerName is the scheduler of an IPVS_SVC_ATTR_SCHED_NAME value (NUL-terminated),
-// without allocating for the kernel's own schedulers: a dump has one per virtual server.
-func schedulerName(v []byte) string {
-	for i, c := range v {
-		if c == 0 {
-			v = v[:i]
-			break
-		}
-	}
-	for _, s := range kernel.InTreeSchedulers {
-		if string(v) == s {
-			return s
-		}
-	}
-	return string(v)
 }
