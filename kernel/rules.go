@@ -185,6 +185,31 @@ const (
 	MarkXor
 )
 
+// language is how a ruleset's backend prints it: whole (String, Fake.Dump, plan) and a
+// rule alone (a trace's steps).
+type language struct {
+	ruleset func(*Ruleset) string
+	rule    func(*Ruleset, Rule) string
+}
+
+// language is the ruleset's: nft's when it is one nftables table of ours (Table set),
+// else iptables'. A third backend's printer adds its case here.
+func (r *Ruleset) language() language {
+	if r.Table != "" {
+		return nftLanguage
+	}
+	return iptablesLanguage
+}
+
+// String prints the ruleset in its backend's language: `nft list table` when it is an
+// nftables table, else iptables-restore input.
+func (r *Ruleset) String() string {
+	if r == nil {
+		return ""
+	}
+	return r.language().ruleset(r)
+}
+
 // Chain returns the chain named name in table, if there is one.
 func (r *Ruleset) Chain(table, name string) (Chain, bool) {
 	for _, c := range r.Chains {

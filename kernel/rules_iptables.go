@@ -6,16 +6,13 @@ import (
 	"strings"
 )
 
-// String prints the ruleset in its backend's language: `nft list table` when it is an
-// nftables table, else iptables-restore input.
-func (r *Ruleset) String() string {
-	if r == nil {
-		return ""
-	}
-	if r.Table != "" {
-		return r.Nft()
-	}
-	return r.Iptables()
+// iptablesLanguage is iptables-restore input: the whole ruleset, and a rule as its "-A"
+// line without the chain.
+var iptablesLanguage = language{
+	ruleset: (*Ruleset).Iptables,
+	rule: func(_ *Ruleset, rule Rule) string {
+		return strings.TrimPrefix(iptablesRule(rule), "-A "+rule.Chain+" ")
+	},
 }
 
 // Iptables prints the ruleset as iptables-restore input: per table, our chains'

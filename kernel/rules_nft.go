@@ -5,6 +5,12 @@ import (
 	"strings"
 )
 
+// nftLanguage is `nft list table`'s: the whole table, and a rule as a chain lists it.
+var nftLanguage = language{
+	ruleset: (*Ruleset).Nft,
+	rule:    func(r *Ruleset, rule Rule) string { return nftRule(nftIP(r.Family), rule) },
+}
+
 // Nft prints the ruleset as `nft list table` prints its chains (sets are the IPSets
 // backend's, FormatNftSets).
 func (r *Ruleset) Nft() string {

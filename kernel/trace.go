@@ -208,7 +208,7 @@ func (t *tracing) chain(c Chain, depth int) string {
 		if !t.matches(r) {
 			continue
 		}
-		t.steps = append(t.steps, fmt.Sprintf("%s %s #%d: %s", c.Table, c.Name, i+1, t.st.rules.ruleText(r)))
+		t.steps = append(t.steps, fmt.Sprintf("%s %s #%d: %s", c.Table, c.Name, i+1, t.st.rules.language().rule(t.st.rules, r)))
 		switch r.Target.Kind {
 		case Return:
 			return ""
@@ -288,12 +288,4 @@ func (t *tracing) matches(r Rule) bool {
 		}
 	}
 	return true
-}
-
-// ruleText prints a rule in the ruleset's language, without its chain.
-func (r *Ruleset) ruleText(rule Rule) string {
-	if r.Table != "" {
-		return nftRule(nftIP(r.Family), rule)
-	}
-	return strings.TrimPrefix(iptablesRule(rule), "-A "+rule.Chain+" ")
 }
