@@ -48,13 +48,14 @@ type faultRunner struct {
 // after it reaches the kernel: relisting and re-reading 5,000 Services in the emulated VM
 // takes tens of seconds. A kernel edit is bounded in the daemon's full syncs (every
 // syncPeriod, deploy/'s 30 s), not in time: a full sync repairs what it finds missing or
-// recounted, and reads 1/CheckEvery (10) of its virtual servers' real servers, so a real
-// server edited by hand is back within 11; on a host whose CPU the emulated VM shares, a
-// full sync took 93 s where it takes 2, and a bound in seconds measured the host.
+// recounted, and reads the real servers of its virtual servers in a rotation (rotationSyncs),
+// so a real server edited by hand is back within that; on a host whose CPU the emulated
+// VM shares, a full sync took 93 s where it takes 2, and a bound in seconds measured the
+// host.
 const (
 	syncPeriod        = 30 * time.Second
 	fullSyncsRepair   = 2  // one may be under way when the edit is made
-	fullSyncsRotation = 11 // CheckEvery, and one under way
+	fullSyncsRotation = -1 // rotationSyncs of the node's virtual servers
 	boundEdit         = 30 * time.Minute
 	boundRestart      = 3 * time.Minute
 	boundAddress      = time.Minute
@@ -107,7 +108,11 @@ func (f *faultRunner) run(schedule, ctx context.Context, plan []plannedFault) {
 func (f *faultRunner) add(r faultRecord) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	benchkit.Logf("fault %s: recovery %v (bound %v) %s %s", r.Kind, r.Recovery.Round(time.Millisecond), r.Bound, r.Detail, r.Err)
+	rec := "not recovered"
+	if r.Recovery >= 0 {
+		rec = "recovery " + r.Recovery.Round(time.Millisecond).String()
+	}
+	benchkit.Logf("fault %s: %s (bound %v) %s %s", r.Kind, rec, r.Bound, r.Detail, r.Err)
 	f.records = append(f.records, r)
 }
 
@@ -259,6 +264,29 @@ func waitUntil(ctx context.Context, d, step time.Duration, ok func() bool) time.
 	}
 }
 
+// The daemon's real-server rotation (sync/reconcile/ipvs: RotationPeriod): a full sync
+// reads the real servers of 1/CheckEvery of its virtual servers, CheckEvery doubled until
+// that is at most rotationReads of them.
+const (
+	checkEvery    = 10
+	rotationReads = 500
+)
+
+// rotationSyncs is the number of full syncs in which a real server edited by hand is
+// repaired at n virtual servers: the daemon's rotation period, and one full sync under
+// way at the edit. Where n cannot be read, the period at the most virtual servers a soak
+// makes (two per Service at the largest SOAK_SERVICES).
+func rotationSyncs(n float64) int {
+	if math.IsNaN(n) {
+		n = 2 * 65536
+	}
+	p := checkEvery
+	for float64(p*rotationReads) < n {
+		p *= 2
+	}
+	return p + 1
+}
+
 // kernelEdit is one change made behind the daemon's back, on one Service's objects.
 type kernelEdit struct {
 	name      string
@@ -321,7 +349,10 @@ func (f *faultRunner) kernelEdits(ctx context.Context, base faultRecord) {
 		go func() {
 			defer f.pending.Done()
 			defer f.s.ch.release(i)
-			syncs, counted := 0.0, time.Now()
+			syncs, counted, limit := 0.0, time.Now(), e.fullSyncs
+			if limit == fullSyncsRotation {
+				limit = rotationSyncs(f.s.metric("ipvs_proxier_virtual_servers"))
+			}
 			rec.Recovery = waitUntil(ctx, boundEdit, 3*time.Second, func() bool {
 				if _, code, _ := f.s.node.Exec(e.check); code == 0 {
 					return true
@@ -335,12 +366,15 @@ func (f *faultRunner) kernelEdits(ctx context.Context, base faultRecord) {
 				if n := f.s.fullSyncs(); n >= 0 && before >= 0 {
 					syncs = counterSince(n, before)
 				}
-				return syncs > float64(e.fullSyncs)
+				if e.fullSyncs == fullSyncsRotation { // the period follows the count
+					limit = max(limit, rotationSyncs(f.s.metric("ipvs_proxier_virtual_servers")))
+				}
+				return syncs > float64(limit)
 			})
 			if _, code, _ := f.s.node.Exec(e.check); code != 0 {
 				rec.Recovery = -1
 			}
-			rec.Detail += fmt.Sprintf(" (%.0f full syncs since; limit %d)", syncs, e.fullSyncs)
+			rec.Detail += fmt.Sprintf(" (%.0f full syncs since; limit %d)", syncs, limit)
 			if rec.Recovery >= 0 {
 				f.repaired.Add(1)
 			}

@@ -367,3 +367,13 @@ func TestDrainWatch(t *testing.T) {
 		t.Errorf("longest %v %s", d.longest, d.which)
 	}
 }
+
+// TestRotationSyncs: the bound of a real server's repair follows the daemon's rotation
+// period (CheckEvery doubled until a full sync reads at most 500), plus the one under way.
+func TestRotationSyncs(t *testing.T) {
+	for n, want := range map[float64]int{1500: 11, 5000: 11, 5001: 21, 12000: 41, math.NaN(): 321} {
+		if got := rotationSyncs(n); got != want {
+			t.Errorf("rotationSyncs(%v) = %d, want %d", n, got, want)
+		}
+	}
+}
