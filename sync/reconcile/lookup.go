@@ -10,7 +10,7 @@ package reconcile
 // last, with the set listing), when the desired state was rebuilt (which makes it one),
 // or after a failed dump; in between it looks up by key
 // (IPVS_CMD_GET_SERVICE, a hash lookup each) the virtual servers whose real servers
-// it reads this round, the same rotating 1/CheckEvery (at most ~realServerReads). A
+// it reads this round, the rotation's share (ipvs.RotationPeriod: at most ~500). A
 // lookup that finds one of ours missing makes that full sync dump them all, so a mass
 // deletion (`ipvsadm -C`) is still repaired within syncPeriod; a single virtual server
 // deleted or changed by hand (`ipvsadm -D`, `-E`), or a stranger on our addresses,
