@@ -274,10 +274,10 @@ const (
 
 // rotationSyncs is the number of full syncs in which a real server edited by hand is
 // repaired at n virtual servers: the daemon's rotation period, and one full sync under
-// way at the edit. Where n cannot be read, the period at the most virtual servers a soak
-// makes (two per Service at the largest SOAK_SERVICES).
+// way at the edit. Where n could not be read (0 or NaN), the period at the most virtual
+// servers a soak makes (two per Service at the largest SOAK_SERVICES).
 func rotationSyncs(n float64) int {
-	if math.IsNaN(n) {
+	if math.IsNaN(n) || n == 0 {
 		n = 2 * 65536
 	}
 	p := checkEvery
@@ -285,6 +285,17 @@ func rotationSyncs(n float64) int {
 		p *= 2
 	}
 	return p + 1
+}
+
+// maxCount is the largest of the counts read, 0 until one could be read: a scrape that
+// fails (NaN) leaves it as it was.
+type maxCount struct{ most float64 }
+
+// read takes one count in.
+func (c *maxCount) read(n float64) {
+	if n > c.most { // false for NaN
+		c.most = n
+	}
 }
 
 // kernelEdit is one change made behind the daemon's back, on one Service's objects.
@@ -350,10 +361,14 @@ func (f *faultRunner) kernelEdits(ctx context.Context, base faultRecord) {
 			defer f.pending.Done()
 			defer f.s.ch.release(i)
 			syncs, counted, limit := 0.0, time.Now(), e.fullSyncs
+			var vss maxCount // the rotation's period follows the node's count
 			if limit == fullSyncsRotation {
-				limit = rotationSyncs(f.s.metric("ipvs_proxier_virtual_servers"))
+				vss.read(f.s.metric("ipvs_proxier_virtual_servers"))
+				limit = rotationSyncs(vss.most)
+				// Bounded in full syncs; the time is a backstop, at twice syncPeriod a sync.
+				rec.Bound = max(boundEdit, time.Duration(limit+1)*2*syncPeriod)
 			}
-			rec.Recovery = waitUntil(ctx, boundEdit, 3*time.Second, func() bool {
+			rec.Recovery = waitUntil(ctx, rec.Bound, 3*time.Second, func() bool {
 				if _, code, _ := f.s.node.Exec(e.check); code == 0 {
 					return true
 				}
@@ -366,8 +381,9 @@ func (f *faultRunner) kernelEdits(ctx context.Context, base faultRecord) {
 				if n := f.s.fullSyncs(); n >= 0 && before >= 0 {
 					syncs = counterSince(n, before)
 				}
-				if e.fullSyncs == fullSyncsRotation { // the period follows the count
-					limit = max(limit, rotationSyncs(f.s.metric("ipvs_proxier_virtual_servers")))
+				if e.fullSyncs == fullSyncsRotation {
+					vss.read(f.s.metric("ipvs_proxier_virtual_servers"))
+					limit = rotationSyncs(vss.most)
 				}
 				return syncs > float64(limit)
 			})

@@ -371,9 +371,17 @@ func TestDrainWatch(t *testing.T) {
 // TestRotationSyncs: the bound of a real server's repair follows the daemon's rotation
 // period (CheckEvery doubled until a full sync reads at most 500), plus the one under way.
 func TestRotationSyncs(t *testing.T) {
-	for n, want := range map[float64]int{1500: 11, 5000: 11, 5001: 21, 12000: 41, math.NaN(): 321} {
+	for n, want := range map[float64]int{1500: 11, 5000: 11, 5001: 21, 12000: 41, math.NaN(): 321, 0: 321} {
 		if got := rotationSyncs(n); got != want {
 			t.Errorf("rotationSyncs(%v) = %d, want %d", n, got, want)
 		}
+	}
+	// A failed scrape between two reads keeps the bound the reads gave.
+	var c maxCount
+	for _, n := range []float64{12000, math.NaN(), 11000} {
+		c.read(n)
+	}
+	if got := rotationSyncs(c.most); got != 41 {
+		t.Errorf("after 12,000, a failed scrape and 11,000: bound %d, want 41", got)
 	}
 }

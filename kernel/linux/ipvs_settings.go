@@ -7,8 +7,10 @@ import (
 )
 
 // A virtual server's settings as IPVS netlink carries them (include/uapi/linux/ip_vs.h):
-// every attribute of an IPVS_CMD_ATTR_SERVICE but its key. The batch writes them and the
-// dump reads them here, so an IPVS attribute the translation sets is coded in this file.
+// the attributes of an IPVS_CMD_ATTR_SERVICE the translation sets (the scheduler, the
+// flags, the persistence timeout; the netmask follows the family), not its key, its
+// counters or a fwmark. The batch writes them and the dump reads them here, so a new
+// IPVS attribute the translation sets is coded in this file.
 const (
 	ipvsSvcAttrSched   = 6
 	ipvsSvcAttrFlags   = 7

@@ -308,11 +308,11 @@ func TestFullSyncSpreadsRealServerChecks(t *testing.T) {
 
 // TestFullSyncBoundsRealServerReads: past ipvs.RealServerReads × CheckEvery virtual servers, a
 // full sync reads the real servers of about ipvs.RealServerReads of them, and a real server
-// deleted by hand is back within N/ipvs.RealServerReads full syncs.
+// deleted by hand is back within the rotation's period (ipvs.RotationPeriod).
 func TestFullSyncBoundsRealServerReads(t *testing.T) {
 	h := newHarness(t, kernel.Kernel{}, nil, func(o *Options) { o.CheckEvery = 2 })
 	const n = 4000 // one virtual server each
-	rounds := n / ipvs.RealServerReads
+	rounds := ipvs.RotationPeriod(2, n)
 	addServices(h, n)
 	h.mustSync(t)
 	want := h.fake.Dump()

@@ -61,7 +61,7 @@ func inTurn(key kernel.VSKey, round, period int) bool {
 // the last sync that touched it made them, and still desired: comparing all of them
 // (56,000 virtual servers at 30,000 Services) was a third of an idle full sync in the VM
 // (a profile of `make bench-scale`). Drift behind our back shows only in a read,
-// and every virtual server is read within CheckEvery full syncs.
+// and every virtual server is read within RotationPeriod full syncs.
 func (r *Reconciler) RealServersDue(changed *proxier.Delta, listAll bool, round int) func(kernel.VSKey) bool {
 	if listAll {
 		return nil

@@ -1,6 +1,7 @@
 package ipvs
 
 import (
+	"math/rand/v2"
 	"net/netip"
 	"testing"
 
@@ -42,6 +43,35 @@ func TestRotationSurvivesChurn(t *testing.T) {
 		}
 		if gap := 20*limit + 1 - last; gap > limit {
 			t.Fatalf("%v not read in the last %d full syncs: want at most %d", key, gap, limit)
+		}
+	}
+}
+
+// TestRotationSurvivesRandomWalk: the count wanders across several steps (100 to 40,000
+// virtual servers); a virtual server still waits no longer than the largest period in
+// force since its last read.
+func TestRotationSurvivesRandomWalk(t *testing.T) {
+	const checkEvery = 10
+	rng := rand.New(rand.NewPCG(1, 2))
+	counts := make([]int, 5000)
+	n := 5000
+	for i := range counts {
+		n = min(max(n+rng.IntN(2001)-1000, 100), 40000)
+		counts[i] = n
+	}
+	for i := range 500 {
+		key := kernel.VSKey{Protocol: kernel.UDP, Address: netip.AddrFrom4([4]byte{10, 97, byte(i >> 8), byte(i)}), Port: 53}
+		last, most := 0, 0
+		for round := 1; round <= len(counts); round++ {
+			p := RotationPeriod(checkEvery, counts[round-1])
+			most = max(most, p)
+			if !inTurn(key, round, p) {
+				continue
+			}
+			if gap := round - last; last > 0 && gap > most {
+				t.Fatalf("%v read at round %d, %d full syncs after the last read: the periods in force were at most %d", key, round, gap, most)
+			}
+			last, most = round, p
 		}
 	}
 }
