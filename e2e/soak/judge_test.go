@@ -385,3 +385,16 @@ func TestRotationSyncs(t *testing.T) {
 		t.Errorf("after 12,000, a failed scrape and 11,000: bound %d, want 41", got)
 	}
 }
+
+// TestUnplannedRestarts: a PID that changes in the sample after the one a SIGKILL began
+// in is the planned restart (the 2-hour soak's minutes 10 and 11); a change with no kill
+// in that minute or the one before is not.
+func TestUnplannedRestarts(t *testing.T) {
+	ss := []sample{
+		{Minute: 9, PID: 170}, {Minute: 10, PID: 170, Faults: faultDaemonKill}, {Minute: 11, PID: 555},
+		{Minute: 12, PID: 555}, {Minute: 13, PID: 600},
+	}
+	if got := unplannedRestarts(ss); len(got) != 1 || got[0] != "13.0" {
+		t.Errorf("unplanned restarts %v, want [13.0]", got)
+	}
+}

@@ -229,11 +229,13 @@ func windowName(k string) string {
 }
 
 // unplannedRestarts lists the minutes at which the daemon's PID changed with no
-// SIGKILL fault begun in the minute.
+// SIGKILL fault begun in the minute or the one before: a sample taken as the fault
+// begins reads the PID before the kill, and the new one shows in the next sample.
 func unplannedRestarts(ss []sample) []string {
 	var out []string
 	for i := 1; i < len(ss); i++ {
-		if ss[i].PID != 0 && ss[i-1].PID != 0 && ss[i].PID != ss[i-1].PID && !strings.Contains(ss[i].Faults, faultDaemonKill) {
+		killed := strings.Contains(ss[i].Faults, faultDaemonKill) || strings.Contains(ss[i-1].Faults, faultDaemonKill)
+		if ss[i].PID != 0 && ss[i-1].PID != 0 && ss[i].PID != ss[i-1].PID && !killed {
 			out = append(out, fmt.Sprintf("%.1f", ss[i].Minute))
 		}
 	}
