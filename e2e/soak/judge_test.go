@@ -206,6 +206,52 @@ func TestVerdicts(t *testing.T) {
 	}
 }
 
+// TestShortGrowth: a window under an hour is judged on its growth within one
+// collection's headroom. The 10-minute form's window (a daemon restarted 4 minutes
+// before it, its RSS still climbing: 35.2 to 40.7 MiB, a slope of +58 MiB/h) passes; the
+// same window with 4 MiB a minute more (20 MiB over it) fails; a 2-hour run's window
+// still fits a slope an hour, where that climb fails.
+func TestShortGrowth(t *testing.T) {
+	climb := []float64{35.24, 36.8, 38.09, 38.45, 40.33, 40.69}
+	rssOf := func(o outcome) verdict {
+		for _, v := range verdicts(o) {
+			if v.Name == "no growth: RSS" {
+				return v
+			}
+		}
+		t.Fatal("no RSS verdict")
+		return verdict{}
+	}
+	short := func(extra float64) outcome {
+		o := cleanOutcome()
+		o.Set = defaults(10*time.Minute, 500)
+		o.Samples, o.Faults = nil, nil
+		for m := range 11 {
+			rss := 33.0
+			if m >= 5 {
+				rss = climb[m-5] + extra*float64(m-5)
+			}
+			o.Samples = append(o.Samples, sample{Minute: float64(m), PID: 5, RSSMiB: rss})
+		}
+		return o
+	}
+	if v := rssOf(short(0)); !v.Pass || !strings.Contains(v.Detail, "window") {
+		t.Errorf("the short form's climb failed: %s", v.Detail)
+	}
+	if v := rssOf(short(4)); v.Pass {
+		t.Errorf("20 MiB more over 5 minutes passed: %s", v.Detail)
+	}
+	long := cleanOutcome()
+	long.Set = defaults(2*time.Hour, 5000)
+	long.Samples, long.Faults = nil, nil
+	for m := range 121 {
+		long.Samples = append(long.Samples, sample{Minute: float64(m), PID: 5, RSSMiB: 35 + 58*float64(m)/60})
+	}
+	if v := rssOf(long); v.Pass || !strings.Contains(v.Detail, "/h over") {
+		t.Errorf("a 2-hour window growing 58 MiB/h passed: %s", v.Detail)
+	}
+}
+
 // cleanOutcome is a 20-minute run where everything held.
 func cleanOutcome() outcome {
 	set := defaults(20*time.Minute, 500)
