@@ -2,6 +2,7 @@ package benchkit
 
 import (
 	"slices"
+	"strings"
 
 	"github.com/ipvs-proxier/ipvs-proxier/e2e/harness"
 )
@@ -114,6 +115,15 @@ const KubeRouterCaveat = "kube-router " + harness.KubeRouterVersion + ", the onl
 
 // KubeRouterLabel names kube-router's series on a chart, its caveat in short.
 const KubeRouterLabel = "kube-router " + harness.KubeRouterVersion + " (before GHSA-phqm-jgc3-qf8g's fix)"
+
+// CSVNotes is the notes cell of a proxy's row in a benchmark's CSV: its caveat first,
+// when it has one, so that a row copied into another CSV (scale-all.csv) keeps it.
+func CSVNotes(proxy string, notes []string) string {
+	if caveats := Caveats([]string{proxy}); len(caveats) > 0 {
+		notes = append(caveats, notes...)
+	}
+	return strings.Join(notes, "; ")
+}
 
 // Caveats are the caveats of the proxies named, each once, in order.
 func Caveats(names []string) []string {

@@ -197,7 +197,7 @@ func writeCSV(path string, rs []result) error {
 		for _, p := range hairpinPaths {
 			row = append(row, f0(r.Hairpin[p].Mbps))
 		}
-		_ = w.Write(append(row, strings.Join(r.Notes, "; ")))
+		_ = w.Write(append(row, benchkit.CSVNotes(r.Proxy, r.Notes)))
 	}
 	w.Flush()
 	return w.Error()

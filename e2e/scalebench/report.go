@@ -76,7 +76,7 @@ func writeReport(dir, machine, workload string, steps []int, rs []result) error 
 		_ = w.Write([]string{strconv.Itoa(r.Services), strconv.Itoa(r.Endpoints), r.Proxy, secs(r.ColdStart), secs(r.SetsDone), ms(r.P50), ms(r.P99),
 			strconv.Itoa(r.Changes), fmt.Sprintf("%.0f", r.PeakRSS), fmt.Sprintf("%.0f", r.SteadyRSS), fmt.Sprintf("%.2f", r.CPUIdle),
 			fmt.Sprintf("%.2f", r.CPUChurn), strconv.Itoa(r.VS), strconv.Itoa(r.RS), strconv.Itoa(r.SetEntries), critical(r.Critical),
-			strconv.Itoa(r.ClusterPorts), strconv.Itoa(r.Probed), strconv.Itoa(r.Answered), strings.Join(r.Notes, "; ")})
+			strconv.Itoa(r.ClusterPorts), strconv.Itoa(r.Probed), strconv.Itoa(r.Answered), benchkit.CSVNotes(r.Proxy, r.Notes)})
 	}
 	w.Flush()
 	if err := f.Close(); err != nil {

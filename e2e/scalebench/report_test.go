@@ -1,6 +1,7 @@
 package main
 
 import (
+	"strings"
 	"testing"
 	"time"
 
@@ -27,6 +28,10 @@ func TestReport(t *testing.T) {
 		"| 5000 × 4 | kube-proxy | unfinished: 412 of 5000 ClusterIP ports programmed | — |", "| 5000 × 4 | kube-router | 40.0 | 20 / 20 |", "predates its externalIPs advisory GHSA-phqm-jgc3-qf8g (fixed in v2.8.0)",
 		"kube-proxy @ 5000: cold start unfinished", "`SVC_SCALE_STEPS=1000,5000 BENCH_PROXIES_1000=ipvs-proxier,kube-proxy BENCH_PROXIES_5000=\"ipvs-proxier nftables\" make bench-scale`", "test machine"},
 		"results.csv", 5, "chart.png")
+	rows, err := benchkit.ReadCSV([]string{dir + "/results.csv"})
+	if err != nil || !strings.HasPrefix(rows[3]["notes"], benchkit.KubeRouterCaveat) || rows[2]["notes"] != "cold start unfinished after 20m0s" {
+		t.Errorf("the CSV's notes should carry kube-router's caveat, and only on its rows: %v %v", err, rows)
+	}
 }
 
 // TestPollPause: the cold start looks at the kernel every second, or three times as
