@@ -2,7 +2,6 @@ package main
 
 import (
 	"fmt"
-	"strings"
 	"time"
 
 	"gonum.org/v1/plot/plotter"
@@ -82,29 +81,6 @@ func contains(list []string, s string) bool {
 // chartTitle says what was measured where.
 func chartTitle(machine, workload string) string {
 	return fmt.Sprintf("%s, one proxy at a time; %s", workload, machine)
-}
-
-// readResults reads the rows of results.csv files (writeReport's columns), in order.
-func readResults(paths []string) ([]result, error) {
-	rows, err := benchkit.ReadCSV(paths)
-	if err != nil {
-		return nil, err
-	}
-	out := make([]result, 0, len(rows))
-	for _, row := range rows {
-		num := func(name string) float64 { return benchkit.Num(row[name]) }
-		r := result{Proxy: row["proxy"], Services: int(num("services")), Endpoints: int(num("endpoints")),
-			ColdStart: time.Duration(num("cold_start_s") * float64(time.Second)), SetsDone: time.Duration(num("sets_complete_s") * float64(time.Second)),
-			P50: time.Duration(num("change_p50_ms") * float64(time.Millisecond)), P99: time.Duration(num("change_p99_ms") * float64(time.Millisecond)),
-			Changes: int(num("changes")), PeakRSS: num("rss_peak_mib"), SteadyRSS: num("rss_steady_mib"),
-			CPUIdle: num("cpu_idle_s_per_min"), CPUChurn: num("cpu_churn_s_per_min"),
-			ClusterPorts: int(num("cluster_ports_programmed")), Probed: int(num("probe_sent")), Answered: int(num("probe_answered"))}
-		if n := row["notes"]; n != "" {
-			r.Notes = strings.Split(n, "; ")
-		}
-		out = append(out, r)
-	}
-	return out, nil
 }
 
 // chartCommand is `scalebench chart OUT.png TITLE CSV...`: the chart of rows gathered from

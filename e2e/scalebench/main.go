@@ -5,7 +5,9 @@
 // node: cold start (read from each one's data path, datapath.go, and checked by
 // requests to a sample, probe.go), change latency, memory, CPU idle and under churn, and
 // kernel object counts. Results go to bench/results/ as a markdown table, a CSV and a
-// PNG chart.
+// PNG chart. `scalebench chart OUT.png TITLE CSV...` draws the chart of rows gathered
+// from several runs; `scalebench gather ALL.csv RESULTS.csv...` gathers them (a newer row
+// of the same step and proxy replaces the older).
 //
 // Environment (defaults in brackets): SVC_SCALE_STEPS [1000,5000,10000,30000],
 // SVC_ENDPOINTS [4], SVC_NODEPORT_EVERY [2: half the Services are NodePorts; 100,000
@@ -38,12 +40,14 @@ import (
 )
 
 func main() {
-	if len(os.Args) > 1 && os.Args[1] == "chart" {
-		if err := chartCommand(os.Args[2:]); err != nil {
-			fmt.Fprintln(os.Stderr, "scalebench:", err)
-			os.Exit(1)
+	if len(os.Args) > 1 {
+		if command, ok := map[string]func([]string) error{"chart": chartCommand, "gather": gatherCommand}[os.Args[1]]; ok {
+			if err := command(os.Args[2:]); err != nil {
+				fmt.Fprintln(os.Stderr, "scalebench:", err)
+				os.Exit(1)
+			}
+			return
 		}
-		return
 	}
 	benchkit.Main(run)
 }

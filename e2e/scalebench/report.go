@@ -58,20 +58,19 @@ func (r result) summary() string {
 		r.coldCell(), secs(r.SetsDone), r.probeCell(), ms(r.P50), ms(r.P99), r.Changes, r.SteadyRSS, r.PeakRSS, r.CPUIdle, r.CPUChurn, r.VS, r.RS, r.SetEntries)
 }
 
-// writeReport writes results.md, results.csv and chart.png; it is called after every
-// row, so a run cut short still leaves what it measured.
-func writeReport(dir, machine, workload string, steps []int, rs []result) error {
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return err
-	}
-	f, err := os.Create(filepath.Join(dir, "results.csv"))
+// csvColumns are results.csv's columns.
+var csvColumns = []string{"services", "endpoints", "proxy", "cold_start_s", "sets_complete_s", "change_p50_ms", "change_p99_ms", "changes",
+	"rss_peak_mib", "rss_steady_mib", "cpu_idle_s_per_min", "cpu_churn_s_per_min", "virtual_servers", "real_servers", "ipset_entries", "critical_services_s",
+	"cluster_ports_programmed", "probe_sent", "probe_answered", "notes"}
+
+// writeCSV writes the rows as results.csv's columns (readResults reads them back).
+func writeCSV(path string, rs []result) error {
+	f, err := os.Create(path)
 	if err != nil {
 		return err
 	}
 	w := csv.NewWriter(f)
-	_ = w.Write([]string{"services", "endpoints", "proxy", "cold_start_s", "sets_complete_s", "change_p50_ms", "change_p99_ms", "changes",
-		"rss_peak_mib", "rss_steady_mib", "cpu_idle_s_per_min", "cpu_churn_s_per_min", "virtual_servers", "real_servers", "ipset_entries", "critical_services_s",
-		"cluster_ports_programmed", "probe_sent", "probe_answered", "notes"})
+	_ = w.Write(csvColumns)
 	for _, r := range rs {
 		_ = w.Write([]string{strconv.Itoa(r.Services), strconv.Itoa(r.Endpoints), r.Proxy, secs(r.ColdStart), secs(r.SetsDone), ms(r.P50), ms(r.P99),
 			strconv.Itoa(r.Changes), fmt.Sprintf("%.0f", r.PeakRSS), fmt.Sprintf("%.0f", r.SteadyRSS), fmt.Sprintf("%.2f", r.CPUIdle),
@@ -79,7 +78,43 @@ func writeReport(dir, machine, workload string, steps []int, rs []result) error 
 			strconv.Itoa(r.ClusterPorts), strconv.Itoa(r.Probed), strconv.Itoa(r.Answered), benchkit.CSVNotes(r.Proxy, r.Notes)})
 	}
 	w.Flush()
-	if err := f.Close(); err != nil {
+	if err := w.Error(); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
+}
+
+// readResults reads the rows of results.csv files (writeReport's columns), in order.
+func readResults(paths []string) ([]result, error) {
+	rows, err := benchkit.ReadCSV(paths)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]result, 0, len(rows))
+	for _, row := range rows {
+		num := func(name string) float64 { return benchkit.Num(row[name]) }
+		r := result{Proxy: row["proxy"], Services: int(num("services")), Endpoints: int(num("endpoints")),
+			ColdStart: time.Duration(num("cold_start_s") * float64(time.Second)), SetsDone: time.Duration(num("sets_complete_s") * float64(time.Second)),
+			P50: time.Duration(num("change_p50_ms") * float64(time.Millisecond)), P99: time.Duration(num("change_p99_ms") * float64(time.Millisecond)),
+			Changes: int(num("changes")), PeakRSS: num("rss_peak_mib"), SteadyRSS: num("rss_steady_mib"),
+			CPUIdle: num("cpu_idle_s_per_min"), CPUChurn: num("cpu_churn_s_per_min"),
+			ClusterPorts: int(num("cluster_ports_programmed")), Probed: int(num("probe_sent")), Answered: int(num("probe_answered"))}
+		if n := row["notes"]; n != "" {
+			r.Notes = strings.Split(n, "; ")
+		}
+		out = append(out, r)
+	}
+	return out, nil
+}
+
+// writeReport writes results.md, results.csv and chart.png; it is called after every
+// row, so a run cut short still leaves what it measured.
+func writeReport(dir, machine, workload string, steps []int, rs []result) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	if err := writeCSV(filepath.Join(dir, "results.csv"), rs); err != nil {
 		return err
 	}
 
