@@ -76,8 +76,9 @@ bench-micro: ## Go benchmarks (fake kernel, 30,000 Services x 4): one change, fu
 	@if [ -f bench/micro/baseline.txt ]; then $(GO) run $(BENCHSTAT) bench/micro/baseline.txt bench/micro/latest.txt; \
 	else echo "no bench/micro/baseline.txt: copy latest.txt there to start tracking"; fi
 
-charts: ## Redraw bench/results' two charts from the CSVs that gather every proxy's runs (scale-all.csv, dataplane-all.csv); SCALE_RUN=DIR/results.csv first gathers a bench-scale run's rows into scale-all.csv (a newer row of a step and proxy replaces the older)
+charts: ## Redraw bench/results' two charts from the CSVs that gather every proxy's runs (scale-all.csv, dataplane-all.csv); SCALE_RUN=DIR/results.csv or DATAPLANE_RUN=DIR/dataplane.csv first gathers a run's rows there (a newer run's rows of a step and proxy replace the older)
 	@if [ -n "$(SCALE_RUN)" ]; then cd e2e && $(GO) run ./scalebench gather ../bench/results/scale-all.csv $(abspath $(SCALE_RUN)); fi
+	@if [ -n "$(DATAPLANE_RUN)" ]; then cd e2e && $(GO) run ./dataplane gather ../bench/results/dataplane-all.csv $(abspath $(DATAPLANE_RUN)); fi
 	cd e2e && $(GO) run ./scalebench chart ../bench/results/chart.png "1,000-30,000 Services × 4 endpoints, one proxy at a time (kube-proxy v1.37); qemu TCG VM, 2 vCPU, 2-core host" ../bench/results/scale-all.csv
 	cd e2e && $(GO) run ./dataplane chart ../bench/results/dataplane.png "Requests through one Service beside 1,000 or 30,000 others, rows from several runs; qemu TCG VM, 2 vCPU, 2-core host" ../bench/results/dataplane-all.csv
 

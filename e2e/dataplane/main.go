@@ -20,6 +20,8 @@
 // BENCH_STEP_BUDGET [30m] for a proxy to program a size, DP_BUDGETS [unset;
 // e.g. 1000=20m,30000=8m] by size; SVC_CREATE_PARALLEL [16];
 // BENCH_OUT [<repo>/bench/results]; BENCH_LOAD [etcd; api: through the apiserver].
+// `dataplane chart OUT.png TITLE CSV...` draws rows gathered from several runs;
+// `dataplane gather ALL.csv RUN.csv...` gathers them (gather.go).
 package main
 
 import (
@@ -36,12 +38,14 @@ import (
 )
 
 func main() {
-	if len(os.Args) > 1 && os.Args[1] == "chart" {
-		if err := chartCommand(os.Args[2:]); err != nil {
-			fmt.Fprintln(os.Stderr, "dataplane:", err)
-			os.Exit(1)
+	if len(os.Args) > 1 {
+		if command, ok := map[string]func([]string) error{"chart": chartCommand, "gather": gatherCommand}[os.Args[1]]; ok {
+			if err := command(os.Args[2:]); err != nil {
+				fmt.Fprintln(os.Stderr, "dataplane:", err)
+				os.Exit(1)
+			}
+			return
 		}
-		return
 	}
 	benchkit.Main(run)
 }

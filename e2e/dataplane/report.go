@@ -182,6 +182,11 @@ func writeReport(dir, machine string, s settings, rs []result) error {
 	return chart(filepath.Join(dir, "dataplane.png"), "Requests through one Service beside the workload's Services; "+machine, rs)
 }
 
+// csvColumns are the CSV's columns.
+var csvColumns = []string{"services", "proxy", "run", "ready_s", "short_rps", "connect_p50_ms", "connect_p99_ms", "connect_p999_ms", "short_p99_ms", "short_errors",
+	"keepalive_rps", "keepalive_p99_ms", "keepalive_errors", "proxy_cpu_s_per_min", "pods_directly_rps", "hairpin_pod_mbps", "hairpin_clusterip_mbps", "hairpin_nodeport_mbps", "hairpin_nodeport_local_mbps", "notes"}
+
+// writeCSV writes the rows in csvColumns.
 func writeCSV(path string, rs []result) error {
 	f, err := os.Create(path)
 	if err != nil {
@@ -189,8 +194,7 @@ func writeCSV(path string, rs []result) error {
 	}
 	defer f.Close()
 	w := csv.NewWriter(f)
-	_ = w.Write([]string{"services", "proxy", "run", "ready_s", "short_rps", "connect_p50_ms", "connect_p99_ms", "connect_p999_ms", "short_p99_ms", "short_errors",
-		"keepalive_rps", "keepalive_p99_ms", "keepalive_errors", "proxy_cpu_s_per_min", "pods_directly_rps", "hairpin_pod_mbps", "hairpin_clusterip_mbps", "hairpin_nodeport_mbps", "hairpin_nodeport_local_mbps", "notes"})
+	_ = w.Write(csvColumns)
 	for _, r := range rs {
 		row := []string{strconv.Itoa(r.Services), r.Proxy, strconv.Itoa(r.Run), f2(r.Ready.Seconds()), f0(r.Short.RPS), f2(r.Short.Connect.P50), f2(r.Short.Connect.P99), f2(r.Short.Connect.P999),
 			f2(r.Short.Latency.P99), strconv.Itoa(r.Short.Errors), f0(r.KeepAlive.RPS), f2(r.KeepAlive.Latency.P99), strconv.Itoa(r.KeepAlive.Errors), f2(r.ProxyCPU), f0(r.Baseline.RPS)}
