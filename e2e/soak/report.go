@@ -103,8 +103,8 @@ func page(o outcome, vs []verdict) string {
 		w("| %s | %s | %s |\n", v.Name, map[bool]string{true: "pass", false: "**FAIL**"}[v.Pass], strings.ReplaceAll(v.Detail, "|", "\\|"))
 	}
 	w("\nGrowth: a least-squares line through the samples of the growth window (of the last daemon process); it passes under the larger of twice the slope's standard error and %.0f %% of the level an hour, a rate that would double the daemon's memory within a day.", growthShare*100)
-	if o.Set.Duration-o.Set.windowStart() < time.Hour {
-		w(" A window under an hour is too short for a slope an hour: the RSS passes when it grew by at most one collection's headroom (%d MiB) over the window.", headroomMiB)
+	if o.Set.Duration-o.Set.windowStart() < shortWindow {
+		w(" A window under %v is too short for a slope an hour of the RSS, which climbs for tens of minutes after a restart: the heap in use is judged in its place, passing when it grew by at most half its level over the window (the collector's widest headroom).", shortWindow)
 	}
 	w("\n")
 	w("\n## Traffic\n\nOne request after another (%v apart), each a new connection (or datagram) through the agent in the node.\n\n", requestGap)
