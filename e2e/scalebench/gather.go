@@ -8,11 +8,11 @@ import (
 
 // gatherCommand is `scalebench gather ALL.csv RESULTS.csv...`: runs' results.csv rows
 // into ALL.csv (benchkit.GatherCSV), a newer row of a step (Services × endpoints) and
-// proxy replacing the older. bench/results/scale-all.csv gathers so
+// proxy replacing the older, each named by its run's date (its results.md). bench/results/scale-all.csv gathers so
 // (`SCALE_RUN=... make charts`).
 func gatherCommand(args []string) error {
 	if len(args) < 2 {
 		return fmt.Errorf("usage: scalebench gather ALL.csv RESULTS.csv...")
 	}
-	return benchkit.GatherCSV(args[0], args[1:], csvColumns, []string{"services", "endpoints", "proxy"})
+	return benchkit.GatherCSV(args[0], args[1:], benchkit.Gather{Columns: csvColumns, Key: []string{"services", "endpoints", "proxy"}, Page: "results.md"})
 }

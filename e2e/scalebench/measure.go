@@ -482,7 +482,7 @@ func (m *measurement) idle() {
 	if c, err := m.b.counts(m.p); err == nil {
 		m.r.VS, m.r.RS = c.Ports, c.Backends
 		if m.p.Name == benchkit.KubeRouter.Name {
-			m.note("its Service ports count a NodePort virtual server on every address of the node (--nodeport-bindon-all-ip, as its manifests run it), so more than the others' for the same Services")
+			m.note("its Service ports count a NodePort virtual server on every address of the node (--nodeport-bindon-all-ip, in harness.KubeRouterCommand), so more than the others' for the same Services")
 		}
 	}
 	m.r.SetEntries = m.b.setEntries(m.p)

@@ -10,7 +10,9 @@ import (
 )
 
 // TestSoakShort is the soak's short form: 10 minutes at 500 Services x 4 endpoints,
-// every fault kind, every verdict; a leak, a stuck drain or a lost change fails it.
+// every fault kind, every verdict; a stuck drain, a lost change, a goroutine, fd or
+// netlink socket leak beyond noise, or the heap in use growing by half within its
+// 5-minute growth window fails it (a slower memory leak needs the 2-hour form).
 // Its results go to the test's temporary folder, or to SOAK_OUT when set.
 func TestSoakShort(t *testing.T) {
 	harness.RequireE2E(t)
