@@ -29,7 +29,8 @@ var runLine = regexp.MustCompile(`(?m)^Run (\d{4}-\d\d-\d\d \d\d:\d\d)`)
 // GatherCSV gathers runs' CSVs into out: out's own rows (when it exists) and then each
 // of in, in order. A later file's rows of a group replace every earlier file's rows of
 // that group, where the first of them stood, so a newer run of a proxy at a step
-// stands alone; a new group's rows come last. Cells are copied as they are.
+// stands alone; a new group's rows come last, in their file's order. Cells are copied
+// as they are.
 // bench/results' scale-all.csv and dataplane-all.csv are gathered so (`make charts`
 // with SCALE_RUN or DATAPLANE_RUN).
 func GatherCSV(out string, in []string, g Gather) error {
@@ -66,12 +67,8 @@ func GatherCSV(out string, in []string, g Gather) error {
 			}
 		}
 		fresh := map[string][]map[string]string{}
-		var order []string
 		for _, row := range rows {
 			k := groupOf(row)
-			if fresh[k] == nil {
-				order = append(order, k)
-			}
 			fresh[k] = append(fresh[k], row)
 		}
 		placed := map[string]bool{}
@@ -84,9 +81,9 @@ func GatherCSV(out string, in []string, g Gather) error {
 				next, placed[k] = append(next, fresh[k]...), true
 			}
 		}
-		for _, k := range order {
-			if !placed[k] {
-				next = append(next, fresh[k]...)
+		for _, row := range rows {
+			if !placed[groupOf(row)] {
+				next = append(next, row)
 			}
 		}
 		acc = next
