@@ -208,7 +208,7 @@ func TestVerdicts(t *testing.T) {
 
 // TestShortGrowth: a window under shortWindow judges the heap in use on its growth
 // over the window, not the RSS's slope an hour. The 10-minute form's window (a daemon
-// restarted 4 minutes before it: its RSS still climbing from 35.2 to 40.7 MiB, +64 MiB/h,
+// restarted 4 minutes before it: its RSS still climbing from 35.2 to 40.7 MiB, +65 MiB/h as fitted,
 // its heap in use flat near 8 MiB) passes; the same window with the heap growing 2 MiB a
 // minute more fails; a 2-hour run's window still fits the RSS a slope an hour, where
 // that climb fails.
