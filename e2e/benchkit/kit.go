@@ -61,6 +61,20 @@ func EnvInts(name, def string, least int) ([]int, error) {
 	return ns, nil
 }
 
+// Subcommand runs the subcommand os.Args[1] names among commands with the arguments
+// after it, exiting 1 with its error; it reports whether there was one to run (a
+// benchmark's `chart` and `gather`).
+func Subcommand(prog string, commands map[string]func([]string) error) bool {
+	if len(os.Args) < 2 || commands[os.Args[1]] == nil {
+		return false
+	}
+	if err := commands[os.Args[1]](os.Args[2:]); err != nil {
+		fmt.Fprintln(os.Stderr, prog+":", err)
+		os.Exit(1)
+	}
+	return true
+}
+
 // Main is a benchmark command's main: it runs run and exits 1 with its error logged.
 func Main(run func() error) {
 	if err := run(); err != nil {

@@ -27,7 +27,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -38,14 +37,8 @@ import (
 )
 
 func main() {
-	if len(os.Args) > 1 {
-		if command, ok := map[string]func([]string) error{"chart": chartCommand, "gather": gatherCommand}[os.Args[1]]; ok {
-			if err := command(os.Args[2:]); err != nil {
-				fmt.Fprintln(os.Stderr, "dataplane:", err)
-				os.Exit(1)
-			}
-			return
-		}
+	if benchkit.Subcommand("dataplane", map[string]func([]string) error{"chart": chartCommand, "gather": gatherCommand}) {
+		return
 	}
 	benchkit.Main(run)
 }

@@ -40,14 +40,8 @@ import (
 )
 
 func main() {
-	if len(os.Args) > 1 {
-		if command, ok := map[string]func([]string) error{"chart": chartCommand, "gather": gatherCommand}[os.Args[1]]; ok {
-			if err := command(os.Args[2:]); err != nil {
-				fmt.Fprintln(os.Stderr, "scalebench:", err)
-				os.Exit(1)
-			}
-			return
-		}
+	if benchkit.Subcommand("scalebench", map[string]func([]string) error{"chart": chartCommand, "gather": gatherCommand}) {
+		return
 	}
 	benchkit.Main(run)
 }
