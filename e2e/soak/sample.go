@@ -22,9 +22,13 @@ type sample struct {
 	// each healthCheckNodePort the cluster's ETP=Local Services ask for, each with its
 	// accept goroutine. Their number follows the churned Services, not time.
 	Listening float64
-	SyncP50Ms float64 // of the syncs in the minute (kubeproxy_sync_proxy_rules_duration_seconds)
-	SyncP99Ms float64
-	Syncs     float64
+	// VirtualServers and RealServers are what the daemon has programmed
+	// (ipvs_proxier_virtual_servers, ipvs_proxier_real_servers): the size of the state
+	// it holds, which the churn moves as it moves the Services' types and policies.
+	VirtualServers, RealServers float64
+	SyncP50Ms                   float64 // of the syncs in the minute (kubeproxy_sync_proxy_rules_duration_seconds)
+	SyncP99Ms                   float64
+	Syncs                       float64
 	// ChangeP50Ms and ChangeP99Ms are kubeproxy_network_programming_duration_seconds over
 	// the minute: from a slice's trigger time (the host's clock) to its sync (the VM's).
 	ChangeP50Ms, ChangeP99Ms float64
@@ -45,6 +49,7 @@ type sample struct {
 
 // csvHeader names the CSV's columns, one per sample field, in order.
 var csvHeader = []string{"minute", "pid", "rss_mib", "heap_inuse_mib", "goroutines", "open_fds", "netlink_sockets", "listening_sockets",
+	"virtual_servers", "real_servers",
 	"sync_p50_ms", "sync_p99_ms", "syncs", "change_p50_ms", "change_p99_ms", "probe_change_ms", "changes", "daemon_changes",
 	"drift_repairs", "events", "conntrack_entries", "draining_real_servers", "sync_errors", "requests_ok", "requests_failed", "faults"}
 
@@ -58,6 +63,7 @@ func (s sample) row() []string {
 	}
 	r2 := func(v float64) string { return f(math.Round(v*100) / 100) }
 	return []string{r2(s.Minute), strconv.Itoa(s.PID), r2(s.RSSMiB), r2(s.HeapInuseMiB), f(s.Goroutines), f(s.OpenFDs), f(s.NetlinkSockets), f(s.Listening),
+		f(s.VirtualServers), f(s.RealServers),
 		r2(s.SyncP50Ms), r2(s.SyncP99Ms), f(s.Syncs), r2(s.ChangeP50Ms), r2(s.ChangeP99Ms), r2(s.ProbeMs), f(s.Changes), f(s.DaemonChanges),
 		f(s.DriftRepairs), f(s.Events), f(s.Conntrack), f(s.Draining), f(s.SyncErrors), f(s.RequestsOK), f(s.RequestsFail), s.Faults}
 }

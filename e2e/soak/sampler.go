@@ -124,6 +124,7 @@ func (sm *sampler) take(ctx context.Context) sample {
 	smp.RSSMiB, smp.HeapInuseMiB, smp.Goroutines, smp.OpenFDs, smp.NetlinkSockets, smp.Listening = nan, nan, nan, nan, nan, nan
 	smp.SyncP50Ms, smp.SyncP99Ms, smp.Syncs, smp.ChangeP50Ms, smp.ChangeP99Ms, smp.ProbeMs = nan, nan, nan, nan, nan, nan
 	smp.DaemonChanges, smp.Conntrack, smp.Draining, smp.SyncErrors, smp.Events = nan, nan, nan, nan, nan
+	smp.VirtualServers, smp.RealServers = nan, nan
 	if out, err := s.node.MustExec(procScript); err == nil {
 		p := procStats(out)
 		smp.PID = int(p["pid"])
@@ -139,6 +140,8 @@ func (sm *sampler) take(ctx context.Context) sample {
 		smp.Goroutines = value(one(fams, "go_goroutines"))
 		smp.Draining = value(one(fams, "ipvs_proxier_graceful_termination_queue"))
 		smp.SyncErrors = value(one(fams, "ipvs_proxier_sync_errors_total"))
+		smp.VirtualServers = value(one(fams, "ipvs_proxier_virtual_servers"))
+		smp.RealServers = value(one(fams, "ipvs_proxier_real_servers"))
 		if m := one(fams, "kubeproxy_sync_proxy_rules_duration_seconds"); m != nil {
 			h := histogramOf(m)
 			d := h.since(sm.prevSync)
